@@ -1,0 +1,338 @@
+//! Argv rendering: templates in, one argv element per template out, no shell.
+//!
+//! Rules (docs/MANIFEST.md has them with examples):
+//! - each `args` element renders to exactly one argv element, whatever the value holds;
+//! - an element rendering to `""` is omitted, unless it is a single placeholder
+//!   whose value the call gave;
+//! - an element that is exactly `{{p}}` with an array value expands to one element per item;
+//! - a group (`["--team", "{{team}}"]`) is omitted when a name it uses has no value or is
+//!   `false`, and repeats once per item when it uses an array parameter.
+
+use serde_json::{Map, Value};
+
+use crate::manifest::{Arg, Command};
+use crate::source::FieldPath;
+use crate::template::{Data, Environment, Ref, Template, TemplateError};
+
+/// A manifest's command with every template compiled.
+#[derive(Debug, Clone)]
+pub struct CommandTemplate {
+    program: String,
+    args: Vec<ArgTemplate>,
+    env: Vec<(String, Template)>,
+    cwd: Option<Template>,
+}
+
+#[derive(Debug, Clone)]
+enum ArgTemplate {
+    One(Template),
+    Group(Vec<Template>),
+}
+
+/// The argv, environment and working directory of one call.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Rendered {
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// Variables set for the child (on top of its inherited environment).
+    pub env: Vec<(String, String)>,
+    /// Working directory, when the manifest sets one and it rendered non-empty.
+    pub cwd: Option<String>,
+    /// The secret values used (`{{secret.NAME}}`), to be masked wherever shown.
+    #[serde(skip)]
+    pub secrets: Vec<String>,
+}
+
+/// A template that failed to render.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{field}`: cannot render `{template}`: {message}")]
+pub struct RenderFailure {
+    /// Where the template is (`command.args.3`).
+    pub field: String,
+    /// The template text.
+    pub template: String,
+    /// Why.
+    pub message: String,
+}
+
+/// The values one call renders with.
+#[derive(Debug, Clone)]
+pub struct Values<'a> {
+    /// What the call (or context, or a literal) gave.
+    pub given: &'a Map<String, Value>,
+    /// `given` plus each parameter's declared default.
+    pub resolved: &'a Map<String, Value>,
+    /// The caller's context (`url`, `cwd`, ...).
+    pub context: &'a Map<String, Value>,
+}
+
+impl Values<'_> {
+    fn data(&self, environment: &Environment) -> Data {
+        Data::with_environment(self.resolved, self.given, self.context, environment)
+    }
+
+    fn present(&self, r: &Ref) -> Option<&Value> {
+        let v = match r {
+            Ref::Param(p) => self.resolved.get(p),
+            Ref::Context(k) => self.context.get(k),
+            Ref::Env(_) | Ref::Secret(_) => return Some(&Value::Bool(true)),
+        };
+        v.filter(|v| !v.is_null() && **v != Value::Bool(false))
+    }
+
+    fn given(&self, p: &str) -> bool {
+        self.given.get(p).is_some_and(|v| !v.is_null())
+    }
+}
+
+impl CommandTemplate {
+    /// Compile every template of `cmd`; errors carry the field path of the template.
+    pub fn compile(cmd: &Command, params: &[&str]) -> Result<Self, Vec<(FieldPath, TemplateError)>> {
+        let mut errors = Vec::new();
+        let mut compile = |path: FieldPath, src: &str| match Template::parse(src, params) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                errors.push((path, e));
+                None
+            }
+        };
+        let base = FieldPath::dotted("command");
+        let args: Vec<Option<ArgTemplate>> = cmd
+            .args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| match a {
+                Arg::One(s) => compile(base.key("args").index(i), s).map(ArgTemplate::One),
+                Arg::Group(items) => {
+                    let members: Vec<_> = items
+                        .iter()
+                        .enumerate()
+                        .map(|(j, s)| compile(base.key("args").index(i).index(j), s))
+                        .collect();
+                    members.into_iter().collect::<Option<Vec<_>>>().map(ArgTemplate::Group)
+                }
+            })
+            .collect();
+        let env: Vec<_> = cmd
+            .env
+            .iter()
+            .map(|(k, v)| compile(base.key("env").key(k), v).map(|t| (k.clone(), t)))
+            .collect();
+        let cwd = cmd.cwd.as_ref().map(|c| compile(base.key("cwd"), c));
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(Self {
+            program: cmd.program.clone(),
+            args: args.into_iter().flatten().collect(),
+            env: env.into_iter().flatten().collect(),
+            cwd: cwd.flatten(),
+        })
+    }
+
+    /// Every template with its field path, in manifest order.
+    pub fn templates(&self) -> Vec<(FieldPath, &Template)> {
+        let base = FieldPath::dotted("command");
+        let mut all = Vec::new();
+        for (i, a) in self.args.iter().enumerate() {
+            match a {
+                ArgTemplate::One(t) => all.push((base.key("args").index(i), t)),
+                ArgTemplate::Group(ts) => {
+                    all.extend(ts.iter().enumerate().map(|(j, t)| (base.key("args").index(i).index(j), t)));
+                }
+            }
+        }
+        all.extend(self.env.iter().map(|(k, t)| (base.key("env").key(k), t)));
+        all.extend(self.cwd.iter().map(|t| (base.key("cwd"), t)));
+        all
+    }
+
+    /// The program, as declared.
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// Render argv, env and cwd for one call. `env.` and `secret.` values are read
+    /// from packs' own environment; a secret that is not set is an error.
+    pub fn render(&self, values: &Values<'_>) -> Result<Rendered, RenderFailure> {
+        let templates = self.templates();
+        let environment = Environment::read(templates.iter().flat_map(|(_, t)| t.refs()));
+        for (path, t) in &templates {
+            for r in t.refs() {
+                if let Ref::Secret(name) = r {
+                    if !environment.secrets.contains_key(name) {
+                        return Err(RenderFailure {
+                            field: path.to_string(),
+                            template: t.source().to_owned(),
+                            message: format!("secret `{name}` is not set: export {name}=... in the environment packs runs in"),
+                        });
+                    }
+                }
+            }
+        }
+        let data = values.data(&environment);
+        let mut argv = vec![self.program.clone()];
+        for (i, arg) in self.args.iter().enumerate() {
+            let field = format!("command.args.{i}");
+            match arg {
+                ArgTemplate::One(t) => render_one(t, values, &data, &field, &mut argv)?,
+                ArgTemplate::Group(members) => render_group(members, values, &data, &field, &mut argv)?,
+            }
+        }
+        let mut env = Vec::with_capacity(self.env.len());
+        for (k, t) in &self.env {
+            env.push((k.clone(), render(t, &data, &format!("command.env.{k}"))?));
+        }
+        let cwd = match &self.cwd {
+            Some(t) => Some(render(t, &data, "command.cwd")?).filter(|c| !c.is_empty()),
+            None => None,
+        };
+        Ok(Rendered { argv, env, cwd, secrets: environment.secret_values() })
+    }
+}
+
+fn render(t: &Template, data: &Data, field: &str) -> Result<String, RenderFailure> {
+    t.render(data).map_err(|e| RenderFailure {
+        field: field.to_owned(),
+        template: t.source().to_owned(),
+        message: e.reason().to_string(),
+    })
+}
+
+fn render_one(
+    t: &Template,
+    values: &Values<'_>,
+    data: &Data,
+    field: &str,
+    argv: &mut Vec<String>,
+) -> Result<(), RenderFailure> {
+    if let Some(p) = t.placeholder() {
+        let effective = values.given.get(p).filter(|v| !v.is_null()).or_else(|| values.resolved.get(p));
+        if let Some(Value::Array(items)) = effective {
+            argv.extend(items.iter().map(crate::template::value_text));
+            return Ok(());
+        }
+    }
+    let s = render(t, data, field)?;
+    if !s.is_empty() || t.placeholder().is_some_and(|p| values.given(p)) {
+        argv.push(s);
+    }
+    Ok(())
+}
+
+fn render_group(
+    members: &[Template],
+    values: &Values<'_>,
+    data: &Data,
+    field: &str,
+    argv: &mut Vec<String>,
+) -> Result<(), RenderFailure> {
+    let refs: Vec<&Ref> = members.iter().flat_map(|t| t.refs()).collect();
+    if refs.iter().any(|r| values.present(r).is_none()) {
+        return Ok(());
+    }
+    let mut arrays = refs.iter().filter_map(|r| match (r, values.present(r)) {
+        (Ref::Param(p), Some(Value::Array(items))) => Some((p.as_str(), items)),
+        _ => None,
+    });
+    let Some((name, items)) = arrays.next() else {
+        for (j, t) in members.iter().enumerate() {
+            render_one(t, values, data, &format!("{field}.{j}"), argv)?;
+        }
+        return Ok(());
+    };
+    if let Some((other, _)) = arrays.find(|(p, _)| *p != name) {
+        return Err(RenderFailure {
+            field: field.to_owned(),
+            template: format!("{:?}", members.iter().map(Template::source).collect::<Vec<_>>()),
+            message: format!("a group may repeat over one array parameter, but uses `{name}` and `{other}`"),
+        });
+    }
+    for item in items {
+        let given: Map<String, Value> = {
+            let mut g = values.given.clone();
+            g.insert(name.to_owned(), item.clone());
+            g
+        };
+        let resolved = {
+            let mut r = values.resolved.clone();
+            r.insert(name.to_owned(), item.clone());
+            r
+        };
+        let per_item = Values { given: &given, resolved: &resolved, context: values.context };
+        let item_data = data.with(name, item);
+        for (j, t) in members.iter().enumerate() {
+            render_one(t, &per_item, &item_data, &format!("{field}.{j}"), argv)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::split_command_line;
+    use serde_json::json;
+
+    fn argv(cmd: Command, params: &[&str], given: Value, defaults: Value) -> Vec<String> {
+        let t = CommandTemplate::compile(&cmd, params).unwrap();
+        let given = given.as_object().unwrap().clone();
+        let mut resolved = defaults.as_object().unwrap().clone();
+        resolved.extend(given.clone());
+        let context = Map::new();
+        t.render(&Values { given: &given, resolved: &resolved, context: &context }).unwrap().argv
+    }
+
+    fn cmd(program: &str, args: Vec<Arg>) -> Command {
+        Command { program: program.into(), args, env: Default::default(), cwd: None }
+    }
+    fn one(s: &str) -> Arg {
+        Arg::One(s.into())
+    }
+    fn group(items: &[&str]) -> Arg {
+        Arg::Group(items.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn hostile_values_stay_one_element() {
+        let nasty = "a b; rm -rf / $(id) `id` \"q\" 'q' \n * -x";
+        let a = argv(split_command_line("echo -- {{v}}").unwrap(), &["v"], json!({"v": nasty}), json!({}));
+        assert_eq!(a, ["echo", "--", nasty]);
+    }
+
+    #[test]
+    fn empty_elements_are_omitted_unless_given() {
+        let c = cmd("x", vec![one("{{a}}"), one("{{#if f}}-f{{/if}}"), one("pre{{a}}")]);
+        assert_eq!(argv(c.clone(), &["a", "f"], json!({}), json!({})), ["x", "pre"]);
+        assert_eq!(argv(c, &["a", "f"], json!({"a": ""}), json!({})), ["x", "", "pre"]);
+    }
+
+    #[test]
+    fn groups_omit_and_repeat() {
+        let c = cmd("x", vec![group(&["--team", "{{team}}"]), group(&["--tag", "{{tags}}"]), group(&["-v"])]);
+        let p = &["team", "tags"];
+        assert_eq!(argv(c.clone(), p, json!({}), json!({})), ["x", "-v"]);
+        assert_eq!(
+            argv(c.clone(), p, json!({"tags": ["a", "b c"]}), json!({"team": "ENG"})),
+            ["x", "--team", "ENG", "--tag", "a", "--tag", "b c", "-v"]
+        );
+        assert_eq!(argv(c, p, json!({"tags": []}), json!({})), ["x", "-v"]);
+        let flag = cmd("x", vec![group(&["--human", "{{#if h}}{{/if}}"])]);
+        assert_eq!(argv(flag.clone(), &["h"], json!({"h": false}), json!({})), ["x"]);
+        assert_eq!(argv(flag, &["h"], json!({"h": true}), json!({})), ["x", "--human"]);
+    }
+
+    #[test]
+    fn splat_and_value_rendering() {
+        let c = cmd("x", vec![one("{{files}}"), one("n={{n}}"), one("{{obj}}")]);
+        let a = argv(c, &["files", "n", "obj"], json!({"files": ["a", "-b"], "n": 15, "obj": {"k": [1]}}), json!({}));
+        assert_eq!(a, ["x", "a", "-b", "n=15", r#"{"k":[1]}"#]);
+    }
+
+    #[test]
+    fn compile_errors_carry_paths() {
+        let c = cmd("x", vec![one("ok"), group(&["--a", "{{nope}}"])]);
+        let errs = CommandTemplate::compile(&c, &["a"]).unwrap_err();
+        assert_eq!(errs[0].0.to_string(), "command.args.1.1");
+    }
+}

@@ -1,0 +1,317 @@
+//! Discovery over pack directories, precedence, and lookup (default-deny).
+//!
+//! A pack directory holds manifests anywhere below it and executables at its
+//! top level; hidden entries are skipped. Directories are searched in order: an
+//! earlier one shadows a later one's tool of the same name, like `PATH`. A
+//! broken file is reported and skipped; the rest of the catalog loads.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::describe;
+use crate::manifest;
+use crate::runner::{self, Invocation};
+use crate::source::{Diagnostic, Severity, Syntax};
+use crate::tool::Tool;
+
+/// How long an executable may take to answer `--describe`.
+pub const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Most bytes of `--describe` output read.
+const DESCRIBE_MAX_BYTES: u64 = 1024 * 1024;
+
+/// The pack directories to search, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchPath {
+    /// Directories, earliest first.
+    pub dirs: Vec<PathBuf>,
+    /// True when none was given (the `./packs` fallback), so a missing one is not worth a warning.
+    pub implicit: bool,
+}
+
+impl SearchPath {
+    /// `--packs` directories if any, else `PACKS_PATH` (colon-separated), else `./packs`.
+    pub fn resolve(explicit: &[PathBuf], packs_path: Option<&OsStr>) -> Self {
+        if !explicit.is_empty() {
+            return Self { dirs: explicit.to_vec(), implicit: false };
+        }
+        if let Some(var) = packs_path {
+            let dirs: Vec<PathBuf> = std::env::split_paths(var).filter(|p| !p.as_os_str().is_empty()).collect();
+            if !dirs.is_empty() {
+                return Self { dirs, implicit: false };
+            }
+        }
+        Self { dirs: vec![PathBuf::from("packs")], implicit: true }
+    }
+
+    /// Exactly these directories.
+    pub fn dirs(dirs: impl IntoIterator<Item = impl Into<PathBuf>>) -> Self {
+        Self { dirs: dirs.into_iter().map(Into::into).collect(), implicit: false }
+    }
+}
+
+/// Why a name does not resolve to one tool.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LookupError {
+    /// No cataloged tool has this name.
+    #[error("no tool named `{name}`{}", suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default())]
+    NotFound {
+        /// The name asked for.
+        name: String,
+        /// A close name, if there is one.
+        suggestion: Option<String>,
+    },
+    /// Two files in one directory declare this name.
+    #[error("tool `{name}` is declared twice in one pack directory: {} and {}", first.display(), second.display())]
+    Ambiguous {
+        /// The name.
+        name: String,
+        /// One file.
+        first: PathBuf,
+        /// The other.
+        second: PathBuf,
+    },
+}
+
+/// A tool that lost to one of the same name in an earlier directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shadowed {
+    /// The name.
+    pub name: String,
+    /// The file that is used.
+    pub winner: PathBuf,
+    /// The file that is hidden.
+    pub hidden: PathBuf,
+}
+
+enum Entry {
+    Tool(Tool),
+    Ambiguous(PathBuf, PathBuf),
+}
+
+/// All tools found on a search path.
+#[derive(Default)]
+pub struct Catalog {
+    entries: Vec<(String, Entry)>,
+    index: HashMap<String, usize>,
+    /// Problems found while loading (broken files are errors; the rest loaded).
+    pub diagnostics: Vec<Diagnostic>,
+    /// Tools hidden by an earlier directory's tool of the same name.
+    pub shadowed: Vec<Shadowed>,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog").field("tools", &self.index.keys().collect::<Vec<_>>()).finish()
+    }
+}
+
+impl Catalog {
+    /// Discover every tool on `path`.
+    pub fn load(path: &SearchPath) -> Self {
+        let mut catalog = Self::default();
+        for dir in &path.dirs {
+            if !dir.is_dir() {
+                if !path.implicit {
+                    catalog.diagnostics.push(Diagnostic::file(
+                        Severity::Warning,
+                        "missing-pack-dir",
+                        dir,
+                        "pack directory does not exist or is not a directory",
+                    ));
+                }
+                continue;
+            }
+            let (tools, diagnostics) = load_dir(dir);
+            catalog.diagnostics.extend(diagnostics);
+            catalog.add_dir(tools);
+        }
+        catalog
+    }
+
+    /// Load one file (a manifest, or an executable answering `--describe`) as a tool.
+    pub fn load_file(path: &Path) -> Result<(Tool, Vec<Diagnostic>), Vec<Diagnostic>> {
+        if Syntax::of_manifest(path).is_some() {
+            Tool::from_manifest(manifest::load(path)?)
+        } else {
+            describe_executable(path).map(|t| (t, Vec::new())).map_err(|d| vec![d])
+        }
+    }
+
+    fn add_dir(&mut self, tools: Vec<Tool>) {
+        let mut here: HashMap<String, usize> = HashMap::new();
+        for tool in tools {
+            let name = tool.name().to_owned();
+            if let Some(&i) = here.get(&name) {
+                let first = match &self.entries[i].1 {
+                    Entry::Tool(t) => t.source().to_owned(),
+                    Entry::Ambiguous(a, _) => a.clone(),
+                };
+                self.diagnostics.push(
+                    Diagnostic::file(
+                        Severity::Error,
+                        "duplicate-name",
+                        tool.source(),
+                        format!("tool `{name}` is also declared in {}; neither is used", first.display()),
+                    ),
+                );
+                self.entries[i].1 = Entry::Ambiguous(first, tool.source().to_owned());
+            } else if let Some(&i) = self.index.get(&name) {
+                let winner = match &self.entries[i].1 {
+                    Entry::Tool(t) => t.source().to_owned(),
+                    Entry::Ambiguous(a, _) => a.clone(),
+                };
+                self.shadowed.push(Shadowed { name, winner, hidden: tool.source().to_owned() });
+            } else {
+                self.index.insert(name.clone(), self.entries.len());
+                here.insert(name.clone(), self.entries.len());
+                self.entries.push((name, Entry::Tool(tool)));
+            }
+        }
+    }
+
+    /// The tool named `name`. Only cataloged tools resolve: a path is never a name.
+    pub fn get(&self, name: &str) -> Result<&Tool, LookupError> {
+        match self.index.get(name).map(|&i| &self.entries[i].1) {
+            Some(Entry::Tool(t)) => Ok(t),
+            Some(Entry::Ambiguous(a, b)) => {
+                Err(LookupError::Ambiguous { name: name.to_owned(), first: a.clone(), second: b.clone() })
+            }
+            None => {
+                let names: Vec<&str> = self.index.keys().map(String::as_str).collect();
+                Err(LookupError::NotFound {
+                    name: name.to_owned(),
+                    suggestion: manifest::did_you_mean(name, &names).map(str::to_owned),
+                })
+            }
+        }
+    }
+
+    /// Every usable tool, in search order (directory, then path).
+    pub fn tools(&self) -> impl Iterator<Item = &Tool> {
+        self.entries.iter().filter_map(|(_, e)| match e {
+            Entry::Tool(t) => Some(t),
+            Entry::Ambiguous(..) => None,
+        })
+    }
+
+    /// How many usable tools there are.
+    pub fn len(&self) -> usize {
+        self.tools().count()
+    }
+
+    /// True when no tool loaded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(|d| d.severity == Severity::Error)
+    }
+}
+
+fn is_hidden(name: &OsStr) -> bool {
+    name.to_str().is_some_and(|n| n.starts_with('.'))
+}
+
+fn is_executable_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Load one directory: manifests below it (in path order), executables at its top.
+fn load_dir(dir: &Path) -> (Vec<Tool>, Vec<Diagnostic>) {
+    let mut manifests = Vec::new();
+    let mut executables = Vec::new();
+    let mut diagnostics = Vec::new();
+    let walk = walkdir::WalkDir::new(dir)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !is_hidden(e.file_name()));
+    for entry in walk {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                let path = e.path().unwrap_or(dir).to_owned();
+                diagnostics.push(Diagnostic::file(Severity::Warning, "unreadable", &path, e.to_string()));
+                continue;
+            }
+        };
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let path = entry.into_path();
+        if Syntax::of_manifest(&path).is_some() {
+            manifests.push(path);
+        } else if path.parent() == Some(dir) && is_executable_file(&path) {
+            executables.push(path);
+        }
+    }
+    let mut tools = Vec::with_capacity(manifests.len() + executables.len());
+    for path in manifests {
+        match manifest::load(&path).and_then(Tool::from_manifest) {
+            Ok((tool, warnings)) => {
+                diagnostics.extend(warnings);
+                tools.push(tool);
+            }
+            Err(errors) => diagnostics.extend(errors),
+        }
+    }
+    for result in describe_all(&executables) {
+        match result {
+            Ok(tool) => tools.push(tool),
+            Err(d) => diagnostics.push(d),
+        }
+    }
+    (tools, diagnostics)
+}
+
+/// Run `--describe` on every executable, in parallel.
+fn describe_all(paths: &[PathBuf]) -> Vec<Result<Tool, Diagnostic>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = paths.iter().map(|p| s.spawn(|| describe_executable(p))).collect();
+        handles
+            .into_iter()
+            .zip(paths)
+            .map(|(h, p)| {
+                h.join().unwrap_or_else(|_| {
+                    Err(Diagnostic::file(Severity::Warning, "bad-describe", p, "describing it failed unexpectedly"))
+                })
+            })
+            .collect()
+    })
+}
+
+/// Ask one executable for its describe JSON and build the tool.
+fn describe_executable(path: &Path) -> Result<Tool, Diagnostic> {
+    let skip = |why: String| {
+        Diagnostic::file(Severity::Warning, "bad-describe", path, format!("skipped executable: {why}"))
+    };
+    let invocation = Invocation {
+        argv: vec![path.to_string_lossy().into_owned(), "--describe".into()],
+        env: Vec::new(),
+        cwd: None,
+        timeout: DESCRIBE_TIMEOUT,
+        max_output_bytes: DESCRIBE_MAX_BYTES,
+    };
+    let out = runner::run(&invocation).map_err(|e| skip(e.to_string()))?;
+    if out.timed_out {
+        return Err(skip(format!("`--describe` did not answer within {}s", DESCRIBE_TIMEOUT.as_secs())));
+    }
+    if out.exit_code != Some(0) {
+        let code = out.exit_code.map_or_else(|| "a signal".to_owned(), |c| format!("code {c}"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail = stderr.trim().lines().last().map(|l| format!(": {l}")).unwrap_or_default();
+        return Err(skip(format!("`--describe` exited with {code}{tail}")));
+    }
+    if out.stdout_truncated {
+        return Err(skip(format!("`--describe` printed more than {DESCRIBE_MAX_BYTES} bytes")));
+    }
+    let d = describe::parse_executable_describe(&out.stdout).map_err(skip)?;
+    Tool::from_executable(path.to_owned(), d).map_err(skip)
+}

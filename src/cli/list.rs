@@ -1,0 +1,81 @@
+//! `packs list`, `packs describe`, `packs catalog`, `packs help NAME`.
+
+use anyhow::Result;
+use serde_json::{Value, json};
+
+use super::{exit, print};
+use crate::catalog::Catalog;
+use crate::output::truncate;
+
+pub(super) fn list(catalog: &Catalog, as_json: bool) -> Result<i32> {
+    if as_json {
+        let rows: Vec<Value> = catalog
+            .tools()
+            .map(|t| {
+                json!({
+                    "name": t.name(),
+                    "kind": t.kind(),
+                    "read_only": t.policy().read_only,
+                    "description": t.description(),
+                    "source": t.source(),
+                })
+            })
+            .collect();
+        print(&format!("{}\n", serde_json::to_string_pretty(&rows)?))?;
+        return Ok(exit::OK);
+    }
+    let rows: Vec<[String; 5]> = catalog
+        .tools()
+        .map(|t| {
+            [
+                t.name().to_owned(),
+                t.kind().as_str().to_owned(),
+                if t.policy().read_only { "yes" } else { "no" }.to_owned(),
+                truncate(t.description().lines().next().unwrap_or_default(), 60),
+                t.source().display().to_string(),
+            ]
+        })
+        .collect();
+    let header = ["NAME", "KIND", "READ-ONLY", "DESCRIPTION", "SOURCE"].map(str::to_owned);
+    let mut widths = header.clone().map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                let pad = widths[i] - cell.chars().count() + 2;
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    print(&out)?;
+    Ok(exit::OK)
+}
+
+pub(super) fn describe(catalog: &Catalog, name: &str) -> Result<i32> {
+    let tool = catalog.get(name)?;
+    print(&format!("{}\n", serde_json::to_string_pretty(tool.describe())?))?;
+    Ok(exit::OK)
+}
+
+pub(super) fn catalog(catalog: &Catalog) -> Result<i32> {
+    let all: Vec<_> = catalog.tools().map(|t| t.describe()).collect();
+    print(&format!("{}\n", serde_json::to_string_pretty(&all)?))?;
+    Ok(exit::OK)
+}
+
+pub(super) fn help(catalog: &Catalog, name: &str) -> Result<i32> {
+    let tool = catalog.get(name)?;
+    print(&crate::help::page(tool))?;
+    Ok(exit::OK)
+}

@@ -1,0 +1,144 @@
+//! The `packs` command line: clap definitions and one function per subcommand.
+
+mod args;
+mod list;
+mod run;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::catalog::{Catalog, SearchPath};
+use crate::source::Diagnostic;
+
+/// Exit codes of `packs run` (documented in docs/TOOL_INTERFACE.md).
+pub mod exit {
+    /// The tool ran and succeeded.
+    pub const OK: i32 = 0;
+    /// Not found, bad arguments, validation failure (or a usage error).
+    pub const USAGE: i32 = 1;
+    /// The tool ran and failed.
+    pub const TOOL_FAILED: i32 = 2;
+    /// The tool timed out.
+    pub const TIMEOUT: i32 = 124;
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "packs",
+    version,
+    about = "Declarative tool manifests as safe, self-describing tools for LLM agents",
+    disable_help_subcommand = true,
+    after_help = "Run `packs help NAME` for a tool's manual page."
+)]
+struct Cli {
+    /// A pack directory to search (repeatable, in order; default: $PACKS_PATH, else ./packs)
+    #[arg(long = "packs", value_name = "DIR", global = true)]
+    packs: Vec<PathBuf>,
+
+    /// Do not print warnings about the pack directories
+    #[arg(short, long, global = true)]
+    quiet: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List the tools: name, kind, read-only, description, source file
+    List {
+        /// Print a JSON array instead of a table
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a tool's --describe JSON
+    Describe {
+        /// The tool's name
+        name: String,
+    },
+    /// Print the --describe JSON of every tool as an array
+    Catalog,
+    /// Run a tool
+    Run(run::RunArgs),
+    /// Use a manifest file as an executable: `--describe`, or run it with a JSON argument
+    Exec(run::ExecArgs),
+    /// Show a tool's manual page (or this help without NAME)
+    Help {
+        /// The tool's name
+        name: Option<String>,
+    },
+}
+
+/// Run the CLI with the process's arguments; returns the exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let result = match cli.command {
+        Command::Exec(args) => run::exec(&args),
+        Command::Help { name: None } => {
+            use clap::CommandFactory;
+            let _ = Cli::command().print_help();
+            Ok(exit::OK)
+        }
+        ref command => {
+            let catalog = load_catalog(&cli.packs, cli.quiet);
+            match command {
+                Command::List { json } => list::list(&catalog, *json),
+                Command::Describe { name } => list::describe(&catalog, name),
+                Command::Catalog => list::catalog(&catalog),
+                Command::Run(args) => run::run(&catalog, args),
+                Command::Help { name: Some(name) } => list::help(&catalog, name),
+                Command::Exec(_) | Command::Help { name: None } => unreachable!("handled above"),
+            }
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            report(&e);
+            exit::USAGE
+        }
+    }
+}
+
+fn load_catalog(dirs: &[PathBuf], quiet: bool) -> Catalog {
+    let path = SearchPath::resolve(dirs, std::env::var_os("PACKS_PATH").as_deref());
+    let catalog = Catalog::load(&path);
+    if !quiet {
+        print_diagnostics(&catalog.diagnostics);
+    }
+    catalog
+}
+
+fn print_diagnostics(diagnostics: &[Diagnostic]) {
+    let mut err = std::io::stderr().lock();
+    for d in diagnostics {
+        let _ = writeln!(err, "{d}");
+    }
+}
+
+/// Print an error as one line (its causes on following lines).
+fn report(e: &anyhow::Error) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "error: {e}");
+    for cause in e.chain().skip(1) {
+        let _ = writeln!(err, "  caused by: {cause}");
+    }
+}
+
+/// Write to stdout; a closed pipe (`packs catalog | head`) is not an error.
+fn print(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}

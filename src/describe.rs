@@ -1,0 +1,117 @@
+//! The `--describe` value and its synthesis from a manifest.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::manifest::Manifest;
+use crate::output::OutputSpec;
+use crate::policy::Policy;
+
+/// What a tool says about itself: the `--describe` JSON.
+///
+/// `parameters` is a JSON-Schema object schema. `policy` and `output` are
+/// optional; an executable tool may state them, a manifest tool always states
+/// its policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Describe {
+    /// snake_case name, used in function calls.
+    pub name: String,
+    /// What the tool does.
+    pub description: String,
+    /// JSON Schema of the call's arguments.
+    pub parameters: Value,
+    /// Execution policy, when stated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Policy>,
+    /// Output shaping, when stated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<OutputSpec>,
+}
+
+/// The JSON Schema of a manifest's parameters, as offered to the model.
+///
+/// Declaration order is kept. `literal` parameters are not offered. A required
+/// parameter filled from the caller's context is not listed as required (the
+/// caller's context supplies it when the model does not); see [`validation_schema`].
+pub fn parameters_schema(m: &Manifest) -> Value {
+    schema(m, false)
+}
+
+/// The schema a call is validated against after context values are filled in:
+/// like [`parameters_schema`] but every required parameter is required.
+pub fn validation_schema(m: &Manifest) -> Value {
+    schema(m, true)
+}
+
+fn schema(m: &Manifest, strict_required: bool) -> Value {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for (name, p) in m.parameters.iter().filter(|(_, p)| p.is_offered()) {
+        let mut prop = Map::new();
+        prop.insert("type".into(), p.kind.as_str().into());
+        let mut put = |k: &str, v: Option<Value>| {
+            if let Some(v) = v {
+                prop.insert(k.into(), v);
+            }
+        };
+        put("description", p.description.clone().map(Value::from));
+        put("enum", p.allowed.clone().map(Value::from));
+        put("default", p.default.clone());
+        put("items", p.items.clone());
+        put("pattern", p.pattern.clone().map(Value::from));
+        put("minimum", p.minimum.clone().map(Value::from));
+        put("maximum", p.maximum.clone().map(Value::from));
+        put("minLength", p.min_length.map(Value::from));
+        put("maxLength", p.max_length.map(Value::from));
+        put("format", p.format.clone().map(Value::from));
+        properties.insert(name.clone(), Value::Object(prop));
+        let from_context = p.source.and_then(|s| s.context_key()).is_some();
+        if p.required && (strict_required || !from_context) {
+            required.push(Value::from(name.as_str()));
+        }
+    }
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+/// Synthesize the describe value of a manifest.
+pub fn synthesize(m: &Manifest) -> Describe {
+    Describe {
+        name: m.name.clone(),
+        description: m.description.clone(),
+        parameters: parameters_schema(m),
+        policy: Some(m.policy.clone()),
+        output: None,
+    }
+}
+
+/// Why an executable's describe output was not accepted.
+pub fn parse_executable_describe(stdout: &[u8]) -> Result<Describe, String> {
+    let text = std::str::from_utf8(stdout).map_err(|_| "its --describe output is not UTF-8".to_owned())?;
+    if text.trim().is_empty() {
+        return Err("its --describe printed nothing".into());
+    }
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("its --describe output is not JSON: {e}"))?;
+    let obj = value.as_object().ok_or("its --describe output is not a JSON object")?;
+    for key in ["name", "description", "parameters"] {
+        if !obj.contains_key(key) {
+            return Err(format!("its --describe output has no `{key}`"));
+        }
+    }
+    let d: Describe = serde_path_to_error::deserialize(value)
+        .map_err(|e| format!("its --describe output has a bad `{}`: {}", e.path(), e.inner()))?;
+    if !crate::manifest::is_snake_case(&d.name) || d.name.len() > crate::manifest::MAX_NAME_LEN {
+        return Err(format!("its --describe name `{}` is not snake_case (at most 64 characters)", d.name));
+    }
+    if d.description.trim().is_empty() {
+        return Err("its --describe description is empty".into());
+    }
+    if d.parameters.get("type").and_then(Value::as_str) != Some("object") {
+        return Err("its --describe `parameters` is not a JSON-Schema object (`\"type\": \"object\"`)".into());
+    }
+    Ok(d)
+}

@@ -1,0 +1,413 @@
+//! The call pipeline: arguments → validate → plan an invocation → run → shape.
+//!
+//! Every step reports a structured [`ToolError`]; a tool that ran and failed is
+//! a [`ToolResult`] with `ok: false`, never a crash of the caller.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::argv::{RenderFailure, Values};
+use crate::catalog::{Catalog, LookupError};
+use crate::output;
+use crate::runner::{self, Invocation, SpawnError, Stream};
+use crate::template::CONTEXT_KEYS;
+use crate::tool::{Body, Tool};
+
+/// The caller's context: values such as the active URL or selection that fill
+/// context-sourced parameters and `{{context.KEY}}` placeholders.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Context {
+    values: Map<String, Value>,
+}
+
+impl Context {
+    /// An empty context.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Set `key` (one of [`CONTEXT_KEYS`]).
+    pub fn set(&mut self, key: &str, value: impl Into<String>) -> Result<(), String> {
+        if !CONTEXT_KEYS.contains(&key) {
+            return Err(format!("unknown context key `{key}`; known keys: {}", CONTEXT_KEYS.join(", ")));
+        }
+        self.values.insert(key.to_owned(), Value::String(value.into()));
+        Ok(())
+    }
+
+    /// The values, as a JSON object.
+    pub fn values(&self) -> &Map<String, Value> {
+        &self.values
+    }
+}
+
+/// One problem with a call's arguments.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FieldError {
+    /// The argument (`count`, `tags/1`), or empty for the arguments as a whole.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+    /// The schema of that argument, so a model can correct its call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Value>,
+}
+
+/// Why a call did not produce a result.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The name is not a cataloged tool, or is ambiguous.
+    #[error(transparent)]
+    NotFound(#[from] LookupError),
+    /// The arguments are not a JSON object (or a JSON string holding one).
+    #[error("arguments for `{tool}` are not a JSON object: {message}")]
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// Why.
+        message: String,
+    },
+    /// The arguments do not match the tool's schema.
+    #[error("invalid arguments for `{tool}`: {}", errors.iter().map(|e| if e.field.is_empty() { e.message.clone() } else { format!("`{}`: {}", e.field, e.message) }).collect::<Vec<_>>().join("; "))]
+    Validation {
+        /// The tool.
+        tool: String,
+        /// Every problem found.
+        errors: Vec<FieldError>,
+    },
+    /// A template could not be rendered with these values.
+    #[error("{}: {failure}", file.display())]
+    Render {
+        /// The manifest.
+        file: PathBuf,
+        /// What failed.
+        failure: RenderFailure,
+    },
+    /// The tool's own schema does not compile.
+    #[error("tool `{tool}` is broken: {message}")]
+    BrokenTool {
+        /// The tool.
+        tool: String,
+        /// Why.
+        message: String,
+    },
+    /// The program could not be started.
+    #[error("tool `{tool}`: {source}")]
+    Spawn {
+        /// The tool.
+        tool: String,
+        /// The OS error.
+        #[source]
+        source: SpawnError,
+    },
+}
+
+impl ToolError {
+    /// A stable kind name: `not_found`, `validation`, `render`, `execution`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::NotFound(_) => "not_found",
+            Self::InvalidArguments { .. } | Self::Validation { .. } => "validation",
+            Self::Render { .. } | Self::BrokenTool { .. } => "invalid_tool",
+            Self::Spawn { .. } => "execution",
+        }
+    }
+
+    /// Whether the caller (a model) may fix the call and retry.
+    pub fn retryable(&self) -> bool {
+        matches!(self, Self::InvalidArguments { .. } | Self::Validation { .. })
+    }
+
+    /// The JSON form: `{"error": {"kind", "message", "retryable", "errors"?}}`.
+    pub fn to_json(&self) -> Value {
+        let mut e = Map::new();
+        e.insert("kind".into(), self.kind().into());
+        e.insert("message".into(), self.to_string().into());
+        e.insert("retryable".into(), self.retryable().into());
+        if let Self::Validation { errors, .. } = self {
+            e.insert("errors".into(), serde_json::to_value(errors).unwrap_or_default());
+        }
+        serde_json::json!({ "error": e })
+    }
+}
+
+/// What a call produced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolResult {
+    /// The tool's name.
+    pub tool: String,
+    /// True when the exit code was allowed, the output shaped, and no timeout hit.
+    pub ok: bool,
+    /// The exit code (None when killed by a signal).
+    pub exit_code: Option<i32>,
+    /// stdout after shaping, for the model.
+    pub output: String,
+    /// `output` cut to `max_chars` characters, for a person or speech.
+    pub display: String,
+    /// The tail of the tool's stderr.
+    pub stderr: String,
+    /// Wall time of the process.
+    pub duration_ms: u64,
+    /// stdout was longer than `max_output_bytes` and was cut.
+    pub truncated: bool,
+    /// The timeout killed the tool's process group.
+    pub timed_out: bool,
+    /// Why `ok` is false, when it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Arguments after context filling, validation, literals and defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Arguments {
+    /// What the call, the context or a literal gave.
+    pub given: Map<String, Value>,
+    /// `given` plus declared defaults.
+    pub resolved: Map<String, Value>,
+}
+
+/// Turn raw arguments (an object, a JSON string holding one, or null) into an object.
+pub fn parse_arguments(tool: &str, args: Value) -> Result<Map<String, Value>, ToolError> {
+    let invalid = |message: String| ToolError::InvalidArguments { tool: tool.to_owned(), message };
+    match args {
+        Value::Object(m) => Ok(m),
+        Value::Null => Ok(Map::new()),
+        Value::String(s) if s.trim().is_empty() => Ok(Map::new()),
+        Value::String(s) => match serde_json::from_str::<Value>(&s) {
+            Ok(Value::Object(m)) => Ok(m),
+            Ok(other) => Err(invalid(format!("the string holds {}, not an object", type_name(&other)))),
+            Err(e) => Err(invalid(format!("the string is not JSON ({e})"))),
+        },
+        other => Err(invalid(format!("got {}", type_name(&other)))),
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Fill context values, validate against the tool's schema, add literals and defaults.
+pub fn prepare(tool: &Tool, args: Value, context: &Context) -> Result<Arguments, ToolError> {
+    let mut given = parse_arguments(tool.name(), args)?;
+    if let Some(m) = tool.manifest() {
+        for (name, p) in &m.parameters {
+            if let Some(key) = p.source.and_then(|s| s.context_key()) {
+                if !given.contains_key(name) {
+                    if let Some(v) = context.values().get(key) {
+                        given.insert(name.clone(), v.clone());
+                    }
+                }
+            }
+        }
+    }
+    validate(tool, &given)?;
+    let mut resolved = given.clone();
+    if let Some(m) = tool.manifest() {
+        for (name, p) in &m.parameters {
+            if !p.is_offered() {
+                if let Some(d) = &p.default {
+                    given.insert(name.clone(), d.clone());
+                }
+            }
+            if let Some(v) = given.get(name).or(p.default.as_ref()) {
+                resolved.insert(name.clone(), v.clone());
+            }
+        }
+    }
+    Ok(Arguments { given, resolved })
+}
+
+fn validate(tool: &Tool, args: &Map<String, Value>) -> Result<(), ToolError> {
+    let validator = tool
+        .validator()
+        .map_err(|message| ToolError::BrokenTool { tool: tool.name().to_owned(), message })?;
+    let instance = Value::Object(args.clone());
+    let schema = tool.validation_schema();
+    let property = |name: &str| schema.get("properties").and_then(|p| p.get(name)).cloned();
+    let errors: Vec<FieldError> = validator
+        .iter_errors(&instance)
+        .map(|e| {
+            let pointer = e.instance_path().to_string();
+            let mut field = pointer.trim_start_matches('/').to_owned();
+            let mut message = e.to_string();
+            match e.kind() {
+                jsonschema::error::ValidationErrorKind::Required { property: p } => {
+                    field = p.as_str().unwrap_or_default().to_owned();
+                    message = format!("`{field}` is required");
+                }
+                jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                    field = unexpected.join(", ");
+                    let known: Vec<&str> = schema
+                        .get("properties")
+                        .and_then(Value::as_object)
+                        .map(|p| p.keys().map(String::as_str).collect())
+                        .unwrap_or_default();
+                    message = format!(
+                        "unknown argument{} {}; the tool takes: {}",
+                        if unexpected.len() > 1 { "s" } else { "" },
+                        unexpected.iter().map(|u| format!("`{u}`")).collect::<Vec<_>>().join(", "),
+                        if known.is_empty() { "no arguments".to_owned() } else { known.join(", ") }
+                    );
+                }
+                _ => {}
+            }
+            let root = field.split('/').next().unwrap_or_default().to_owned();
+            FieldError { schema: property(&root), field, message }
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ToolError::Validation { tool: tool.name().to_owned(), errors })
+    }
+}
+
+/// The process one call would start, and the secrets to mask when showing it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// What to run.
+    pub invocation: Invocation,
+    /// Secret values in it (`{{secret.NAME}}`).
+    pub secrets: Vec<String>,
+}
+
+impl Plan {
+    /// Replace every secret value in `text` with `***`.
+    pub fn mask(&self, text: &str) -> String {
+        mask(text, &self.secrets)
+    }
+}
+
+/// Replace every secret in `text` with `***`.
+pub fn mask(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_owned();
+    for s in secrets.iter().filter(|s| !s.is_empty()) {
+        if out.contains(s.as_str()) {
+            out = out.replace(s.as_str(), "***");
+        }
+    }
+    out
+}
+
+/// Plan the process one call would start: argv, env, cwd, timeout, output cap.
+pub fn plan(tool: &Tool, args: &Arguments, context: &Context) -> Result<Plan, ToolError> {
+    let policy = tool.policy();
+    let (argv, env, cwd, secrets) = match &tool.body {
+        Body::Manifest { command, .. } => {
+            let values = Values { given: &args.given, resolved: &args.resolved, context: context.values() };
+            let r = command
+                .render(&values)
+                .map_err(|failure| ToolError::Render { file: tool.source().to_owned(), failure })?;
+            (r.argv, r.env, r.cwd.map(PathBuf::from), r.secrets)
+        }
+        Body::Executable => {
+            let json = Value::Object(args.given.clone()).to_string();
+            (vec![tool.source().to_string_lossy().into_owned(), json], Vec::new(), None, Vec::new())
+        }
+    };
+    let invocation =
+        Invocation { argv, env, cwd, timeout: policy.timeout(), max_output_bytes: policy.max_output_bytes };
+    Ok(Plan { invocation, secrets })
+}
+
+/// Run a planned invocation and shape its output. `on_chunk` sees output as it
+/// arrives (unmasked: a front-end that shows it should mask with [`Plan::mask`]).
+/// Secret values are masked in the result.
+pub fn execute(
+    tool: &Tool,
+    plan: &Plan,
+    context: &Context,
+    on_chunk: impl Fn(Stream, &[u8]) + Sync,
+) -> Result<ToolResult, ToolError> {
+    let mut result = run_and_shape(tool, &plan.invocation, context, on_chunk)?;
+    if !plan.secrets.is_empty() {
+        for field in [&mut result.output, &mut result.display, &mut result.stderr] {
+            *field = plan.mask(field);
+        }
+        result.error = result.error.map(|e| plan.mask(&e));
+    }
+    Ok(result)
+}
+
+fn run_and_shape(
+    tool: &Tool,
+    invocation: &Invocation,
+    context: &Context,
+    on_chunk: impl Fn(Stream, &[u8]) + Sync,
+) -> Result<ToolResult, ToolError> {
+    let out = runner::run_streaming(invocation, on_chunk)
+        .map_err(|source| ToolError::Spawn { tool: tool.name().to_owned(), source })?;
+    let policy = tool.policy();
+    let mut result = ToolResult {
+        tool: tool.name().to_owned(),
+        ok: false,
+        exit_code: out.exit_code,
+        output: String::new(),
+        display: String::new(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        duration_ms: u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX),
+        truncated: out.stdout_truncated,
+        timed_out: out.timed_out,
+        error: None,
+    };
+    let raw = |r: &mut ToolResult, error: String| {
+        r.output = String::from_utf8_lossy(&out.stdout).into_owned();
+        r.display = output::truncate(r.output.trim_end(), tool.output_spec().max_chars);
+        r.error = Some(error);
+    };
+    if out.timed_out {
+        raw(&mut result, format!("timed out after {}", human_duration(invocation.timeout)));
+    } else if !out.exit_code.is_some_and(|c| policy.allows_exit(c)) {
+        let how = match (out.exit_code, out.signal) {
+            (Some(c), _) => format!("exited with code {c}"),
+            (None, Some(s)) => format!("was killed by signal {s}"),
+            (None, None) => "ended abnormally".to_owned(),
+        };
+        raw(&mut result, format!("the tool {how} (allowed exit codes: {:?})", policy.allowed_exit_codes));
+    } else if out.stdout_truncated && tool.output_spec().format == output::OutputFormat::Json {
+        raw(&mut result, format!("the tool's JSON output is larger than max_output_bytes ({})", policy.max_output_bytes));
+    } else {
+        match output::shape(tool.output_spec(), tool.output_template(), &out.stdout, context.values()) {
+            Ok(shaped) => {
+                result.ok = true;
+                result.output = shaped.output;
+                result.display = shaped.display;
+            }
+            Err(e) => raw(&mut result, e),
+        }
+    }
+    Ok(result)
+}
+
+fn human_duration(d: Duration) -> String {
+    if d.subsec_millis() == 0 { format!("{}s", d.as_secs()) } else { format!("{}ms", d.as_millis()) }
+}
+
+/// The whole pipeline: look up, validate, plan, run, shape.
+pub fn dispatch(catalog: &Catalog, name: &str, args: Value, context: &Context) -> Result<ToolResult, ToolError> {
+    let tool = catalog.get(name)?;
+    call(tool, args, context, |_, _| {})
+}
+
+/// Validate, plan, run and shape a call of `tool`, streaming output to `on_chunk`.
+pub fn call(
+    tool: &Tool,
+    args: Value,
+    context: &Context,
+    on_chunk: impl Fn(Stream, &[u8]) + Sync,
+) -> Result<ToolResult, ToolError> {
+    let args = prepare(tool, args, context)?;
+    let plan = plan(tool, &args, context)?;
+    execute(tool, &plan, context, on_chunk)
+}

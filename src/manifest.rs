@@ -1,0 +1,599 @@
+//! The manifest model (`*.tool.json`, `*.tool.toml`) and its loading.
+//!
+//! Loading never stops at the first problem it could report: unknown keys are
+//! warnings (with file, line and column), structural problems are errors that
+//! skip the file, and every message names the field.
+
+use std::fmt;
+use std::path::Path;
+
+use indexmap::IndexMap;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::output::OutputSpec;
+use crate::policy::Policy;
+use crate::source::{Diagnostic, FieldPath, Seg, Severity, SourceFile, Syntax, Target};
+
+/// Longest tool name accepted.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// A tool manifest, as written.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Manifest {
+    /// Editor hint; ignored.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// The tool's name (snake_case), used in function calls.
+    pub name: String,
+    /// What the tool does, for the model and for people.
+    pub description: String,
+    /// The manifest's own version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Modes the tool is offered in (`Global`, `Coding`, ...); none means global.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modes: Vec<String>,
+    /// Few-shot examples (FunctionGemma call syntax).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
+    /// Parameters, in declaration order.
+    #[serde(default)]
+    pub parameters: IndexMap<String, Parameter>,
+    /// What to run.
+    pub command: Command,
+    /// Execution policy.
+    #[serde(default)]
+    pub policy: Policy,
+    /// Output shaping.
+    #[serde(default)]
+    pub output: OutputSpec,
+}
+
+/// The JSON type of a parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ParamType {
+    /// A string.
+    String,
+    /// Any number.
+    Number,
+    /// A whole number.
+    Integer,
+    /// `true` or `false`.
+    Boolean,
+    /// A list.
+    Array,
+    /// An object.
+    Object,
+}
+
+impl ParamType {
+    /// The JSON-Schema type name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::String => "string",
+            Self::Number => "number",
+            Self::Integer => "integer",
+            Self::Boolean => "boolean",
+            Self::Array => "array",
+            Self::Object => "object",
+        }
+    }
+}
+
+/// Where a parameter's value comes from when the call does not give it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+pub enum ParamSource {
+    /// The active URL.
+    #[serde(rename = "context.url")]
+    Url,
+    /// The selected text.
+    #[serde(rename = "context.selection")]
+    Selection,
+    /// The clipboard.
+    #[serde(rename = "context.clipboard")]
+    Clipboard,
+    /// The active file.
+    #[serde(rename = "context.file")]
+    File,
+    /// The caller's working directory.
+    #[serde(rename = "context.cwd")]
+    Cwd,
+    /// The user's words.
+    #[serde(rename = "transcript")]
+    Transcript,
+    /// Always the declared default; not offered to the model.
+    #[serde(rename = "literal")]
+    Literal,
+}
+
+impl ParamSource {
+    /// The context key that fills this parameter, if any.
+    pub fn context_key(self) -> Option<&'static str> {
+        match self {
+            Self::Url => Some("url"),
+            Self::Selection => Some("selection"),
+            Self::Clipboard => Some("clipboard"),
+            Self::File => Some("file"),
+            Self::Cwd => Some("cwd"),
+            Self::Transcript => Some("transcript"),
+            Self::Literal => None,
+        }
+    }
+}
+
+/// One declared parameter.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Parameter {
+    /// Its JSON type.
+    #[serde(rename = "type")]
+    pub kind: ParamType,
+    /// Must the call (or the context) give it?
+    #[serde(default)]
+    pub required: bool,
+    /// What it means, for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The allowed values.
+    #[serde(rename = "enum", default, skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<Vec<Value>>,
+    /// The value used when the call gives none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    /// Where the value comes from when the call omits it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<ParamSource>,
+    /// JSON Schema of array items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<Value>,
+    /// Regular expression a string must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// Smallest number allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<serde_json::Number>,
+    /// Largest number allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maximum: Option<serde_json::Number>,
+    /// Shortest string allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_length: Option<u64>,
+    /// Longest string allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<u64>,
+    /// A format hint; `path` marks a filesystem path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    /// Allow a leading `-` in a whole positional element (used by later checks).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not", rename = "allow_leading_dash")]
+    pub allow_leading_dash: bool,
+}
+
+impl Parameter {
+    /// Offered to the model (everything but `literal`).
+    pub fn is_offered(&self) -> bool {
+        self.source != Some(ParamSource::Literal)
+    }
+}
+
+/// The command to run: a program and templated arguments.
+#[derive(Debug, Clone, Serialize)]
+pub struct Command {
+    /// The program (a name looked up in `PATH`, or a path).
+    pub program: String,
+    /// Argument templates; each renders to exactly one argv element.
+    pub args: Vec<Arg>,
+    /// Environment variables (values are templates).
+    #[serde(skip_serializing_if = "IndexMap::is_empty")]
+    pub env: IndexMap<String, String>,
+    /// Working directory (a template).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+/// One element of `command.args`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Arg {
+    /// A template rendering to one argv element (or a splat of an array).
+    One(String),
+    /// A group, omitted as a whole when a parameter it uses is absent or false.
+    Group(Vec<String>),
+}
+
+#[derive(Deserialize)]
+struct CommandTable {
+    program: String,
+    #[serde(default)]
+    args: Vec<Arg>,
+    #[serde(default)]
+    env: IndexMap<String, String>,
+    #[serde(default)]
+    cwd: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for Command {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Command;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a command line string or a table with `program` and `args`")
+            }
+            fn visit_str<E: de::Error>(self, line: &str) -> Result<Command, E> {
+                split_command_line(line).map_err(E::custom)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Command, A::Error> {
+                let t = CommandTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Command { program: t.program, args: t.args, env: t.env, cwd: t.cwd })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Arg {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Arg;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a template string or an array of template strings (a group)")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Arg, E> {
+                Ok(Arg::One(s.to_owned()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Arg, A::Error> {
+                let items = Vec::<String>::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+                if items.is_empty() {
+                    return Err(de::Error::custom("an argument group may not be empty"));
+                }
+                Ok(Arg::Group(items))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Split a one-line command (`"du -sh -- {{path}}"`) into program and args with
+/// shell-words rules, once, at load time. Template expressions are kept whole,
+/// so `{{#if human}}-h{{/if}}` stays one word even though it has a space.
+pub fn split_command_line(line: &str) -> Result<Command, String> {
+    // Mask each {{...}} with a private-use marker so shlex sees no spaces or quotes in it.
+    let mut masked = String::with_capacity(line.len());
+    let mut exprs = Vec::new();
+    let mut rest = line;
+    while let Some(start) = rest.find("{{") {
+        let Some(len) = rest[start..].find("}}") else { break };
+        masked.push_str(&rest[..start]);
+        masked.push_str(&format!("\u{E000}{}\u{E001}", exprs.len()));
+        exprs.push(&rest[start..start + len + 2]);
+        rest = &rest[start + len + 2..];
+    }
+    masked.push_str(rest);
+    let words = shlex::split(&masked)
+        .ok_or_else(|| format!("cannot split command line `{line}`: unbalanced quotes"))?;
+    let unmask = |w: &str| {
+        let mut out = w.to_owned();
+        for (i, e) in exprs.iter().enumerate() {
+            out = out.replace(&format!("\u{E000}{i}\u{E001}"), e);
+        }
+        out
+    };
+    let mut words = words.iter().map(|w| unmask(w));
+    let program = words.next().ok_or_else(|| "the command line is empty".to_owned())?;
+    Ok(Command { program, args: words.map(Arg::One).collect(), env: IndexMap::new(), cwd: None })
+}
+
+/// A parsed manifest with its source, and the warnings found while loading it.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The manifest.
+    pub manifest: Manifest,
+    /// Its text, for locating later problems.
+    pub source: SourceFile,
+    /// Non-fatal problems (unknown keys...).
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Every key the format knows at each level, for did-you-mean help.
+fn known_keys(parent: &FieldPath) -> &'static [&'static str] {
+    match parent.0.as_slice() {
+        [] => &[
+            "$schema", "name", "description", "version", "modes", "examples", "parameters",
+            "command", "policy", "output",
+        ],
+        [Seg::Key(k), _] if k == "parameters" => &[
+            "type", "required", "description", "enum", "default", "source", "items", "pattern",
+            "minimum", "maximum", "minLength", "maxLength", "format", "allow_leading_dash",
+        ],
+        [Seg::Key(k)] if k == "command" => &["program", "args", "env", "cwd"],
+        [Seg::Key(k)] if k == "policy" => crate::policy::POLICY_KEYS,
+        [Seg::Key(k)] if k == "output" => crate::output::OUTPUT_KEYS,
+        _ => &[],
+    }
+}
+
+/// The closest known key, if one is close enough to be a typo.
+pub fn did_you_mean<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| (strsim_distance(key, k), *k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 4))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance (small inputs: key names).
+fn strsim_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+fn ignored_path(p: &serde_ignored::Path<'_>) -> FieldPath {
+    let mut segs = Vec::new();
+    let mut cur = p;
+    loop {
+        match cur {
+            serde_ignored::Path::Root => break,
+            serde_ignored::Path::Seq { parent, index } => {
+                segs.push(Seg::Index(*index));
+                cur = parent;
+            }
+            serde_ignored::Path::Map { parent, key } => {
+                segs.push(Seg::Key(key.clone()));
+                cur = parent;
+            }
+            serde_ignored::Path::Some { parent }
+            | serde_ignored::Path::NewtypeStruct { parent }
+            | serde_ignored::Path::NewtypeVariant { parent } => cur = parent,
+        }
+    }
+    segs.reverse();
+    FieldPath(segs)
+}
+
+fn error_path(p: &serde_path_to_error::Path) -> FieldPath {
+    FieldPath(
+        p.iter()
+            .filter_map(|s| match s {
+                serde_path_to_error::Segment::Seq { index } => Some(Seg::Index(*index)),
+                serde_path_to_error::Segment::Map { key } => Some(Seg::Key(key.clone())),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+/// Read and parse the manifest at `path`.
+pub fn load(path: &Path) -> Result<Loaded, Vec<Diagnostic>> {
+    let syntax = Syntax::of_manifest(path).unwrap_or(Syntax::Json);
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        vec![Diagnostic::file(Severity::Error, "unreadable", path, format!("cannot read: {e}"))]
+    })?;
+    parse(SourceFile::new(path.to_owned(), text, syntax))
+}
+
+/// Parse a manifest from its source text.
+pub fn parse(source: SourceFile) -> Result<Loaded, Vec<Diagnostic>> {
+    let mut unknown = Vec::new();
+    let result = match source.syntax {
+        Syntax::Json => parse_json(&source, &mut unknown),
+        Syntax::Toml => parse_toml(&source, &mut unknown),
+    };
+    let manifest = result.map_err(|d| vec![d])?;
+    let mut warnings: Vec<Diagnostic> = unknown
+        .into_iter()
+        .map(|path| {
+            let (parent, key) = match path.0.split_last() {
+                Some((Seg::Key(k), parent)) => (FieldPath(parent.to_vec()), k.clone()),
+                _ => (FieldPath::default(), path.to_string()),
+            };
+            let where_ = if parent.0.is_empty() { String::new() } else { format!(" in `{parent}`") };
+            let d = Diagnostic::at(
+                &source,
+                Severity::Warning,
+                "unknown-key",
+                &path,
+                Target::Key,
+                format!("unknown key `{key}`{where_}; it is ignored"),
+            );
+            match did_you_mean(&key, known_keys(&parent)) {
+                Some(k) => d.with_help(format!("did you mean `{k}`?")),
+                None => d,
+            }
+        })
+        .collect();
+    let errors = check(&manifest, &source, &mut warnings);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(Loaded { manifest, source, warnings })
+}
+
+fn parse_json(
+    source: &SourceFile,
+    unknown: &mut Vec<FieldPath>,
+) -> Result<Manifest, Diagnostic> {
+    let diagnostic = |inner: &serde_json::Error, path: &FieldPath| {
+        let code = if inner.is_syntax() || inner.is_eof() { "invalid-json" } else { "invalid-field" };
+        let msg = strip_position(&inner.to_string());
+        let mut d = Diagnostic::file(Severity::Error, code, &source.path, field_message(path, &msg));
+        if inner.line() > 0 {
+            d.line = Some(inner.line());
+            d.column = Some(inner.column());
+        }
+        if !path.0.is_empty() {
+            d.field = Some(path.to_string());
+        }
+        d
+    };
+    let mut de = serde_json::Deserializer::from_str(&source.text);
+    let mut record = |p: serde_ignored::Path<'_>| unknown.push(ignored_path(&p));
+    let ignored = serde_ignored::Deserializer::new(&mut de, &mut record);
+    let manifest = serde_path_to_error::deserialize(ignored)
+        .map_err(|e| diagnostic(e.inner(), &error_path(e.path())))?;
+    de.end().map_err(|e| diagnostic(&e, &FieldPath::default()))?;
+    Ok(manifest)
+}
+
+fn parse_toml(
+    source: &SourceFile,
+    unknown: &mut Vec<FieldPath>,
+) -> Result<Manifest, Diagnostic> {
+    let syntax_error = |e: toml::de::Error, code, path: &FieldPath| {
+        let d = Diagnostic::file(Severity::Error, code, &source.path, field_message(path, e.message()));
+        let mut d = d.at_offset(source, e.span().map(|s| s.start));
+        if !path.0.is_empty() {
+            d.field = Some(path.to_string());
+        }
+        d
+    };
+    let de = toml::Deserializer::parse(&source.text)
+        .map_err(|e| syntax_error(e, "invalid-toml", &FieldPath::default()))?;
+    let mut record = |p: serde_ignored::Path<'_>| unknown.push(ignored_path(&p));
+    let ignored = serde_ignored::Deserializer::new(de, &mut record);
+    serde_path_to_error::deserialize(ignored).map_err(|e| {
+        let path = error_path(e.path());
+        syntax_error(e.into_inner(), "invalid-field", &path)
+    })
+}
+
+/// serde_json appends " at line L column C"; positions are reported separately.
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_owned(),
+        None => msg.to_owned(),
+    }
+}
+
+fn field_message(path: &FieldPath, msg: &str) -> String {
+    if path.0.is_empty() { msg.to_owned() } else { format!("`{path}`: {msg}") }
+}
+
+/// Structural checks serde cannot express. Returns the errors; pushes warnings.
+fn check(m: &Manifest, src: &SourceFile, _warnings: &mut Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut errors = Vec::new();
+    let mut err = |path: &str, code, msg: String| {
+        errors.push(Diagnostic::at(src, Severity::Error, code, &FieldPath::dotted(path), Target::Value, msg));
+    };
+    if !is_snake_case(&m.name) {
+        err("name", "invalid-name", format!("tool name `{}` must be snake_case: a lowercase letter, then lowercase letters, digits or `_`", m.name));
+    } else if m.name.len() > MAX_NAME_LEN {
+        err("name", "invalid-name", format!("tool name is {} characters long; at most {MAX_NAME_LEN} are allowed", m.name.len()));
+    }
+    if m.description.trim().is_empty() {
+        err("description", "empty-description", "`description` may not be empty: the model reads it to choose the tool".into());
+    }
+    if m.command.program.trim().is_empty() {
+        err("command.program", "empty-program", "`command.program` may not be empty".into());
+    }
+    for name in m.parameters.keys() {
+        if !is_identifier(name) {
+            errors.push(Diagnostic::at(
+                src,
+                Severity::Error,
+                "invalid-parameter-name",
+                &FieldPath::dotted("parameters").key(name),
+                Target::Key,
+                format!("parameter name `{name}` must be letters, digits and `_`, not starting with a digit"),
+            ));
+        }
+    }
+    for (name, p) in &m.parameters {
+        if p.source == Some(ParamSource::Literal) && p.default.is_none() {
+            errors.push(Diagnostic::at(
+                src,
+                Severity::Error,
+                "literal-without-default",
+                &FieldPath::dotted("parameters").key(name),
+                Target::Key,
+                format!("parameter `{name}` has `source: literal` but no `default` to take its value from"),
+            ));
+        }
+    }
+    errors
+}
+
+/// `^[a-z][a-z0-9_]*$`
+pub fn is_snake_case(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some('a'..='z'))
+        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
+}
+
+/// `^[A-Za-z_][A-Za-z0-9_]*$`
+pub fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some('a'..='z' | 'A'..='Z' | '_'))
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(text: &str, syntax: Syntax) -> Result<Loaded, Vec<Diagnostic>> {
+        parse(SourceFile::new("m".into(), text.into(), syntax))
+    }
+
+    #[test]
+    fn command_line_is_split_keeping_templates_whole() {
+        let c = split_command_line("du -sh {{#if human}}-h{{/if}} -- '{{path}}' \"a b\"").unwrap();
+        assert_eq!(c.program, "du");
+        assert_eq!(
+            c.args,
+            ["-sh", "{{#if human}}-h{{/if}}", "--", "{{path}}", "a b"].map(|s| Arg::One(s.into()))
+        );
+        assert!(split_command_line("echo 'open").is_err());
+        assert!(split_command_line("   ").is_err());
+    }
+
+    #[test]
+    fn unknown_keys_warn_with_position_and_suggestion() {
+        let l = parse_str(
+            "{\"name\":\"t\",\"description\":\"d\",\"command\":\"true\",\n\"policy\":{\"timout_secs\":5}}",
+            Syntax::Json,
+        )
+        .unwrap();
+        assert_eq!(l.warnings.len(), 1);
+        let w = &l.warnings[0];
+        assert_eq!((w.line, w.column), (Some(2), Some(11)));
+        assert_eq!(w.help.as_deref(), Some("did you mean `timeout_secs`?"));
+        assert_eq!(l.manifest.policy.timeout_secs, 30);
+    }
+
+    #[test]
+    fn type_errors_name_the_field_and_line() {
+        let e = parse_str(
+            "{\"name\":\"t\",\"description\":\"d\",\"command\":\"true\",\n\"policy\":{\"timeout_secs\":\"5\"}}",
+            Syntax::Json,
+        )
+        .unwrap_err();
+        assert_eq!(e[0].field.as_deref(), Some("policy.timeout_secs"));
+        assert_eq!(e[0].line, Some(2));
+        let e = parse_str("name = \"t\"\ndescription = \"d\"\ncommand = 5\n", Syntax::Toml).unwrap_err();
+        assert_eq!(e[0].field.as_deref(), Some("command"));
+        assert_eq!(e[0].line, Some(3));
+    }
+
+    #[test]
+    fn bad_names_are_errors() {
+        let e = parse_str("{\"name\":\"Bad-Name\",\"description\":\"d\",\"command\":\"true\"}", Syntax::Json)
+            .unwrap_err();
+        assert_eq!(e[0].code, "invalid-name");
+        assert_eq!(e[0].column, Some(9));
+    }
+}

@@ -1,0 +1,167 @@
+//! Output shaping: stdout → `output` (for the model) and `display` (for a person or speech).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::template::{Data, Template};
+
+/// The keys of `output`, for did-you-mean help.
+pub(crate) const OUTPUT_KEYS: &[&str] = &["format", "speak", "max_chars", "extract_field", "template"];
+
+/// Default `max_chars`.
+pub const DEFAULT_MAX_CHARS: usize = 1000;
+
+/// Appended to `display` when it was cut.
+pub const TRUNCATION_MARKER: &str = "…";
+
+/// What the tool prints on stdout.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputFormat {
+    /// Plain text.
+    #[default]
+    Text,
+    /// JSON: parsed, and invalid JSON is an error.
+    Json,
+    /// Markdown (passed through as text).
+    Markdown,
+}
+
+/// The `output` table of a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct OutputSpec {
+    /// How to read stdout.
+    pub format: OutputFormat,
+    /// Whether a voice front-end should speak the result.
+    pub speak: bool,
+    /// Most characters of `display`.
+    pub max_chars: usize,
+    /// A JSON pointer (`/data/url`) or dotted path (`data.url`) to extract from JSON output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extract_field: Option<String>,
+    /// A template over `{{output}}` (and `{{result}}`, the extracted JSON value).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+}
+
+impl Default for OutputSpec {
+    fn default() -> Self {
+        Self { format: OutputFormat::Text, speak: true, max_chars: DEFAULT_MAX_CHARS, extract_field: None, template: None }
+    }
+}
+
+/// The names an output template may use.
+pub const TEMPLATE_NAMES: &[&str] = &["output", "result"];
+
+/// Stdout after shaping.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shaped {
+    /// For the model.
+    pub output: String,
+    /// For a person or speech: `output` cut to `max_chars` characters.
+    pub display: String,
+    /// The parsed (and extracted) JSON, when the format is json.
+    pub json: Option<Value>,
+}
+
+/// Shape stdout by `spec`; `template` is the compiled `spec.template`.
+pub fn shape(
+    spec: &OutputSpec,
+    template: Option<&Template>,
+    stdout: &[u8],
+    context: &Map<String, Value>,
+) -> Result<Shaped, String> {
+    let text = String::from_utf8_lossy(stdout);
+    let (mut output, json) = match spec.format {
+        OutputFormat::Json => {
+            let value: Value = serde_json::from_str(&text)
+                .map_err(|e| format!("the tool's output is not valid JSON ({e})"))?;
+            let value = match &spec.extract_field {
+                Some(field) => extract(&value, field)
+                    .cloned()
+                    .ok_or_else(|| format!("the tool's JSON output has no field `{field}`"))?,
+                None => value,
+            };
+            let text = match &value {
+                Value::String(s) => s.clone(),
+                other => serde_json::to_string_pretty(other).unwrap_or_default(),
+            };
+            (text, Some(value))
+        }
+        OutputFormat::Text | OutputFormat::Markdown => (text.into_owned(), None),
+    };
+    if let Some(t) = template {
+        let mut vars = Map::new();
+        vars.insert("output".into(), Value::String(output.trim_end_matches('\n').to_owned()));
+        vars.insert("result".into(), json.clone().unwrap_or(Value::Null));
+        output = t
+            .render(&Data::new(&vars, &vars, context))
+            .map_err(|e| format!("the output template failed: {}", e.reason()))?;
+    }
+    let display = truncate(output.trim_end(), spec.max_chars);
+    Ok(Shaped { output, display, json })
+}
+
+/// Look up a JSON pointer (`/a/0/b`) or a dotted path (`a.0.b`).
+pub fn extract<'v>(value: &'v Value, field: &str) -> Option<&'v Value> {
+    if field.starts_with('/') || field.is_empty() {
+        return value.pointer(field);
+    }
+    field.split('.').try_fold(value, |v, seg| match v {
+        Value::Object(m) => m.get(seg),
+        Value::Array(a) => a.get(seg.parse::<usize>().ok()?),
+        _ => None,
+    })
+}
+
+/// Cut `s` to at most `max_chars` characters (never inside a character), marking the cut.
+pub fn truncate(s: &str, max_chars: usize) -> String {
+    let max_chars = max_chars.max(1);
+    match s.char_indices().nth(max_chars) {
+        None => s.to_owned(),
+        Some(_) => {
+            let keep = max_chars.saturating_sub(TRUNCATION_MARKER.chars().count()).max(1);
+            let end = s.char_indices().nth(keep).map_or(s.len(), |(i, _)| i);
+            format!("{}{TRUNCATION_MARKER}", &s[..end])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn truncation_respects_char_boundaries() {
+        assert_eq!(truncate("héllo wörld", 5), "héll…");
+        assert_eq!(truncate("日本語のテキスト", 3), "日本…");
+        assert_eq!(truncate("short", 10), "short");
+        assert_eq!(truncate("🎉🎉🎉", 2), "🎉…");
+        assert_eq!(truncate("abc", 3), "abc");
+    }
+
+    #[test]
+    fn extraction_by_pointer_and_dotted_path() {
+        let v = json!({"data": {"url": "u", "items": [{"id": 7}]}});
+        assert_eq!(extract(&v, "/data/url"), Some(&json!("u")));
+        assert_eq!(extract(&v, "data.items.0.id"), Some(&json!(7)));
+        assert_eq!(extract(&v, "data.nope"), None);
+    }
+
+    #[test]
+    fn json_output_is_parsed_extracted_and_templated() {
+        let spec = OutputSpec {
+            format: OutputFormat::Json,
+            extract_field: Some("html_url".into()),
+            template: Some("Created issue: {{output}}".into()),
+            ..OutputSpec::default()
+        };
+        let t = Template::parse(spec.template.as_deref().unwrap(), TEMPLATE_NAMES).unwrap();
+        let s = shape(&spec, Some(&t), br#"{"html_url":"https://x/1"}"#, &Map::new()).unwrap();
+        assert_eq!(s.output, "Created issue: https://x/1");
+        assert!(shape(&spec, Some(&t), b"not json", &Map::new()).unwrap_err().contains("not valid JSON"));
+        assert!(shape(&spec, Some(&t), b"{}", &Map::new()).unwrap_err().contains("no field `html_url`"));
+    }
+}

@@ -1,0 +1,389 @@
+//! Source files and positions: where in a manifest a key or value sits.
+//!
+//! Manifests are deserialized straight from their text (fast path). Only when a
+//! diagnostic needs a position is the text parsed a second time into a tree with
+//! byte ranges (`jsonc-parser` for JSON, `toml`'s spanned tables for TOML), and
+//! the field path of the problem is looked up in it.
+
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// The two manifest syntaxes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// `*.tool.json`
+    Json,
+    /// `*.tool.toml`
+    Toml,
+}
+
+impl Syntax {
+    /// The syntax a manifest file name implies, if it is a manifest at all.
+    pub fn of_manifest(path: &Path) -> Option<Self> {
+        let name = path.file_name()?.to_str()?;
+        if name.ends_with(".tool.json") {
+            Some(Self::Json)
+        } else if name.ends_with(".tool.toml") {
+            Some(Self::Toml)
+        } else {
+            None
+        }
+    }
+}
+
+/// One step of a path into a document: an object key or an array index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seg {
+    /// An object key.
+    Key(String),
+    /// An array index.
+    Index(usize),
+}
+
+/// A field path such as `command.args.2`, used in messages and for locating.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldPath(pub Vec<Seg>);
+
+impl FieldPath {
+    /// Parse a dotted path (`policy.timeout_secs`, `command.args.0`).
+    pub fn dotted(path: &str) -> Self {
+        Self(
+            path.split('.')
+                .filter(|s| !s.is_empty())
+                .map(|s| match s.parse() {
+                    Ok(i) => Seg::Index(i),
+                    Err(_) => Seg::Key(s.to_owned()),
+                })
+                .collect(),
+        )
+    }
+
+    /// This path extended by one key.
+    pub fn key(&self, key: &str) -> Self {
+        let mut p = self.clone();
+        p.0.push(Seg::Key(key.to_owned()));
+        p
+    }
+
+    /// This path extended by one index.
+    pub fn index(&self, index: usize) -> Self {
+        let mut p = self.clone();
+        p.0.push(Seg::Index(index));
+        p
+    }
+}
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, seg) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(".")?;
+            }
+            match seg {
+                Seg::Key(k) => f.write_str(k)?,
+                Seg::Index(n) => write!(f, "{n}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Which part of an object entry to point at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The key itself (for unknown keys).
+    Key,
+    /// The value under the key.
+    Value,
+}
+
+/// A manifest's text and where it came from.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// Its full text (a leading `#!` line is blanked, offsets are unchanged).
+    pub text: String,
+    /// Its syntax.
+    pub syntax: Syntax,
+}
+
+impl SourceFile {
+    /// Wrap text read from `path`; a leading `#!` line is blanked so that an
+    /// executable manifest (`#!/usr/bin/env -S packs exec`) parses as JSON too.
+    pub fn new(path: PathBuf, mut text: String, syntax: Syntax) -> Self {
+        if text.starts_with("#!") {
+            let end = text.find('\n').unwrap_or(text.len());
+            text.replace_range(..end, &" ".repeat(end));
+        }
+        Self { path, text, syntax }
+    }
+
+    /// 1-based line and column (in characters) of a byte offset.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let before = &self.text[..floor_char_boundary(&self.text, offset)];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        (line, before[line_start..].chars().count() + 1)
+    }
+
+    /// The byte range of the key or value at `path`, if the document has it.
+    /// An empty path is the whole document.
+    pub fn locate(&self, path: &FieldPath, target: Target) -> Option<Range<usize>> {
+        match self.syntax {
+            Syntax::Json => locate_json(&self.text, path, target),
+            Syntax::Toml => locate_toml(&self.text, path, target),
+        }
+    }
+
+    /// The position of `offset` inside the string value at `path`, mapped back
+    /// into the file when the string is written without escapes; otherwise the
+    /// start of the value.
+    pub fn locate_in_string(&self, path: &FieldPath, offset: usize) -> Option<usize> {
+        let range = self.locate(path, Target::Value)?;
+        let raw = &self.text[range.clone()];
+        let quote_len = if raw.starts_with("\"\"\"") || raw.starts_with("'''") {
+            3
+        } else {
+            1
+        };
+        let inner = raw.get(quote_len..raw.len().saturating_sub(quote_len))?;
+        let plain = !inner.contains('\\') || raw.starts_with('\'');
+        Some(if plain && offset <= inner.len() {
+            range.start + quote_len + offset
+        } else {
+            range.start
+        })
+    }
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn locate_json(text: &str, path: &FieldPath, target: Target) -> Option<Range<usize>> {
+    use jsonc_parser::ast::Value;
+    use jsonc_parser::common::Ranged;
+    let options = jsonc_parser::ParseOptions {
+        allow_comments: false,
+        allow_loose_object_property_names: false,
+        allow_trailing_commas: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        ..Default::default()
+    };
+    let parsed =
+        jsonc_parser::parse_to_ast(text, &Default::default(), &options).ok()?;
+    let mut node = parsed.value?;
+    let mut key_range = None;
+    for seg in &path.0 {
+        node = match (node, seg) {
+            (Value::Object(obj), Seg::Key(k)) => {
+                let prop = obj.properties.into_iter().find(|p| p.name.as_str() == k)?;
+                key_range = Some(prop.name.range());
+                prop.value
+            }
+            (Value::Array(arr), Seg::Index(i)) => {
+                key_range = None;
+                arr.elements.into_iter().nth(*i)?
+            }
+            _ => return None,
+        };
+    }
+    let r = match (target, key_range) {
+        (Target::Key, Some(k)) => k,
+        _ => node.range(),
+    };
+    Some(r.start..r.end)
+}
+
+fn locate_toml(text: &str, path: &FieldPath, target: Target) -> Option<Range<usize>> {
+    use toml::de::{DeTable, DeValue};
+    let root = DeTable::parse(text).ok()?;
+    let mut span = root.span();
+    let mut key_span = None;
+    let mut value = DeValue::Table(root.into_inner());
+    for seg in &path.0 {
+        let (next, next_span, k) = match (value, seg) {
+            (DeValue::Table(table), Seg::Key(k)) => {
+                let (key, v) = table.into_iter().find(|(key, _)| key.get_ref() == k)?;
+                let vs = v.span();
+                (v.into_inner(), vs, Some(key.span()))
+            }
+            (DeValue::Array(items), Seg::Index(i)) => {
+                let v = items.into_iter().nth(*i)?;
+                let vs = v.span();
+                (v.into_inner(), vs, None)
+            }
+            _ => return None,
+        };
+        value = next;
+        span = next_span;
+        key_span = k;
+    }
+    Some(match (target, key_span) {
+        (Target::Key, Some(k)) => k,
+        _ => span,
+    })
+}
+
+/// How bad a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Reported, the tool still loads.
+    Warning,
+    /// The tool (or file) is skipped.
+    Error,
+}
+
+/// A problem found in a file, with as precise a position as is known.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Diagnostic {
+    /// Error or warning.
+    pub severity: Severity,
+    /// Stable kebab-case code, e.g. `unknown-key`.
+    pub code: &'static str,
+    /// The file it is about.
+    pub file: PathBuf,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// 1-based column in characters, when known.
+    pub column: Option<usize>,
+    /// The field path (`policy.timout_secs`), when it is about one field.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it, when known.
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// A diagnostic about a whole file (no position).
+    pub fn file(
+        severity: Severity,
+        code: &'static str,
+        file: &Path,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            severity,
+            code,
+            file: file.to_owned(),
+            line: None,
+            column: None,
+            field: None,
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    /// A diagnostic about the field at `path`, located in `src`.
+    pub fn at(
+        src: &SourceFile,
+        severity: Severity,
+        code: &'static str,
+        path: &FieldPath,
+        target: Target,
+        message: impl Into<String>,
+    ) -> Self {
+        let offset = src.locate(path, target).map(|r| r.start);
+        let mut d = Self::file(severity, code, &src.path, message).at_offset(src, offset);
+        if !path.0.is_empty() {
+            d.field = Some(path.to_string());
+        }
+        d
+    }
+
+    /// Set the position from a byte offset in `src`.
+    pub fn at_offset(mut self, src: &SourceFile, offset: Option<usize>) -> Self {
+        if let Some(offset) = offset {
+            let (line, column) = src.line_col(offset);
+            self.line = Some(line);
+            self.column = Some(column);
+        }
+        self
+    }
+
+    /// Add a help line.
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// Turn into a warning.
+    pub fn warning(mut self) -> Self {
+        self.severity = Severity::Warning;
+        self
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sev = match self.severity {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        };
+        write!(f, "{sev}[{}]: {}", self.code, self.file.display())?;
+        if let (Some(l), Some(c)) = (self.line, self.column) {
+            write!(f, ":{l}:{c}")?;
+        }
+        write!(f, ": {}", self.message)?;
+        if let Some(help) = &self.help {
+            write!(f, " (help: {help})")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn src(text: &str, syntax: Syntax) -> SourceFile {
+        SourceFile::new("t".into(), text.into(), syntax)
+    }
+
+    #[test]
+    fn locates_json_keys_and_values() {
+        let s = src(
+            "{\n  \"policy\": {\n    \"timout_secs\": 5\n  },\n  \"args\": [\"a\", \"b\"]\n}",
+            Syntax::Json,
+        );
+        let r = s.locate(&FieldPath::dotted("policy.timout_secs"), Target::Key).unwrap();
+        assert_eq!(s.line_col(r.start), (3, 5));
+        let r = s.locate(&FieldPath::dotted("args.1"), Target::Value).unwrap();
+        assert_eq!(&s.text[r], "\"b\"");
+        assert!(s.locate(&FieldPath::dotted("nope"), Target::Key).is_none());
+    }
+
+    #[test]
+    fn locates_toml_keys_and_values() {
+        let s = src("name = \"x\"\n[policy]\ntimout_secs = 5\n", Syntax::Toml);
+        let r = s.locate(&FieldPath::dotted("policy.timout_secs"), Target::Key).unwrap();
+        assert_eq!(s.line_col(r.start), (3, 1));
+        let r = s.locate(&FieldPath::dotted("name"), Target::Value).unwrap();
+        assert_eq!(&s.text[r], "\"x\"");
+    }
+
+    #[test]
+    fn shebang_is_blanked_without_moving_offsets() {
+        let s = src("#!/usr/bin/env -S packs exec\n{\"a\": 1}", Syntax::Json);
+        let r = s.locate(&FieldPath::dotted("a"), Target::Value).unwrap();
+        assert_eq!(s.line_col(r.start), (2, 7));
+    }
+
+    #[test]
+    fn position_inside_a_string() {
+        let s = src("{\"args\": [\"x {{bad\"]}", Syntax::Json);
+        let off = s.locate_in_string(&FieldPath::dotted("args.0"), 2).unwrap();
+        assert_eq!(&s.text[off..off + 5], "{{bad");
+    }
+}

@@ -1,0 +1,543 @@
+//! Placeholder syntax on top of handlebars.
+//!
+//! A template is handlebars with three additions, translated before compiling:
+//! - `{{p}}` renders a value the packs way (strings verbatim, numbers as JSON,
+//!   objects and arrays as compact JSON, absent as empty), with no HTML escaping;
+//! - `{{p:default}}` takes an inline default when the call gives no value;
+//! - `{{context.url}}` (and the other context keys) read the caller's context;
+//! - `{{env.NAME}}` reads packs' own environment (operator configuration, such
+//!   as an API base URL the model must not choose) and `{{secret.NAME}}` reads a
+//!   credential from it: a missing secret stops the call, and secret values are
+//!   masked wherever packs shows a command or a result;
+//! - `{{json v}}` renders a value as JSON (a string with quotes and escapes),
+//!   for building request bodies.
+//!
+//! Both are rewritten to the `__v` helper, which resolves the value order: the
+//! call's value, then the inline default, then the parameter's `default`.
+//! Every name a template uses is checked against the declared parameters when
+//! the template is parsed, so a typo is a load error, not an empty argument.
+
+use std::sync::OnceLock;
+
+use handlebars::{
+    Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderError, Renderable,
+};
+use serde_json::{Map, Value};
+
+/// The context keys a template may read as `{{context.KEY}}`.
+pub const CONTEXT_KEYS: &[&str] = &["url", "selection", "clipboard", "file", "cwd", "transcript"];
+
+/// Key under which the render data holds the values the call (or context) gave.
+const GIVEN: &str = "__given";
+
+/// A name a template reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ref {
+    /// A declared parameter.
+    Param(String),
+    /// A context key (`context.url` → `url`).
+    Context(String),
+    /// A variable of packs' environment (`env.NAME`).
+    Env(String),
+    /// A secret from packs' environment (`secret.NAME`).
+    Secret(String),
+}
+
+/// A problem in a template, with the byte offset inside the template string.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct TemplateError {
+    /// Byte offset in the template source.
+    pub offset: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A compiled template.
+#[derive(Debug, Clone)]
+pub struct Template {
+    source: String,
+    compiled: handlebars::Template,
+    refs: Vec<Ref>,
+    placeholder: Option<String>,
+}
+
+impl Template {
+    /// Parse `source`, allowing the parameter names in `params`.
+    pub fn parse(source: &str, params: &[&str]) -> Result<Self, TemplateError> {
+        let scan = scan(source, params)?;
+        let compiled = handlebars::Template::compile(&scan.translated).map_err(|e| {
+            // Positions are reported against the original text, which has the same block structure.
+            let pos = handlebars::Template::compile(source).err().and_then(|o| o.pos()).or(e.pos());
+            TemplateError {
+                offset: pos.map_or(0, |(line, col)| offset_of(source, line, col)),
+                message: format!("invalid template: {}", e.reason()),
+            }
+        })?;
+        Ok(Self { source: source.to_owned(), compiled, refs: scan.refs, placeholder: scan.placeholder })
+    }
+
+    /// The text as written.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Every name the template reads, in order of appearance (may repeat).
+    pub fn refs(&self) -> &[Ref] {
+        &self.refs
+    }
+
+    /// The parameter names the template reads.
+    pub fn params(&self) -> impl Iterator<Item = &str> {
+        self.refs.iter().filter_map(|r| match r {
+            Ref::Param(p) => Some(p.as_str()),
+            _ => None,
+        })
+    }
+
+    /// If the whole template is one parameter placeholder (`{{p}}` or `{{p:d}}`), its name.
+    pub fn placeholder(&self) -> Option<&str> {
+        self.placeholder.as_deref()
+    }
+
+    /// Render with `data` (see [`Data`]).
+    pub fn render(&self, data: &Data) -> Result<String, RenderError> {
+        let mut rc = RenderContext::new(None);
+        self.compiled.renders(registry(), &data.0, &mut rc)
+    }
+}
+
+/// The values a template is rendered with.
+#[derive(Debug, Clone)]
+pub struct Data(Context);
+
+impl Data {
+    /// `resolved`: each parameter's value after defaults (absent ones may be missing);
+    /// `given`: the values the call or context gave; `context`: the context map.
+    pub fn new(resolved: &Map<String, Value>, given: &Map<String, Value>, context: &Map<String, Value>) -> Self {
+        Self::with_environment(resolved, given, context, &Environment::default())
+    }
+
+    /// Like [`Data::new`], with the `env.` and `secret.` values the templates read.
+    pub fn with_environment(
+        resolved: &Map<String, Value>,
+        given: &Map<String, Value>,
+        context: &Map<String, Value>,
+        environment: &Environment,
+    ) -> Self {
+        let mut root = resolved.clone();
+        root.insert(GIVEN.into(), Value::Object(given.clone()));
+        root.insert("context".into(), Value::Object(context.clone()));
+        root.insert("env".into(), Value::Object(environment.env.clone()));
+        root.insert("secret".into(), Value::Object(environment.secrets.clone()));
+        Self(Context::from(Value::Object(root)))
+    }
+
+    /// A copy with `name` bound to `value` (given), for repeating a group per array item.
+    pub fn with(&self, name: &str, value: &Value) -> Self {
+        let mut root = self.0.data().clone();
+        if let Some(obj) = root.as_object_mut() {
+            obj.insert(name.to_owned(), value.clone());
+            if let Some(Value::Object(given)) = obj.get_mut(GIVEN) {
+                given.insert(name.to_owned(), value.clone());
+            }
+        }
+        Self(Context::from(root))
+    }
+
+    /// The root object.
+    pub fn root(&self) -> &Value {
+        self.0.data()
+    }
+}
+
+/// The `env.` and `secret.` values templates read, taken from packs' own environment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Environment {
+    /// `env.NAME` values that are set.
+    pub env: Map<String, Value>,
+    /// `secret.NAME` values that are set.
+    pub secrets: Map<String, Value>,
+}
+
+impl Environment {
+    /// Read the variables `refs` name from the process environment.
+    pub fn read<'r>(refs: impl IntoIterator<Item = &'r Ref>) -> Self {
+        let mut e = Self::default();
+        for r in refs {
+            let (map, name) = match r {
+                Ref::Env(n) => (&mut e.env, n),
+                Ref::Secret(n) => (&mut e.secrets, n),
+                _ => continue,
+            };
+            if let Some(v) = std::env::var_os(name) {
+                map.insert(name.clone(), Value::String(v.to_string_lossy().into_owned()));
+            }
+        }
+        e
+    }
+
+    /// The secret values, for masking.
+    pub fn secret_values(&self) -> Vec<String> {
+        self.secrets.values().filter_map(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+    }
+}
+
+/// Render one value as argv text: strings verbatim, numbers as JSON,
+/// booleans `true`/`false`, null empty, arrays and objects as compact JSON.
+pub fn value_text(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn registry() -> &'static Handlebars<'static> {
+    static REGISTRY: OnceLock<Handlebars<'static>> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        let mut hb = Handlebars::new();
+        hb.set_strict_mode(true);
+        hb.register_escape_fn(handlebars::no_escape);
+        hb.register_helper("__v", Box::new(value_helper));
+        hb.register_helper("json", Box::new(json_helper));
+        hb
+    })
+}
+
+/// `{{__v "name" "inline default"?}}`: the value order of a placeholder.
+fn value_helper(
+    h: &Helper<'_>,
+    _: &Handlebars<'_>,
+    ctx: &Context,
+    _: &mut RenderContext<'_, '_>,
+    out: &mut dyn Output,
+) -> HelperResult {
+    let name = h.param(0).and_then(|p| p.value().as_str()).unwrap_or_default();
+    let inline = h.param(1).map(|p| p.value());
+    let root = ctx.data();
+    let present = |v: Option<&Value>| v.filter(|v| !v.is_null()).cloned();
+    let value = match name.split_once('.') {
+        Some((ns, key)) => present(root.get(ns).and_then(|c| c.get(key))).or_else(|| inline.cloned()),
+        None => present(root.get(GIVEN).and_then(|g| g.get(name)))
+            .or_else(|| inline.cloned())
+            .or_else(|| present(root.get(name))),
+    };
+    out.write(&value.map(|v| value_text(&v)).unwrap_or_default())?;
+    Ok(())
+}
+
+/// `{{json v}}`: the value as compact JSON (`"a \"b\""`, `[1,2]`, `null`).
+fn json_helper(
+    h: &Helper<'_>,
+    _: &Handlebars<'_>,
+    _: &Context,
+    _: &mut RenderContext<'_, '_>,
+    out: &mut dyn Output,
+) -> HelperResult {
+    let v = h.param(0).map_or(&Value::Null, |p| p.value());
+    out.write(&v.to_string())?;
+    Ok(())
+}
+
+struct Scan {
+    translated: String,
+    refs: Vec<Ref>,
+    placeholder: Option<String>,
+}
+
+/// Find every `{{ }}` expression: translate placeholders, collect and check names.
+fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
+    let mut out = String::with_capacity(src.len() + 16);
+    let mut refs = Vec::new();
+    let mut placeholder = None;
+    let mut iter_depth = 0usize; // inside #each / #with, names may be item fields
+    let mut pos = 0;
+    let mut expressions = 0;
+    while let Some(rel) = src[pos..].find("{{") {
+        let start = pos + rel;
+        out.push_str(&src[pos..start]);
+        let (open, close) = if src[start..].starts_with("{{!--") {
+            ("{{!--", "--}}")
+        } else if src[start..].starts_with("{{{") {
+            ("{{{", "}}}")
+        } else {
+            ("{{", "}}")
+        };
+        let body_start = start + open.len();
+        let Some(body_len) = src[body_start..].find(close) else {
+            return Err(TemplateError { offset: start, message: "unclosed `{{`: no matching `}}`".into() });
+        };
+        let end = body_start + body_len + close.len();
+        let raw = &src[start..end];
+        pos = end;
+        expressions += 1;
+        let body = src[body_start..body_start + body_len].trim_matches('~').trim();
+        let err = |message: String| TemplateError { offset: start, message };
+        let first = body.chars().next();
+        match first {
+            None => return Err(err("empty placeholder `{{}}`".into())),
+            Some('!') => {
+                out.push_str(raw);
+                continue;
+            }
+            Some('>') => return Err(err("partials (`{{> name}}`) are not supported in tool templates".into())),
+            Some('/') => {
+                let helper = body[1..].trim();
+                if matches!(helper, "each" | "with") {
+                    iter_depth = iter_depth.saturating_sub(1);
+                }
+                out.push_str(raw);
+                continue;
+            }
+            Some('#' | '^') => {
+                let mut words = tokens(&body[1..]);
+                let helper = if words.is_empty() { String::new() } else { words.remove(0) };
+                if helper.is_empty() {
+                    return Err(err(format!("block `{raw}` names no helper")));
+                }
+                collect_refs(&words, params, iter_depth > 0, &mut refs).map_err(err)?;
+                if matches!(helper.as_str(), "each" | "with") {
+                    iter_depth += 1;
+                }
+                out.push_str(raw);
+                continue;
+            }
+            _ => {}
+        }
+        let is_else = body == "else" || body.starts_with("else ");
+        if let Some((name, default)) = simple_placeholder(body).filter(|_| !is_else) {
+            if let Some(r) = namespaced(name).map_err(err)? {
+                if matches!(r, Ref::Secret(_)) && default.is_some() {
+                    return Err(err(format!("`{raw}`: a secret cannot have an inline default")));
+                }
+                refs.push(r);
+            } else if params.contains(&name) {
+                refs.push(Ref::Param(name.to_owned()));
+                placeholder = Some(name.to_owned());
+            } else if iter_depth > 0 || name == "this" {
+                out.push_str(raw);
+                continue;
+            } else {
+                return Err(err(undeclared(name, params)));
+            }
+            out.push_str("{{__v \"");
+            out.push_str(name);
+            out.push('"');
+            if let Some(d) = default {
+                out.push(' ');
+                out.push_str(&Value::String(d.to_owned()).to_string());
+            }
+            out.push_str("}}");
+            continue;
+        }
+        // A helper expression such as `{{lookup x "k"}}` or `{{else}}`.
+        let mut words = tokens(body);
+        if words.first().is_some_and(|w| w == "else") {
+            words.remove(0);
+        }
+        if words.len() > 1 {
+            words.remove(0); // the helper's name
+        }
+        collect_refs(&words, params, iter_depth > 0, &mut refs).map_err(err)?;
+        out.push_str(raw);
+    }
+    out.push_str(&src[pos..]);
+    let whole = expressions == 1 && src.starts_with("{{") && pos == src.len();
+    Ok(Scan { translated: out, refs, placeholder: placeholder.filter(|_| whole) })
+}
+
+/// `name`, `name:default`, `context.key`, `context.key:default`.
+fn simple_placeholder(body: &str) -> Option<(&str, Option<&str>)> {
+    let (name, default) = match body.split_once(':') {
+        Some((n, d)) => (n, Some(d)),
+        None => (body, None),
+    };
+    let path_ok = name.split('.').all(crate::manifest::is_identifier) && name.split('.').count() <= 2;
+    let namespaced = ["context.", "env.", "secret."].iter().any(|ns| name.starts_with(ns));
+    (path_ok && (namespaced || !name.contains('.'))).then_some((name, default))
+}
+
+/// `context.KEY`, `env.NAME`, `secret.NAME` → a reference; other names → None.
+fn namespaced(name: &str) -> Result<Option<Ref>, String> {
+    let Some((ns, key)) = name.split_once('.') else { return Ok(None) };
+    match ns {
+        "context" if CONTEXT_KEYS.contains(&key) => Ok(Some(Ref::Context(key.to_owned()))),
+        "context" => Err(format!("unknown context key `{key}`; known keys: {}", CONTEXT_KEYS.join(", "))),
+        "env" => Ok(Some(Ref::Env(key.to_owned()))),
+        "secret" => Ok(Some(Ref::Secret(key.to_owned()))),
+        _ => Ok(None),
+    }
+}
+
+fn undeclared(name: &str, params: &[&str]) -> String {
+    let mut msg = format!("`{{{{{name}}}}}` names no declared parameter");
+    if let Some(s) = crate::manifest::did_you_mean(name, params) {
+        msg.push_str(&format!("; did you mean `{s}`?"));
+    } else if params.is_empty() {
+        msg.push_str(" (the tool declares no parameters)");
+    } else {
+        msg.push_str(&format!("; declared: {}", params.join(", ")));
+    }
+    msg
+}
+
+/// Split a helper expression into words, keeping string literals whole and
+/// treating parentheses as their own words.
+fn tokens(body: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut quote = None;
+    for c in body.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => {
+                cur.push(c);
+                quote = None;
+            }
+            (Some(_), c) => cur.push(c),
+            (None, '"' | '\'') => {
+                cur.push(c);
+                quote = Some(c);
+            }
+            (None, '(' | ')') => {
+                if !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+                words.push(c.to_string());
+            }
+            (None, c) if c.is_whitespace() => {
+                if !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+            }
+            (None, c) => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words
+}
+
+/// Record the names a helper's arguments read; a word right after `(` is a helper name.
+fn collect_refs(words: &[String], params: &[&str], lenient: bool, refs: &mut Vec<Ref>) -> Result<(), String> {
+    let mut after_paren = false;
+    for w in words {
+        if w == "(" {
+            after_paren = true;
+            continue;
+        }
+        if std::mem::take(&mut after_paren) || w == ")" {
+            continue;
+        }
+        let w = w.rsplit_once('=').map_or(w.as_str(), |(_, v)| v); // hash argument key=value
+        let literal = w.starts_with(['"', '\'', '@', '.', '[', '{', '-']) || w.starts_with(|c: char| c.is_ascii_digit());
+        if literal || matches!(w, "true" | "false" | "null" | "this" | "as" | "|") || w.starts_with("this.") {
+            continue;
+        }
+        let root = w.split(['.', '/']).next().unwrap_or_default();
+        if let Some(r) = namespaced(w)? {
+            refs.push(r);
+        } else if params.contains(&root) {
+            refs.push(Ref::Param(root.to_owned()));
+        } else if !lenient {
+            return Err(undeclared(root, params));
+        }
+    }
+    Ok(())
+}
+
+/// Byte offset of a 1-based line/column in `s`.
+fn offset_of(s: &str, line: usize, col: usize) -> usize {
+    let line_start: usize = s.split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum();
+    let rest = &s[line_start.min(s.len())..];
+    line_start + rest.char_indices().nth(col.saturating_sub(1)).map_or(rest.len(), |(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn render(src: &str, params: &[&str], resolved: Value, given: Value) -> String {
+        let t = Template::parse(src, params).unwrap();
+        let data = Data::new(
+            resolved.as_object().unwrap(),
+            given.as_object().unwrap(),
+            json!({"url": "https://e.x/?a=1&b=<2>"}).as_object().unwrap(),
+        );
+        t.render(&data).unwrap()
+    }
+
+    #[test]
+    fn value_order_call_then_inline_then_default() {
+        let p = &["team"];
+        assert_eq!(render("{{team:ENG}}", p, json!({"team": "OPS"}), json!({"team": "WEB"})), "WEB");
+        assert_eq!(render("{{team:ENG}}", p, json!({"team": "OPS"}), json!({})), "ENG");
+        assert_eq!(render("{{team}}", p, json!({"team": "OPS"}), json!({})), "OPS");
+        assert_eq!(render("{{team}}", p, json!({}), json!({})), "");
+        assert_eq!(render("x={{team:a b: c}}", p, json!({}), json!({})), "x=a b: c");
+    }
+
+    #[test]
+    fn values_render_without_escaping() {
+        let p = &["v"];
+        assert_eq!(render("{{v}}", p, json!({}), json!({"v": "<a href='x'>&"})), "<a href='x'>&");
+        assert_eq!(render("{{v}}", p, json!({}), json!({"v": 1.5})), "1.5");
+        assert_eq!(render("{{v}}", p, json!({}), json!({"v": {"a": [1, true]}})), r#"{"a":[1,true]}"#);
+        assert_eq!(render("{{context.url}}", p, json!({}), json!({})), "https://e.x/?a=1&b=<2>");
+        assert_eq!(render("{{context.file:none}}", p, json!({}), json!({})), "none");
+    }
+
+    #[test]
+    fn blocks_and_helpers() {
+        let p = &["h", "fmt", "tags"];
+        assert_eq!(render("{{#if h}}-h{{/if}}", p, json!({"h": true}), json!({"h": true})), "-h");
+        assert_eq!(render("{{#if h}}-h{{/if}}", p, json!({"h": false}), json!({})), "");
+        assert_eq!(render("{{#if h}}-h{{/if}}", p, json!({}), json!({})), "");
+        assert_eq!(
+            render("{{#if (eq fmt \"json\")}}--json{{else}}--text{{/if}}", p, json!({"fmt": "json"}), json!({})),
+            "--json"
+        );
+        assert_eq!(render("{{#each tags}}{{this}},{{/each}}", p, json!({"tags": ["a", "b"]}), json!({})), "a,b,");
+    }
+
+    #[test]
+    fn environment_and_json_helper() {
+        let t = Template::parse("{{env.API:https://x}}/{{secret.TOK}} {\"t\":{{json title}} }", &["title"]).unwrap();
+        let mut env = Environment::default();
+        env.secrets.insert("TOK".into(), json!("s3"));
+        let given = json!({"title": "a \"b\"\n"});
+        let data = Data::with_environment(given.as_object().unwrap(), given.as_object().unwrap(), &Map::new(), &env);
+        assert_eq!(t.render(&data).unwrap(), "https://x/s3 {\"t\":\"a \\\"b\\\"\\n\" }");
+        assert_eq!(
+            t.refs(),
+            &[Ref::Env("API".into()), Ref::Secret("TOK".into()), Ref::Param("title".into())]
+        );
+        assert!(Template::parse("{{secret.TOK:x}}", &[]).is_err());
+    }
+
+    #[test]
+    fn names_are_checked() {
+        let e = Template::parse("--x {{pth}}", &["path"]).unwrap_err();
+        assert_eq!(e.offset, 4);
+        assert!(e.message.contains("did you mean `path`"), "{}", e.message);
+        assert!(Template::parse("{{context.nope}}", &[]).is_err());
+        assert!(Template::parse("{{#if missing}}x{{/if}}", &["other"]).is_err());
+        assert!(Template::parse("{{x", &["x"]).is_err());
+        let e = Template::parse("a {{#if x}}b", &["x"]).unwrap_err();
+        assert!(e.message.contains("invalid template"), "{}", e.message);
+    }
+
+    #[test]
+    fn refs_and_placeholder() {
+        let t = Template::parse("{{a}}", &["a", "b"]).unwrap();
+        assert_eq!(t.placeholder(), Some("a"));
+        let t = Template::parse("--x={{a}}{{#if b}}y{{/if}}{{context.url}}", &["a", "b"]).unwrap();
+        assert_eq!(t.placeholder(), None);
+        assert_eq!(
+            t.refs(),
+            &[Ref::Param("a".into()), Ref::Param("b".into()), Ref::Context("url".into())]
+        );
+    }
+}
