@@ -104,20 +104,14 @@ impl CommandTemplate {
             .map(|(i, a)| match a {
                 Arg::One(s) => compile(base.key("args").index(i), s).map(ArgTemplate::One),
                 Arg::Group(items) => {
-                    let members: Vec<_> = items
-                        .iter()
-                        .enumerate()
-                        .map(|(j, s)| compile(base.key("args").index(i).index(j), s))
-                        .collect();
+                    let members: Vec<_> =
+                        items.iter().enumerate().map(|(j, s)| compile(base.key("args").index(i).index(j), s)).collect();
                     members.into_iter().collect::<Option<Vec<_>>>().map(ArgTemplate::Group)
                 }
             })
             .collect();
-        let env: Vec<_> = cmd
-            .env
-            .iter()
-            .map(|(k, v)| compile(base.key("env").key(k), v).map(|t| (k.clone(), t)))
-            .collect();
+        let env: Vec<_> =
+            cmd.env.iter().map(|(k, v)| compile(base.key("env").key(k), v).map(|t| (k.clone(), t))).collect();
         let cwd = cmd.cwd.as_ref().map(|c| compile(base.key("cwd"), c));
         if !errors.is_empty() {
             return Err(errors);
@@ -164,7 +158,9 @@ impl CommandTemplate {
                         return Err(RenderFailure {
                             field: path.to_string(),
                             template: t.source().to_owned(),
-                            message: format!("secret `{name}` is not set: export {name}=... in the environment packs runs in"),
+                            message: format!(
+                                "secret `{name}` is not set: export {name}=... in the environment packs runs in"
+                            ),
                         });
                     }
                 }

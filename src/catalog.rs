@@ -89,7 +89,7 @@ pub struct Shadowed {
 }
 
 enum Entry {
-    Tool(Tool),
+    Tool(Box<Tool>),
     Ambiguous(PathBuf, PathBuf),
 }
 
@@ -151,14 +151,12 @@ impl Catalog {
                     Entry::Tool(t) => t.source().to_owned(),
                     Entry::Ambiguous(a, _) => a.clone(),
                 };
-                self.diagnostics.push(
-                    Diagnostic::file(
-                        Severity::Error,
-                        "duplicate-name",
-                        tool.source(),
-                        format!("tool `{name}` is also declared in {}; neither is used", first.display()),
-                    ),
-                );
+                self.diagnostics.push(Diagnostic::file(
+                    Severity::Error,
+                    "duplicate-name",
+                    tool.source(),
+                    format!("tool `{name}` is also declared in {}; neither is used", first.display()),
+                ));
                 self.entries[i].1 = Entry::Ambiguous(first, tool.source().to_owned());
             } else if let Some(&i) = self.index.get(&name) {
                 let winner = match &self.entries[i].1 {
@@ -169,7 +167,7 @@ impl Catalog {
             } else {
                 self.index.insert(name.clone(), self.entries.len());
                 here.insert(name.clone(), self.entries.len());
-                self.entries.push((name, Entry::Tool(tool)));
+                self.entries.push((name, Entry::Tool(Box::new(tool))));
             }
         }
     }
@@ -194,7 +192,7 @@ impl Catalog {
     /// Every usable tool, in search order (directory, then path).
     pub fn tools(&self) -> impl Iterator<Item = &Tool> {
         self.entries.iter().filter_map(|(_, e)| match e {
-            Entry::Tool(t) => Some(t),
+            Entry::Tool(t) => Some(&**t),
             Entry::Ambiguous(..) => None,
         })
     }
@@ -289,9 +287,8 @@ fn describe_all(paths: &[PathBuf]) -> Vec<Result<Tool, Diagnostic>> {
 
 /// Ask one executable for its describe JSON and build the tool.
 fn describe_executable(path: &Path) -> Result<Tool, Diagnostic> {
-    let skip = |why: String| {
-        Diagnostic::file(Severity::Warning, "bad-describe", path, format!("skipped executable: {why}"))
-    };
+    let skip =
+        |why: String| Diagnostic::file(Severity::Warning, "bad-describe", path, format!("skipped executable: {why}"));
     let invocation = Invocation {
         argv: vec![path.to_string_lossy().into_owned(), "--describe".into()],
         env: Vec::new(),

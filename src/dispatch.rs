@@ -229,9 +229,8 @@ pub fn prepare(tool: &Tool, args: Value, context: &Context) -> Result<Arguments,
 }
 
 fn validate(tool: &Tool, args: &Map<String, Value>) -> Result<(), ToolError> {
-    let validator = tool
-        .validator()
-        .map_err(|message| ToolError::BrokenTool { tool: tool.name().to_owned(), message })?;
+    let validator =
+        tool.validator().map_err(|message| ToolError::BrokenTool { tool: tool.name().to_owned(), message })?;
     let instance = Value::Object(args.clone());
     let schema = tool.validation_schema();
     let property = |name: &str| schema.get("properties").and_then(|p| p.get(name)).cloned();
@@ -266,11 +265,7 @@ fn validate(tool: &Tool, args: &Map<String, Value>) -> Result<(), ToolError> {
             FieldError { schema: property(&root), field, message }
         })
         .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ToolError::Validation { tool: tool.name().to_owned(), errors })
-    }
+    if errors.is_empty() { Ok(()) } else { Err(ToolError::Validation { tool: tool.name().to_owned(), errors }) }
 }
 
 /// The process one call would start, and the secrets to mask when showing it.
@@ -376,7 +371,10 @@ fn run_and_shape(
         };
         raw(&mut result, format!("the tool {how} (allowed exit codes: {:?})", policy.allowed_exit_codes));
     } else if out.stdout_truncated && tool.output_spec().format == output::OutputFormat::Json {
-        raw(&mut result, format!("the tool's JSON output is larger than max_output_bytes ({})", policy.max_output_bytes));
+        raw(
+            &mut result,
+            format!("the tool's JSON output is larger than max_output_bytes ({})", policy.max_output_bytes),
+        );
     } else {
         match output::shape(tool.output_spec(), tool.output_template(), &out.stdout, context.values()) {
             Ok(shaped) => {

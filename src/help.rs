@@ -100,11 +100,8 @@ fn parameters(tool: &Tool) -> String {
                 notes.push(format!("{key}: {v}."));
             }
         }
-        if let Some(src) = tool
-            .manifest()
-            .and_then(|m| m.parameters.get(name))
-            .and_then(|p| p.source)
-            .and_then(|s| s.context_key())
+        if let Some(src) =
+            tool.manifest().and_then(|m| m.parameters.get(name)).and_then(|p| p.source).and_then(|s| s.context_key())
         {
             notes.push(format!("Filled from the caller's context ({src}) when omitted."));
         }
@@ -117,7 +114,10 @@ fn parameters(tool: &Tool) -> String {
 
 fn command(tool: &Tool) -> String {
     let Some(m) = tool.manifest() else {
-        return format!("{} '<arguments as JSON>'\n(an executable tool: it receives the call's JSON as its one argument)", tool.source().display());
+        return format!(
+            "{} '<arguments as JSON>'\n(an executable tool: it receives the call's JSON as its one argument)",
+            tool.source().display()
+        );
     };
     let mut words = vec![m.command.program.clone()];
     for a in &m.command.args {

@@ -274,8 +274,8 @@ pub fn split_command_line(line: &str) -> Result<Command, String> {
         rest = &rest[start + len + 2..];
     }
     masked.push_str(rest);
-    let words = shlex::split(&masked)
-        .ok_or_else(|| format!("cannot split command line `{line}`: unbalanced quotes"))?;
+    let words =
+        shlex::split(&masked).ok_or_else(|| format!("cannot split command line `{line}`: unbalanced quotes"))?;
     let unmask = |w: &str| {
         let mut out = w.to_owned();
         for (i, e) in exprs.iter().enumerate() {
@@ -303,12 +303,32 @@ pub struct Loaded {
 fn known_keys(parent: &FieldPath) -> &'static [&'static str] {
     match parent.0.as_slice() {
         [] => &[
-            "$schema", "name", "description", "version", "modes", "examples", "parameters",
-            "command", "policy", "output",
+            "$schema",
+            "name",
+            "description",
+            "version",
+            "modes",
+            "examples",
+            "parameters",
+            "command",
+            "policy",
+            "output",
         ],
         [Seg::Key(k), _] if k == "parameters" => &[
-            "type", "required", "description", "enum", "default", "source", "items", "pattern",
-            "minimum", "maximum", "minLength", "maxLength", "format", "allow_leading_dash",
+            "type",
+            "required",
+            "description",
+            "enum",
+            "default",
+            "source",
+            "items",
+            "pattern",
+            "minimum",
+            "maximum",
+            "minLength",
+            "maxLength",
+            "format",
+            "allow_leading_dash",
         ],
         [Seg::Key(k)] if k == "command" => &["program", "args", "env", "cwd"],
         [Seg::Key(k)] if k == "policy" => crate::policy::POLICY_KEYS,
@@ -380,9 +400,8 @@ fn error_path(p: &serde_path_to_error::Path) -> FieldPath {
 /// Read and parse the manifest at `path`.
 pub fn load(path: &Path) -> Result<Loaded, Vec<Diagnostic>> {
     let syntax = Syntax::of_manifest(path).unwrap_or(Syntax::Json);
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        vec![Diagnostic::file(Severity::Error, "unreadable", path, format!("cannot read: {e}"))]
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| vec![Diagnostic::file(Severity::Error, "unreadable", path, format!("cannot read: {e}"))])?;
     parse(SourceFile::new(path.to_owned(), text, syntax))
 }
 
@@ -423,10 +442,7 @@ pub fn parse(source: SourceFile) -> Result<Loaded, Vec<Diagnostic>> {
     Ok(Loaded { manifest, source, warnings })
 }
 
-fn parse_json(
-    source: &SourceFile,
-    unknown: &mut Vec<FieldPath>,
-) -> Result<Manifest, Diagnostic> {
+fn parse_json(source: &SourceFile, unknown: &mut Vec<FieldPath>) -> Result<Manifest, Diagnostic> {
     let diagnostic = |inner: &serde_json::Error, path: &FieldPath| {
         let code = if inner.is_syntax() || inner.is_eof() { "invalid-json" } else { "invalid-field" };
         let msg = strip_position(&inner.to_string());
@@ -443,16 +459,13 @@ fn parse_json(
     let mut de = serde_json::Deserializer::from_str(&source.text);
     let mut record = |p: serde_ignored::Path<'_>| unknown.push(ignored_path(&p));
     let ignored = serde_ignored::Deserializer::new(&mut de, &mut record);
-    let manifest = serde_path_to_error::deserialize(ignored)
-        .map_err(|e| diagnostic(e.inner(), &error_path(e.path())))?;
+    let manifest =
+        serde_path_to_error::deserialize(ignored).map_err(|e| diagnostic(e.inner(), &error_path(e.path())))?;
     de.end().map_err(|e| diagnostic(&e, &FieldPath::default()))?;
     Ok(manifest)
 }
 
-fn parse_toml(
-    source: &SourceFile,
-    unknown: &mut Vec<FieldPath>,
-) -> Result<Manifest, Diagnostic> {
+fn parse_toml(source: &SourceFile, unknown: &mut Vec<FieldPath>) -> Result<Manifest, Diagnostic> {
     let syntax_error = |e: toml::de::Error, code, path: &FieldPath| {
         let d = Diagnostic::file(Severity::Error, code, &source.path, field_message(path, e.message()));
         let mut d = d.at_offset(source, e.span().map(|s| s.start));
@@ -461,8 +474,8 @@ fn parse_toml(
         }
         d
     };
-    let de = toml::Deserializer::parse(&source.text)
-        .map_err(|e| syntax_error(e, "invalid-toml", &FieldPath::default()))?;
+    let de =
+        toml::Deserializer::parse(&source.text).map_err(|e| syntax_error(e, "invalid-toml", &FieldPath::default()))?;
     let mut record = |p: serde_ignored::Path<'_>| unknown.push(ignored_path(&p));
     let ignored = serde_ignored::Deserializer::new(de, &mut record);
     serde_path_to_error::deserialize(ignored).map_err(|e| {
@@ -490,12 +503,27 @@ fn check(m: &Manifest, src: &SourceFile, _warnings: &mut Vec<Diagnostic>) -> Vec
         errors.push(Diagnostic::at(src, Severity::Error, code, &FieldPath::dotted(path), Target::Value, msg));
     };
     if !is_snake_case(&m.name) {
-        err("name", "invalid-name", format!("tool name `{}` must be snake_case: a lowercase letter, then lowercase letters, digits or `_`", m.name));
+        err(
+            "name",
+            "invalid-name",
+            format!(
+                "tool name `{}` must be snake_case: a lowercase letter, then lowercase letters, digits or `_`",
+                m.name
+            ),
+        );
     } else if m.name.len() > MAX_NAME_LEN {
-        err("name", "invalid-name", format!("tool name is {} characters long; at most {MAX_NAME_LEN} are allowed", m.name.len()));
+        err(
+            "name",
+            "invalid-name",
+            format!("tool name is {} characters long; at most {MAX_NAME_LEN} are allowed", m.name.len()),
+        );
     }
     if m.description.trim().is_empty() {
-        err("description", "empty-description", "`description` may not be empty: the model reads it to choose the tool".into());
+        err(
+            "description",
+            "empty-description",
+            "`description` may not be empty: the model reads it to choose the tool".into(),
+        );
     }
     if m.command.program.trim().is_empty() {
         err("command.program", "empty-program", "`command.program` may not be empty".into());
@@ -530,15 +558,13 @@ fn check(m: &Manifest, src: &SourceFile, _warnings: &mut Vec<Diagnostic>) -> Vec
 /// `^[a-z][a-z0-9_]*$`
 pub fn is_snake_case(s: &str) -> bool {
     let mut chars = s.chars();
-    matches!(chars.next(), Some('a'..='z'))
-        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
+    matches!(chars.next(), Some('a'..='z')) && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
 }
 
 /// `^[A-Za-z_][A-Za-z0-9_]*$`
 pub fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
-    matches!(chars.next(), Some('a'..='z' | 'A'..='Z' | '_'))
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    matches!(chars.next(), Some('a'..='z' | 'A'..='Z' | '_')) && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]
@@ -553,10 +579,7 @@ mod tests {
     fn command_line_is_split_keeping_templates_whole() {
         let c = split_command_line("du -sh {{#if human}}-h{{/if}} -- '{{path}}' \"a b\"").unwrap();
         assert_eq!(c.program, "du");
-        assert_eq!(
-            c.args,
-            ["-sh", "{{#if human}}-h{{/if}}", "--", "{{path}}", "a b"].map(|s| Arg::One(s.into()))
-        );
+        assert_eq!(c.args, ["-sh", "{{#if human}}-h{{/if}}", "--", "{{path}}", "a b"].map(|s| Arg::One(s.into())));
         assert!(split_command_line("echo 'open").is_err());
         assert!(split_command_line("   ").is_err());
     }
@@ -591,8 +614,8 @@ mod tests {
 
     #[test]
     fn bad_names_are_errors() {
-        let e = parse_str("{\"name\":\"Bad-Name\",\"description\":\"d\",\"command\":\"true\"}", Syntax::Json)
-            .unwrap_err();
+        let e =
+            parse_str("{\"name\":\"Bad-Name\",\"description\":\"d\",\"command\":\"true\"}", Syntax::Json).unwrap_err();
         assert_eq!(e[0].code, "invalid-name");
         assert_eq!(e[0].column, Some(9));
     }

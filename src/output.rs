@@ -47,7 +47,13 @@ pub struct OutputSpec {
 
 impl Default for OutputSpec {
     fn default() -> Self {
-        Self { format: OutputFormat::Text, speak: true, max_chars: DEFAULT_MAX_CHARS, extract_field: None, template: None }
+        Self {
+            format: OutputFormat::Text,
+            speak: true,
+            max_chars: DEFAULT_MAX_CHARS,
+            extract_field: None,
+            template: None,
+        }
     }
 }
 
@@ -75,8 +81,8 @@ pub fn shape(
     let text = String::from_utf8_lossy(stdout);
     let (mut output, json) = match spec.format {
         OutputFormat::Json => {
-            let value: Value = serde_json::from_str(&text)
-                .map_err(|e| format!("the tool's output is not valid JSON ({e})"))?;
+            let value: Value =
+                serde_json::from_str(&text).map_err(|e| format!("the tool's output is not valid JSON ({e})"))?;
             let value = match &spec.extract_field {
                 Some(field) => extract(&value, field)
                     .cloned()

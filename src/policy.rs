@@ -3,14 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 /// The keys of `policy`, for did-you-mean help.
-pub(crate) const POLICY_KEYS: &[&str] = &[
-    "read_only",
-    "requires_network",
-    "timeout_secs",
-    "confirm_before_run",
-    "allowed_exit_codes",
-    "max_output_bytes",
-];
+pub(crate) const POLICY_KEYS: &[&str] =
+    &["read_only", "requires_network", "timeout_secs", "confirm_before_run", "allowed_exit_codes", "max_output_bytes"];
 
 /// Default `timeout_secs`.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 30;

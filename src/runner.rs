@@ -104,25 +104,12 @@ pub fn run(inv: &Invocation) -> Result<RunOutcome, SpawnError> {
 /// Same as [`run`], calling `on_chunk(stream, bytes)` from the reader threads
 /// as data arrives (for streaming front-ends). A panic in `on_chunk` is
 /// propagated to the caller once the child is gone.
-pub fn run_streaming(
-    inv: &Invocation,
-    on_chunk: impl Fn(Stream, &[u8]) + Sync,
-) -> Result<RunOutcome, SpawnError> {
+pub fn run_streaming(inv: &Invocation, on_chunk: impl Fn(Stream, &[u8]) + Sync) -> Result<RunOutcome, SpawnError> {
     let (program, args) = inv.argv.split_first().ok_or(SpawnError::EmptyArgv)?;
-    let start_error = |source| SpawnError::Start {
-        program: program.clone(),
-        source,
-    };
-    if let Some((name, _)) = inv
-        .env
-        .iter()
-        .find(|(k, _)| k.is_empty() || k.contains('='))
-    {
+    let start_error = |source| SpawnError::Start { program: program.clone(), source };
+    if let Some((name, _)) = inv.env.iter().find(|(k, _)| k.is_empty() || k.contains('=')) {
         let msg = format!("invalid environment variable name {name:?}");
-        return Err(start_error(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            msg,
-        )));
+        return Err(start_error(io::Error::new(io::ErrorKind::InvalidInput, msg)));
     }
     let mut cmd = Command::new(program);
     cmd.args(args)
@@ -196,10 +183,8 @@ pub fn run_streaming(
         // writer that escaped the group (setsid) and still holds a pipe.
         let _ = done_rx.recv_timeout(DRAIN_GRACE);
         drop(stop_tx);
-        let (stdout, stdout_total_bytes) =
-            out.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-        let (stderr, stderr_total_bytes) =
-            err.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let (stdout, stdout_total_bytes) = out.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let (stderr, stderr_total_bytes) = err.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
 
         Ok(RunOutcome {
             exit_code: status.and_then(|s| s.code()),
@@ -221,9 +206,7 @@ fn spawn_named<'scope, T: Send + 'scope>(
     name: &str,
     f: impl FnOnce() -> T + Send + 'scope,
 ) -> io::Result<thread::ScopedJoinHandle<'scope, T>> {
-    thread::Builder::new()
-        .name(name.to_owned())
-        .spawn_scoped(s, f)
+    thread::Builder::new().name(name.to_owned()).spawn_scoped(s, f)
 }
 
 /// Blocks until the child `pid` has exited, without reaping it. Returns
@@ -234,8 +217,7 @@ fn wait_for_exit(pid: u32) -> bool {
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: `info` is a valid, writable siginfo_t that outlives the call.
         // WNOWAIT leaves the child a zombie, so `pid` stays ours until reaped.
-        let rc =
-            unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        let rc = unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
         if rc == 0 {
             return true;
         }
@@ -273,11 +255,7 @@ fn read_head(
 }
 
 /// Keeps the last [`STDERR_TAIL_BYTES`] bytes of `src`, counting all of it.
-fn read_tail(
-    src: impl Read + AsFd,
-    stop: &UnixStream,
-    on_chunk: &(dyn Fn(Stream, &[u8]) + Sync),
-) -> (Vec<u8>, u64) {
+fn read_tail(src: impl Read + AsFd, stop: &UnixStream, on_chunk: &(dyn Fn(Stream, &[u8]) + Sync)) -> (Vec<u8>, u64) {
     let (mut tail, mut total) = (Vec::new(), 0u64);
     pump(src, stop, |chunk| {
         on_chunk(Stream::Stderr, chunk);
@@ -309,11 +287,7 @@ fn pump(mut src: impl Read + AsFd, stop: &UnixStream, mut sink: impl FnMut(&[u8]
 
 /// Blocks until `fd` is readable or at EOF (`true`), or `stop` is readable (`false`).
 fn wait_readable(fd: BorrowedFd<'_>, stop: BorrowedFd<'_>) -> io::Result<bool> {
-    let pollfd = |fd: BorrowedFd<'_>| libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
+    let pollfd = |fd: BorrowedFd<'_>| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
     let mut fds = [pollfd(fd), pollfd(stop)];
     loop {
         // SAFETY: `fds` is an array of two initialised pollfd structs that
@@ -373,8 +347,7 @@ mod tests {
     #[test]
     fn env_overlay_is_visible() {
         let mut i = inv(&["printenv", "PACKS_RUNNER_TEST_VAR"]);
-        i.env
-            .push(("PACKS_RUNNER_TEST_VAR".into(), "v a=l;ue $(id)".into()));
+        i.env.push(("PACKS_RUNNER_TEST_VAR".into(), "v a=l;ue $(id)".into()));
         let out = run(&i).unwrap();
         assert_eq!(out.exit_code, Some(0));
         assert_eq!(out.stdout, b"v a=l;ue $(id)\n");
@@ -403,10 +376,7 @@ mod tests {
         assert_eq!(out.exit_code, Some(0));
         let printed = String::from_utf8(out.stdout).unwrap();
         let printed = std::path::Path::new(printed.trim_end_matches('\n'));
-        assert_eq!(
-            printed.canonicalize().unwrap(),
-            dir.path().canonicalize().unwrap()
-        );
+        assert_eq!(printed.canonicalize().unwrap(), dir.path().canonicalize().unwrap());
     }
 
     #[test]
@@ -425,11 +395,7 @@ mod tests {
         i.timeout = Duration::from_millis(500);
         let t = Instant::now();
         let out = run(&i).unwrap();
-        assert!(
-            t.elapsed() < Duration::from_secs(5),
-            "took {:?}",
-            t.elapsed()
-        );
+        assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
         assert!(out.timed_out);
         assert_eq!(out.exit_code, None);
         assert_eq!(out.signal, Some(libc::SIGKILL));
@@ -441,11 +407,7 @@ mod tests {
     fn leftover_grandchild_does_not_hold_us() {
         let t = Instant::now();
         let out = run(&inv(&["sh", "-c", "sleep 30 & echo $! >&2; echo done"])).unwrap();
-        assert!(
-            t.elapsed() < Duration::from_secs(5),
-            "took {:?}",
-            t.elapsed()
-        );
+        assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
         assert!(!out.timed_out);
         assert_eq!(out.exit_code, Some(0));
         assert_eq!(out.stdout, b"done\n");
@@ -457,10 +419,7 @@ mod tests {
         let pid: u32 = String::from_utf8_lossy(stderr).trim().parse().unwrap();
         let dead = || match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             Err(_) => true,
-            Ok(stat) => stat
-                .rsplit(')')
-                .next()
-                .is_some_and(|s| s.trim_start().starts_with('Z')),
+            Ok(stat) => stat.rsplit(')').next().is_some_and(|s| s.trim_start().starts_with('Z')),
         };
         let t = Instant::now();
         while !dead() && t.elapsed() < Duration::from_secs(2) {
@@ -560,10 +519,7 @@ mod tests {
             other => panic!("expected Start error, got {other:?}"),
         }
 
-        let empty = Invocation {
-            argv: Vec::new(),
-            ..inv(&[])
-        };
+        let empty = Invocation { argv: Vec::new(), ..inv(&[]) };
         assert!(matches!(run(&empty), Err(SpawnError::EmptyArgv)));
     }
 
@@ -577,11 +533,7 @@ mod tests {
         .unwrap();
         let chunks = chunks.into_inner().unwrap();
         let joined = |want: Stream| -> Vec<u8> {
-            chunks
-                .iter()
-                .filter(|(s, _)| *s == want)
-                .flat_map(|(_, b)| b.clone())
-                .collect()
+            chunks.iter().filter(|(s, _)| *s == want).flat_map(|(_, b)| b.clone()).collect()
         };
         assert_eq!(joined(Stream::Stdout), b"out1out2");
         assert_eq!(joined(Stream::Stderr), b"err1err2");
@@ -591,9 +543,6 @@ mod tests {
 
     #[test]
     fn stream_serializes_lowercase() {
-        assert_eq!(
-            serde_json::to_string(&Stream::Stderr).unwrap(),
-            "\"stderr\""
-        );
+        assert_eq!(serde_json::to_string(&Stream::Stderr).unwrap(), "\"stderr\"");
     }
 }

@@ -144,18 +144,10 @@ impl SourceFile {
     pub fn locate_in_string(&self, path: &FieldPath, offset: usize) -> Option<usize> {
         let range = self.locate(path, Target::Value)?;
         let raw = &self.text[range.clone()];
-        let quote_len = if raw.starts_with("\"\"\"") || raw.starts_with("'''") {
-            3
-        } else {
-            1
-        };
+        let quote_len = if raw.starts_with("\"\"\"") || raw.starts_with("'''") { 3 } else { 1 };
         let inner = raw.get(quote_len..raw.len().saturating_sub(quote_len))?;
         let plain = !inner.contains('\\') || raw.starts_with('\'');
-        Some(if plain && offset <= inner.len() {
-            range.start + quote_len + offset
-        } else {
-            range.start
-        })
+        Some(if plain && offset <= inner.len() { range.start + quote_len + offset } else { range.start })
     }
 }
 
@@ -179,8 +171,7 @@ fn locate_json(text: &str, path: &FieldPath, target: Target) -> Option<Range<usi
         allow_unary_plus_numbers: false,
         ..Default::default()
     };
-    let parsed =
-        jsonc_parser::parse_to_ast(text, &Default::default(), &options).ok()?;
+    let parsed = jsonc_parser::parse_to_ast(text, &Default::default(), &options).ok()?;
     let mut node = parsed.value?;
     let mut key_range = None;
     for seg in &path.0 {
@@ -267,12 +258,7 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// A diagnostic about a whole file (no position).
-    pub fn file(
-        severity: Severity,
-        code: &'static str,
-        file: &Path,
-        message: impl Into<String>,
-    ) -> Self {
+    pub fn file(severity: Severity, code: &'static str, file: &Path, message: impl Into<String>) -> Self {
         Self {
             severity,
             code,
@@ -353,10 +339,7 @@ mod tests {
 
     #[test]
     fn locates_json_keys_and_values() {
-        let s = src(
-            "{\n  \"policy\": {\n    \"timout_secs\": 5\n  },\n  \"args\": [\"a\", \"b\"]\n}",
-            Syntax::Json,
-        );
+        let s = src("{\n  \"policy\": {\n    \"timout_secs\": 5\n  },\n  \"args\": [\"a\", \"b\"]\n}", Syntax::Json);
         let r = s.locate(&FieldPath::dotted("policy.timout_secs"), Target::Key).unwrap();
         assert_eq!(s.line_col(r.start), (3, 5));
         let r = s.locate(&FieldPath::dotted("args.1"), Target::Value).unwrap();

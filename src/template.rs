@@ -19,9 +19,7 @@
 
 use std::sync::OnceLock;
 
-use handlebars::{
-    Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderError, Renderable,
-};
+use handlebars::{Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderError, Renderable};
 use serde_json::{Map, Value};
 
 /// The context keys a template may read as `{{context.KEY}}`.
@@ -431,7 +429,8 @@ fn collect_refs(words: &[String], params: &[&str], lenient: bool, refs: &mut Vec
             continue;
         }
         let w = w.rsplit_once('=').map_or(w.as_str(), |(_, v)| v); // hash argument key=value
-        let literal = w.starts_with(['"', '\'', '@', '.', '[', '{', '-']) || w.starts_with(|c: char| c.is_ascii_digit());
+        let literal =
+            w.starts_with(['"', '\'', '@', '.', '[', '{', '-']) || w.starts_with(|c: char| c.is_ascii_digit());
         if literal || matches!(w, "true" | "false" | "null" | "this" | "as" | "|") || w.starts_with("this.") {
             continue;
         }
@@ -510,10 +509,7 @@ mod tests {
         let given = json!({"title": "a \"b\"\n"});
         let data = Data::with_environment(given.as_object().unwrap(), given.as_object().unwrap(), &Map::new(), &env);
         assert_eq!(t.render(&data).unwrap(), "https://x/s3 {\"t\":\"a \\\"b\\\"\\n\" }");
-        assert_eq!(
-            t.refs(),
-            &[Ref::Env("API".into()), Ref::Secret("TOK".into()), Ref::Param("title".into())]
-        );
+        assert_eq!(t.refs(), &[Ref::Env("API".into()), Ref::Secret("TOK".into()), Ref::Param("title".into())]);
         assert!(Template::parse("{{secret.TOK:x}}", &[]).is_err());
     }
 
@@ -535,9 +531,6 @@ mod tests {
         assert_eq!(t.placeholder(), Some("a"));
         let t = Template::parse("--x={{a}}{{#if b}}y{{/if}}{{context.url}}", &["a", "b"]).unwrap();
         assert_eq!(t.placeholder(), None);
-        assert_eq!(
-            t.refs(),
-            &[Ref::Param("a".into()), Ref::Param("b".into()), Ref::Context("url".into())]
-        );
+        assert_eq!(t.refs(), &[Ref::Param("a".into()), Ref::Param("b".into()), Ref::Context("url".into())]);
     }
 }

@@ -38,7 +38,7 @@ impl ToolKind {
 
 #[derive(Debug)]
 pub(crate) enum Body {
-    Manifest { manifest: Box<Manifest>, command: CommandTemplate },
+    Manifest { manifest: Box<Manifest>, command: Box<CommandTemplate> },
     Executable,
 }
 
@@ -92,7 +92,7 @@ impl Tool {
             output: manifest.output.clone(),
             output_template,
             source: source.path,
-            body: Body::Manifest { manifest: Box::new(manifest), command },
+            body: Body::Manifest { manifest: Box::new(manifest), command: Box::new(command) },
             validator: OnceLock::new(),
         };
         Ok((tool, warnings))

@@ -150,7 +150,10 @@ fn dry_run_text(plan: &Plan, as_json: bool) -> String {
         s.push_str(&format!("  cwd: {}\n", cwd.display()));
     }
     for (k, v) in &env {
-        s.push_str(&format!("  env: {k}={}\n", shlex::try_quote(v).map_or_else(|_| format!("{v:?}"), |q| q.into_owned())));
+        s.push_str(&format!(
+            "  env: {k}={}\n",
+            shlex::try_quote(v).map_or_else(|_| format!("{v:?}"), |q| q.into_owned())
+        ));
     }
     s.push_str(&format!("  timeout: {}s\n", inv.timeout.as_secs()));
     s
