@@ -251,8 +251,8 @@ fn load_dir(dir: &Path) -> (Vec<Tool>, Vec<Diagnostic>) {
         }
     }
     let mut tools = Vec::with_capacity(manifests.len() + executables.len());
-    for path in manifests {
-        match manifest::load(&path).and_then(Tool::from_manifest) {
+    for loaded in load_manifests(&manifests) {
+        match loaded {
             Ok((tool, warnings)) => {
                 diagnostics.extend(warnings);
                 tools.push(tool);
@@ -267,6 +267,35 @@ fn load_dir(dir: &Path) -> (Vec<Tool>, Vec<Diagnostic>) {
         }
     }
     (tools, diagnostics)
+}
+
+type Loaded = Result<(Tool, Vec<Diagnostic>), Vec<Diagnostic>>;
+
+/// Load manifests in order, spread over the machine's cores when there are many.
+fn load_manifests(paths: &[PathBuf]) -> Vec<Loaded> {
+    let load = |p: &PathBuf| manifest::load(p).and_then(Tool::from_manifest);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    if threads < 2 || paths.len() < 64 {
+        return paths.iter().map(load).collect();
+    }
+    let chunk = paths.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> =
+            paths.chunks(chunk).map(|c| s.spawn(move || c.iter().map(load).collect::<Vec<_>>())).collect();
+        handles
+            .into_iter()
+            .zip(paths.chunks(chunk))
+            .flat_map(|(h, c)| {
+                h.join().unwrap_or_else(|_| {
+                    c.iter()
+                        .map(|p| {
+                            Err(vec![Diagnostic::file(Severity::Error, "internal", p, "loading failed unexpectedly")])
+                        })
+                        .collect()
+                })
+            })
+            .collect()
+    })
 }
 
 /// Run `--describe` on every executable, in parallel.

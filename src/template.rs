@@ -52,27 +52,52 @@ pub struct TemplateError {
 }
 
 /// A compiled template.
+///
+/// Most templates are text and plain placeholders (`--max-count={{n}}`); they are
+/// kept as pieces and rendered directly. Only templates with blocks or helpers
+/// are compiled by handlebars (its parser is the costly part of loading).
 #[derive(Debug, Clone)]
 pub struct Template {
     source: String,
-    compiled: handlebars::Template,
+    body: Body,
     refs: Vec<Ref>,
     placeholder: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+enum Body {
+    Pieces(Vec<Piece>),
+    /// Translated source, compiled on first render (blocks are checked for balance at parse).
+    Handlebars(String, OnceLock<Result<Box<handlebars::Template>, TemplateError>>),
+}
+
+/// Part of a template without blocks or helpers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    Text(String),
+    Value { name: String, inline: Option<Value> },
 }
 
 impl Template {
     /// Parse `source`, allowing the parameter names in `params`.
     pub fn parse(source: &str, params: &[&str]) -> Result<Self, TemplateError> {
         let scan = scan(source, params)?;
-        let compiled = handlebars::Template::compile(&scan.translated).map_err(|e| {
-            // Positions are reported against the original text, which has the same block structure.
-            let pos = handlebars::Template::compile(source).err().and_then(|o| o.pos()).or(e.pos());
-            TemplateError {
-                offset: pos.map_or(0, |(line, col)| offset_of(source, line, col)),
-                message: format!("invalid template: {}", e.reason()),
+        let body = match scan.pieces {
+            Some(pieces) => Body::Pieces(pieces),
+            None => Body::Handlebars(scan.translated, OnceLock::new()),
+        };
+        Ok(Self { source: source.to_owned(), body, refs: scan.refs, placeholder: scan.placeholder })
+    }
+
+    /// Compile with handlebars now (loading defers it; `packs lint` and tests call this to
+    /// report every syntax error up front).
+    pub fn check(&self) -> Result<(), TemplateError> {
+        match &self.body {
+            Body::Pieces(_) => Ok(()),
+            Body::Handlebars(translated, compiled) => {
+                compiled.get_or_init(|| compile(&self.source, translated)).as_ref().map(|_| ()).map_err(Clone::clone)
             }
-        })?;
-        Ok(Self { source: source.to_owned(), compiled, refs: scan.refs, placeholder: scan.placeholder })
+        }
     }
 
     /// The text as written.
@@ -100,9 +125,42 @@ impl Template {
 
     /// Render with `data` (see [`Data`]).
     pub fn render(&self, data: &Data) -> Result<String, RenderError> {
-        let mut rc = RenderContext::new(None);
-        self.compiled.renders(registry(), &data.0, &mut rc)
+        match &self.body {
+            Body::Pieces(pieces) => {
+                let mut out = String::new();
+                for piece in pieces {
+                    match piece {
+                        Piece::Text(t) => out.push_str(t),
+                        Piece::Value { name, inline } => {
+                            out.push_str(
+                                &lookup(data.root(), name, inline.as_ref()).map(value_text).unwrap_or_default(),
+                            );
+                        }
+                    }
+                }
+                Ok(out)
+            }
+            Body::Handlebars(translated, compiled) => {
+                let t = compiled
+                    .get_or_init(|| compile(&self.source, translated))
+                    .as_ref()
+                    .map_err(|e| RenderError::from(handlebars::RenderErrorReason::Other(e.message.clone())))?;
+                let mut rc = RenderContext::new(None);
+                t.renders(registry(), &data.0, &mut rc)
+            }
+        }
     }
+}
+
+fn compile(source: &str, translated: &str) -> Result<Box<handlebars::Template>, TemplateError> {
+    handlebars::Template::compile(translated).map(Box::new).map_err(|e| {
+        // Positions are reported against the original text, which has the same block structure.
+        let pos = handlebars::Template::compile(source).err().and_then(|o| o.pos()).or(e.pos());
+        TemplateError {
+            offset: pos.map_or(0, |(line, col)| offset_of(source, line, col)),
+            message: format!("invalid template: {}", e.reason()),
+        }
+    })
 }
 
 /// The values a template is rendered with.
@@ -213,16 +271,18 @@ fn value_helper(
 ) -> HelperResult {
     let name = h.param(0).and_then(|p| p.value().as_str()).unwrap_or_default();
     let inline = h.param(1).map(|p| p.value());
-    let root = ctx.data();
-    let present = |v: Option<&Value>| v.filter(|v| !v.is_null()).cloned();
-    let value = match name.split_once('.') {
-        Some((ns, key)) => present(root.get(ns).and_then(|c| c.get(key))).or_else(|| inline.cloned()),
-        None => present(root.get(GIVEN).and_then(|g| g.get(name)))
-            .or_else(|| inline.cloned())
-            .or_else(|| present(root.get(name))),
-    };
-    out.write(&value.map(|v| value_text(&v)).unwrap_or_default())?;
+    out.write(&lookup(ctx.data(), name, inline).map(value_text).unwrap_or_default())?;
     Ok(())
+}
+
+/// The value of a placeholder: the call's value, then the inline default, then
+/// the declared default (namespaced names: the value, then the inline default).
+fn lookup<'a>(root: &'a Value, name: &str, inline: Option<&'a Value>) -> Option<&'a Value> {
+    let present = |v: Option<&'a Value>| v.filter(|v| !v.is_null());
+    match name.split_once('.') {
+        Some((ns, key)) => present(root.get(ns).and_then(|c| c.get(key))).or(inline),
+        None => present(root.get(GIVEN).and_then(|g| g.get(name))).or(inline).or_else(|| present(root.get(name))),
+    }
 }
 
 /// `{{json v}}`: the value as compact JSON (`"a \"b\""`, `[1,2]`, `null`).
@@ -240,6 +300,8 @@ fn json_helper(
 
 struct Scan {
     translated: String,
+    /// The template as pieces, when it has no blocks or helpers.
+    pieces: Option<Vec<Piece>>,
     refs: Vec<Ref>,
     placeholder: Option<String>,
 }
@@ -247,14 +309,19 @@ struct Scan {
 /// Find every `{{ }}` expression: translate placeholders, collect and check names.
 fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
     let mut out = String::with_capacity(src.len() + 16);
+    let mut pieces = Some(Vec::new());
     let mut refs = Vec::new();
     let mut placeholder = None;
     let mut iter_depth = 0usize; // inside #each / #with, names may be item fields
+    let mut open_blocks: Vec<(String, usize)> = Vec::new();
     let mut pos = 0;
     let mut expressions = 0;
     while let Some(rel) = src[pos..].find("{{") {
         let start = pos + rel;
         out.push_str(&src[pos..start]);
+        if let Some(p) = pieces.as_mut().filter(|_| start > pos) {
+            p.push(Piece::Text(src[pos..start].to_owned()));
+        }
         let (open, close) = if src[start..].starts_with("{{!--") {
             ("{{!--", "--}}")
         } else if src[start..].starts_with("{{{") {
@@ -273,6 +340,9 @@ fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
         let body = src[body_start..body_start + body_len].trim_matches('~').trim();
         let err = |message: String| TemplateError { offset: start, message };
         let first = body.chars().next();
+        if matches!(first, Some('!' | '/' | '#' | '^')) {
+            pieces = None;
+        }
         match first {
             None => return Err(err("empty placeholder `{{}}`".into())),
             Some('!') => {
@@ -282,6 +352,13 @@ fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
             Some('>') => return Err(err("partials (`{{> name}}`) are not supported in tool templates".into())),
             Some('/') => {
                 let helper = body[1..].trim();
+                match open_blocks.pop() {
+                    Some((open, _)) if open == helper => {}
+                    Some((open, _)) => {
+                        return Err(err(format!("`{raw}` closes `{{{{#{open}}}}}`; expected `{{{{/{open}}}}}`")));
+                    }
+                    None => return Err(err(format!("`{raw}` closes a block that was never opened"))),
+                }
                 if matches!(helper, "each" | "with") {
                     iter_depth = iter_depth.saturating_sub(1);
                 }
@@ -298,6 +375,7 @@ fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
                 if matches!(helper.as_str(), "each" | "with") {
                     iter_depth += 1;
                 }
+                open_blocks.push((helper, start));
                 out.push_str(raw);
                 continue;
             }
@@ -315,6 +393,7 @@ fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
                 placeholder = Some(name.to_owned());
             } else if iter_depth > 0 || name == "this" {
                 out.push_str(raw);
+                pieces = None;
                 continue;
             } else {
                 return Err(err(undeclared(name, params)));
@@ -327,8 +406,12 @@ fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
                 out.push_str(&Value::String(d.to_owned()).to_string());
             }
             out.push_str("}}");
+            if let Some(p) = pieces.as_mut() {
+                p.push(Piece::Value { name: name.to_owned(), inline: default.map(|d| Value::String(d.to_owned())) });
+            }
             continue;
         }
+        pieces = None;
         // A helper expression such as `{{lookup x "k"}}` or `{{else}}`.
         let mut words = tokens(body);
         if words.first().is_some_and(|w| w == "else") {
@@ -340,9 +423,18 @@ fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
         collect_refs(&words, params, iter_depth > 0, &mut refs).map_err(err)?;
         out.push_str(raw);
     }
+    if let Some((open, at)) = open_blocks.pop() {
+        return Err(TemplateError {
+            offset: at,
+            message: format!("`{{{{#{open}}}}}` is never closed with `{{{{/{open}}}}}`"),
+        });
+    }
     out.push_str(&src[pos..]);
+    if let Some(p) = pieces.as_mut().filter(|_| pos < src.len()) {
+        p.push(Piece::Text(src[pos..].to_owned()));
+    }
     let whole = expressions == 1 && src.starts_with("{{") && pos == src.len();
-    Ok(Scan { translated: out, refs, placeholder: placeholder.filter(|_| whole) })
+    Ok(Scan { translated: out, pieces, refs, placeholder: placeholder.filter(|_| whole) })
 }
 
 /// `name`, `name:default`, `context.key`, `context.key:default`.
@@ -522,7 +614,13 @@ mod tests {
         assert!(Template::parse("{{#if missing}}x{{/if}}", &["other"]).is_err());
         assert!(Template::parse("{{x", &["x"]).is_err());
         let e = Template::parse("a {{#if x}}b", &["x"]).unwrap_err();
-        assert!(e.message.contains("invalid template"), "{}", e.message);
+        assert_eq!((e.offset, e.message.as_str()), (2, "`{{#if}}` is never closed with `{{/if}}`"));
+        let e = Template::parse("{{#if x}}b{{/each}}", &["x"]).unwrap_err();
+        assert!(e.message.contains("expected `{{/if}}`"), "{}", e.message);
+        let t = Template::parse("{{#if x}}{{lookup x}}{{/if}}", &["x"]).unwrap();
+        assert!(t.check().is_ok());
+        let t = Template::parse("{{#if x}}{{lookup x ))}}{{/if}}", &["x"]).unwrap();
+        assert!(t.check().unwrap_err().message.contains("invalid template"));
     }
 
     #[test]

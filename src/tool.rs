@@ -51,7 +51,7 @@ pub struct Tool {
     output: OutputSpec,
     output_template: Option<Template>,
     source: PathBuf,
-    validation_schema: Value,
+    validation_schema: OnceLock<Value>,
     validator: OnceLock<Result<jsonschema::Validator, String>>,
 }
 
@@ -86,7 +86,7 @@ impl Tool {
         };
         let describe = describe::synthesize(&manifest);
         let tool = Self {
-            validation_schema: describe::validation_schema(&manifest),
+            validation_schema: OnceLock::new(),
             describe,
             policy: manifest.policy.clone(),
             output: manifest.output.clone(),
@@ -111,7 +111,7 @@ impl Tool {
             policy: describe.policy.clone().unwrap_or_else(Policy::executable_default),
             output,
             output_template,
-            validation_schema: describe.parameters.clone(),
+            validation_schema: OnceLock::from(describe.parameters.clone()),
             describe,
             body: Body::Executable,
             source: path,
@@ -179,14 +179,17 @@ impl Tool {
 
     /// The JSON Schema calls are validated against (context values filled in first).
     pub fn validation_schema(&self) -> &Value {
-        &self.validation_schema
+        self.validation_schema.get_or_init(|| match &self.body {
+            Body::Manifest { manifest, .. } => describe::validation_schema(manifest),
+            Body::Executable => self.describe.parameters.clone(),
+        })
     }
 
     /// The compiled validator (compiled on first use, then reused).
     pub fn validator(&self) -> Result<&jsonschema::Validator, String> {
         self.validator
             .get_or_init(|| {
-                jsonschema::validator_for(&self.validation_schema)
+                jsonschema::validator_for(self.validation_schema())
                     .map_err(|e| format!("the tool's parameter schema is invalid: {e}"))
             })
             .as_ref()

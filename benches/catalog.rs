@@ -1,0 +1,107 @@
+//! Benchmarks of the catalog and of `packs run` overhead.
+//!
+//! `cargo bench --bench catalog` — figures and targets are in docs/PERFORMANCE.md.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use packs::{Catalog, Context, SearchPath};
+
+/// A realistic manifest: four parameters, a group, a block, policy and output.
+fn manifest(i: usize) -> String {
+    format!(
+        r#"{{
+  "name": "tool_{i}",
+  "description": "Benchmark tool number {i}: search files for a pattern",
+  "version": "1.0.0",
+  "modes": ["Global"],
+  "parameters": {{
+    "pattern": {{ "type": "string", "required": true, "description": "What to look for" }},
+    "path": {{ "type": "string", "default": ".", "format": "path", "description": "Where" }},
+    "ignore_case": {{ "type": "boolean", "default": false }},
+    "max_count": {{ "type": "integer", "minimum": 1 }}
+  }},
+  "command": {{
+    "program": "grep",
+    "args": ["-rn", "{{{{#if ignore_case}}}}-i{{{{/if}}}}", ["--max-count", "{{{{max_count}}}}"], "-e", "{{{{pattern}}}}", "--", "{{{{path}}}}"]
+  }},
+  "policy": {{ "read_only": true, "allowed_exit_codes": [0, 1], "timeout_secs": 10 }},
+  "output": {{ "format": "text", "max_chars": 500 }}
+}}"#
+    )
+}
+
+fn pack_dir(n: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for i in 0..n {
+        std::fs::write(dir.path().join(format!("tool_{i}.tool.json")), manifest(i)).expect("write");
+    }
+    dir
+}
+
+fn trivial_pack(dir: &Path) {
+    std::fs::write(
+        dir.join("noop.tool.json"),
+        r#"{"name": "noop", "description": "Do nothing", "command": {"program": "true", "args": []}}"#,
+    )
+    .expect("write");
+}
+
+fn load(c: &mut Criterion) {
+    let mut group = c.benchmark_group("catalog");
+    for n in [10, 100, 1000] {
+        let dir = pack_dir(n);
+        let path = SearchPath::dirs([dir.path()]);
+        group.bench_with_input(BenchmarkId::new("load", n), &path, |b, path| {
+            b.iter(|| {
+                let catalog = Catalog::load(path);
+                assert_eq!(catalog.len(), n);
+                black_box(catalog)
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("load_and_describe_all", n), &path, |b, path| {
+            b.iter(|| {
+                let catalog = Catalog::load(path);
+                let all: Vec<_> = catalog.tools().map(|t| t.describe()).collect();
+                black_box(serde_json::to_string(&all).expect("serialize"))
+            })
+        });
+        let catalog = Catalog::load(&path);
+        group.bench_with_input(BenchmarkId::new("describe_all", n), &catalog, |b, catalog| {
+            b.iter(|| {
+                let all: Vec<_> = catalog.tools().map(|t| t.describe()).collect();
+                black_box(serde_json::to_string(&all).expect("serialize"))
+            })
+        });
+    }
+    group.finish();
+}
+
+fn run_overhead(c: &mut Criterion) {
+    let mut group = c.benchmark_group("run");
+    group.sample_size(60);
+    let dir = pack_dir(99);
+    trivial_pack(dir.path());
+    let packs = env!("CARGO_BIN_EXE_packs");
+    let status = |cmd: &mut Command| {
+        let s = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status().expect("spawn");
+        assert!(s.success());
+    };
+    group.bench_function("direct_true", |b| b.iter(|| status(&mut Command::new("true"))));
+    group.bench_function("packs_run_true_100_manifests", |b| {
+        b.iter(|| status(Command::new(packs).arg("--packs").arg(dir.path()).args(["run", "noop"])))
+    });
+    let catalog = Catalog::load(&SearchPath::dirs([dir.path()]));
+    group.bench_function("library_dispatch_true", |b| {
+        b.iter(|| {
+            let r = packs::dispatch(&catalog, "noop", serde_json::Value::Null, &Context::new()).expect("dispatch");
+            assert!(r.ok);
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, load, run_overhead);
+criterion_main!(benches);
