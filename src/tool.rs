@@ -45,7 +45,7 @@ pub(crate) enum Body {
 /// A tool of either kind, ready to be described and called.
 #[derive(Debug)]
 pub struct Tool {
-    describe: Describe,
+    describe: OnceLock<Describe>,
     pub(crate) body: Body,
     policy: Policy,
     output: OutputSpec,
@@ -84,10 +84,9 @@ impl Tool {
         let (Ok(command), Ok(output_template)) = (command, output_template) else {
             return Err(errors);
         };
-        let describe = describe::synthesize(&manifest);
         let tool = Self {
             validation_schema: OnceLock::new(),
-            describe,
+            describe: OnceLock::new(),
             policy: manifest.policy.clone(),
             output: manifest.output.clone(),
             output_template,
@@ -112,7 +111,7 @@ impl Tool {
             output,
             output_template,
             validation_schema: OnceLock::from(describe.parameters.clone()),
-            describe,
+            describe: OnceLock::from(describe),
             body: Body::Executable,
             source: path,
             validator: OnceLock::new(),
@@ -121,17 +120,26 @@ impl Tool {
 
     /// The declared name.
     pub fn name(&self) -> &str {
-        &self.describe.name
+        match &self.body {
+            Body::Manifest { manifest, .. } => &manifest.name,
+            Body::Executable => &self.describe().name,
+        }
     }
 
     /// The description.
     pub fn description(&self) -> &str {
-        &self.describe.description
+        match &self.body {
+            Body::Manifest { manifest, .. } => &manifest.description,
+            Body::Executable => &self.describe().description,
+        }
     }
 
-    /// The `--describe` value.
+    /// The `--describe` value (synthesized on first use for a manifest tool).
     pub fn describe(&self) -> &Describe {
-        &self.describe
+        self.describe.get_or_init(|| match &self.body {
+            Body::Manifest { manifest, .. } => describe::synthesize(manifest),
+            Body::Executable => unreachable!("an executable tool is built with its describe"),
+        })
     }
 
     /// Manifest or executable.
@@ -181,16 +189,25 @@ impl Tool {
     pub fn validation_schema(&self) -> &Value {
         self.validation_schema.get_or_init(|| match &self.body {
             Body::Manifest { manifest, .. } => describe::validation_schema(manifest),
-            Body::Executable => self.describe.parameters.clone(),
+            Body::Executable => self.describe().parameters.clone(),
         })
     }
 
     /// The compiled validator (compiled on first use, then reused).
+    ///
+    /// A manifest's schema uses only draft-7 keywords, and draft 7's meta-schema is
+    /// about three times cheaper to prepare than 2020-12's, which is most of the
+    /// first call's cost in a fresh `packs run`. An executable's schema follows its
+    /// own `$schema` (default 2020-12).
     pub fn validator(&self) -> Result<&jsonschema::Validator, String> {
         self.validator
             .get_or_init(|| {
-                jsonschema::validator_for(self.validation_schema())
-                    .map_err(|e| format!("the tool's parameter schema is invalid: {e}"))
+                let schema = self.validation_schema();
+                match self.body {
+                    Body::Manifest { .. } => jsonschema::draft7::new(schema),
+                    Body::Executable => jsonschema::validator_for(schema),
+                }
+                .map_err(|e| format!("the tool's parameter schema is invalid: {e}"))
             })
             .as_ref()
             .map_err(Clone::clone)
