@@ -113,8 +113,26 @@ impl std::fmt::Debug for Catalog {
 impl Catalog {
     /// Discover every tool on `path`.
     pub fn load(path: &SearchPath) -> Self {
+        Self::load_filtered(path, None)
+    }
+
+    /// Discover enough of `path` to resolve `name`, the same way [`Catalog::load`] would.
+    ///
+    /// Every manifest is read, but only its `name` is parsed; the manifests that
+    /// declare `name` (and any whose name cannot be read, so their errors are
+    /// reported) are loaded fully, and directories after the one that has the tool
+    /// are skipped. Executables are always described: their names are not in a file.
+    /// `packs run`, `describe` and `help` use this to start fast in large pack directories.
+    pub fn load_named(path: &SearchPath, name: &str) -> Self {
+        Self::load_filtered(path, Some(name))
+    }
+
+    fn load_filtered(path: &SearchPath, only: Option<&str>) -> Self {
         let mut catalog = Self::default();
         for dir in &path.dirs {
+            if only.is_some_and(|n| catalog.index.contains_key(n)) {
+                break;
+            }
             if !dir.is_dir() {
                 if !path.implicit {
                     catalog.diagnostics.push(Diagnostic::file(
@@ -126,7 +144,7 @@ impl Catalog {
                 }
                 continue;
             }
-            let (tools, diagnostics) = load_dir(dir);
+            let (tools, diagnostics) = load_dir(dir, only);
             catalog.diagnostics.extend(diagnostics);
             catalog.add_dir(tools);
         }
@@ -222,7 +240,7 @@ fn is_executable_file(path: &Path) -> bool {
 }
 
 /// Load one directory: manifests below it (in path order), executables at its top.
-fn load_dir(dir: &Path) -> (Vec<Tool>, Vec<Diagnostic>) {
+fn load_dir(dir: &Path, only: Option<&str>) -> (Vec<Tool>, Vec<Diagnostic>) {
     let mut manifests = Vec::new();
     let mut executables = Vec::new();
     let mut diagnostics = Vec::new();
@@ -250,6 +268,9 @@ fn load_dir(dir: &Path) -> (Vec<Tool>, Vec<Diagnostic>) {
             executables.push(path);
         }
     }
+    if let Some(name) = only {
+        manifests.retain(|p| quick_name(p).is_none_or(|n| n == name));
+    }
     let mut tools = Vec::with_capacity(manifests.len() + executables.len());
     for loaded in load_manifests(&manifests) {
         match loaded {
@@ -267,6 +288,21 @@ fn load_dir(dir: &Path) -> (Vec<Tool>, Vec<Diagnostic>) {
         }
     }
     (tools, diagnostics)
+}
+
+/// The `name` of a manifest, parsing nothing else; None when it cannot be read.
+fn quick_name(path: &Path) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct NameOnly {
+        name: String,
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    let body = if text.starts_with("#!") { text.find('\n').map_or("", |i| &text[i..]) } else { &text };
+    let parsed: NameOnly = match Syntax::of_manifest(path)? {
+        Syntax::Json => serde_json::from_str(body).ok()?,
+        Syntax::Toml => toml::from_str(body).ok()?,
+    };
+    Some(parsed.name)
 }
 
 type Loaded = Result<(Tool, Vec<Diagnostic>), Vec<Diagnostic>>;

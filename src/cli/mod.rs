@@ -89,7 +89,12 @@ pub fn main() -> i32 {
             Ok(exit::OK)
         }
         ref command => {
-            let catalog = load_catalog(&cli.packs, cli.quiet);
+            let only = match command {
+                Command::Describe { name } | Command::Help { name: Some(name) } => Some(name.as_str()),
+                Command::Run(args) => Some(args.name()),
+                _ => None,
+            };
+            let catalog = load_catalog(&cli.packs, cli.quiet, only);
             let result = match command {
                 Command::List { json } => list::list(&catalog, *json),
                 Command::Describe { name } => list::describe(&catalog, name),
@@ -112,9 +117,13 @@ pub fn main() -> i32 {
     }
 }
 
-fn load_catalog(dirs: &[PathBuf], quiet: bool) -> Catalog {
+/// Load the catalog; with `only`, just enough of it to resolve that one name.
+fn load_catalog(dirs: &[PathBuf], quiet: bool, only: Option<&str>) -> Catalog {
     let path = SearchPath::resolve(dirs, std::env::var_os("PACKS_PATH").as_deref());
-    let catalog = Catalog::load(&path);
+    let catalog = match only {
+        Some(name) => Catalog::load_named(&path, name),
+        None => Catalog::load(&path),
+    };
     if !quiet {
         print_diagnostics(&catalog.diagnostics);
     }

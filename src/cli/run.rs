@@ -32,6 +32,12 @@ pub(super) struct RunArgs {
     dry_run: bool,
 }
 
+impl RunArgs {
+    pub(super) fn name(&self) -> &str {
+        &self.name
+    }
+}
+
 #[derive(clap::Args, Debug)]
 pub(super) struct ExecArgs {
     /// A manifest (or --describe executable) file
