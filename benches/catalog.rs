@@ -100,7 +100,8 @@ fn run_overhead(c: &mut Criterion) {
     let catalog = Catalog::load(&SearchPath::dirs([dir.path()]));
     group.bench_function("library_dispatch_true", |b| {
         b.iter(|| {
-            let r = packs::dispatch(&catalog, "noop", serde_json::Value::Null, &Context::new()).expect("dispatch");
+            let r = packs::dispatch(&catalog, "noop", serde_json::Value::Null, &Context::new(), &packs::DenyAll)
+                .expect("dispatch");
             assert!(r.ok);
         })
     });

@@ -18,6 +18,7 @@ use crate::template::{Data, Environment, Ref, Template, TemplateError};
 #[derive(Debug, Clone)]
 pub struct CommandTemplate {
     program: String,
+    params: Vec<String>,
     args: Vec<ArgTemplate>,
     env: Vec<(String, Template)>,
     cwd: Option<Template>,
@@ -66,22 +67,37 @@ pub struct Values<'a> {
     pub context: &'a Map<String, Value>,
 }
 
-impl Values<'_> {
-    fn data(&self, environment: &Environment) -> Data {
-        Data::with_environment(self.resolved, self.given, self.context, environment)
+/// One render: the call's values with every declared parameter present (absent
+/// ones as null, so handlebars' strict mode sees them), and the environment.
+struct Scope<'a> {
+    given: &'a Map<String, Value>,
+    resolved: Map<String, Value>,
+    context: &'a Map<String, Value>,
+    environment: &'a Environment,
+}
+
+impl Scope<'_> {
+    fn data(&self) -> Data {
+        Data::with_environment(&self.resolved, self.given, self.context, self.environment)
     }
 
+    /// The value of a name a group uses, if it counts as present (not absent, null or false).
     fn present(&self, r: &Ref) -> Option<&Value> {
         let v = match r {
             Ref::Param(p) => self.resolved.get(p),
             Ref::Context(k) => self.context.get(k),
-            Ref::Env(_) | Ref::Secret(_) => return Some(&Value::Bool(true)),
+            Ref::Env(n) => self.environment.env.get(n),
+            Ref::Secret(n) => self.environment.secrets.get(n),
         };
         v.filter(|v| !v.is_null() && **v != Value::Bool(false))
     }
 
-    fn given(&self, p: &str) -> bool {
-        self.given.get(p).is_some_and(|v| !v.is_null())
+    /// Keep an element that rendered to `s`? Empty ones go, unless the element is plain
+    /// text (`""` written in the manifest) or a single placeholder whose value the call gave.
+    fn keep(&self, t: &Template, s: &str) -> bool {
+        !s.is_empty()
+            || t.is_literal()
+            || t.placeholder().is_some_and(|p| self.given.get(p).is_some_and(|v| !v.is_null()))
     }
 }
 
@@ -118,6 +134,7 @@ impl CommandTemplate {
         }
         Ok(Self {
             program: cmd.program.clone(),
+            params: params.iter().map(|p| (*p).to_owned()).collect(),
             args: args.into_iter().flatten().collect(),
             env: env.into_iter().flatten().collect(),
             cwd: cwd.flatten(),
@@ -166,18 +183,26 @@ impl CommandTemplate {
                 }
             }
         }
-        let data = values.data(&environment);
+        let mut resolved = values.resolved.clone();
+        for p in &self.params {
+            resolved.entry(p.clone()).or_insert(Value::Null);
+        }
+        let scope = Scope { given: values.given, resolved, context: values.context, environment: &environment };
+        let data = scope.data();
         let mut argv = vec![self.program.clone()];
         for (i, arg) in self.args.iter().enumerate() {
             let field = format!("command.args.{i}");
             match arg {
-                ArgTemplate::One(t) => render_one(t, values, &data, &field, &mut argv)?,
-                ArgTemplate::Group(members) => render_group(members, values, &data, &field, &mut argv)?,
+                ArgTemplate::One(t) => render_one(t, &scope, &data, &field, &mut argv)?,
+                ArgTemplate::Group(members) => render_group(members, &scope, &data, &field, &mut argv)?,
             }
         }
         let mut env = Vec::with_capacity(self.env.len());
         for (k, t) in &self.env {
-            env.push((k.clone(), render(t, &data, &format!("command.env.{k}"))?));
+            let v = render(t, &data, &format!("command.env.{k}"))?;
+            if scope.keep(t, &v) {
+                env.push((k.clone(), v));
+            }
         }
         let cwd = match &self.cwd {
             Some(t) => Some(render(t, &data, "command.cwd")?).filter(|c| !c.is_empty()),
@@ -197,20 +222,20 @@ fn render(t: &Template, data: &Data, field: &str) -> Result<String, RenderFailur
 
 fn render_one(
     t: &Template,
-    values: &Values<'_>,
+    scope: &Scope<'_>,
     data: &Data,
     field: &str,
     argv: &mut Vec<String>,
 ) -> Result<(), RenderFailure> {
     if let Some(p) = t.placeholder() {
-        let effective = values.given.get(p).filter(|v| !v.is_null()).or_else(|| values.resolved.get(p));
+        let effective = scope.given.get(p).filter(|v| !v.is_null()).or_else(|| scope.resolved.get(p));
         if let Some(Value::Array(items)) = effective {
             argv.extend(items.iter().map(crate::template::value_text));
             return Ok(());
         }
     }
     let s = render(t, data, field)?;
-    if !s.is_empty() || t.placeholder().is_some_and(|p| values.given(p)) {
+    if scope.keep(t, &s) {
         argv.push(s);
     }
     Ok(())
@@ -218,22 +243,22 @@ fn render_one(
 
 fn render_group(
     members: &[Template],
-    values: &Values<'_>,
+    scope: &Scope<'_>,
     data: &Data,
     field: &str,
     argv: &mut Vec<String>,
 ) -> Result<(), RenderFailure> {
     let refs: Vec<&Ref> = members.iter().flat_map(|t| t.refs()).collect();
-    if refs.iter().any(|r| values.present(r).is_none()) {
+    if refs.iter().any(|r| scope.present(r).is_none()) {
         return Ok(());
     }
-    let mut arrays = refs.iter().filter_map(|r| match (r, values.present(r)) {
+    let mut arrays = refs.iter().filter_map(|r| match (r, scope.present(r)) {
         (Ref::Param(p), Some(Value::Array(items))) => Some((p.as_str(), items)),
         _ => None,
     });
     let Some((name, items)) = arrays.next() else {
         for (j, t) in members.iter().enumerate() {
-            render_one(t, values, data, &format!("{field}.{j}"), argv)?;
+            render_one(t, scope, data, &format!("{field}.{j}"), argv)?;
         }
         return Ok(());
     };
@@ -245,17 +270,11 @@ fn render_group(
         });
     }
     for item in items {
-        let given: Map<String, Value> = {
-            let mut g = values.given.clone();
-            g.insert(name.to_owned(), item.clone());
-            g
-        };
-        let resolved = {
-            let mut r = values.resolved.clone();
-            r.insert(name.to_owned(), item.clone());
-            r
-        };
-        let per_item = Values { given: &given, resolved: &resolved, context: values.context };
+        let mut given = scope.given.clone();
+        given.insert(name.to_owned(), item.clone());
+        let mut resolved = scope.resolved.clone();
+        resolved.insert(name.to_owned(), item.clone());
+        let per_item = Scope { given: &given, resolved, context: scope.context, environment: scope.environment };
         let item_data = data.with(name, item);
         for (j, t) in members.iter().enumerate() {
             render_one(t, &per_item, &item_data, &format!("{field}.{j}"), argv)?;
@@ -323,6 +342,24 @@ mod tests {
         let c = cmd("x", vec![one("{{files}}"), one("n={{n}}"), one("{{obj}}")]);
         let a = argv(c, &["files", "n", "obj"], json!({"files": ["a", "-b"], "n": 15, "obj": {"k": [1]}}), json!({}));
         assert_eq!(a, ["x", "a", "-b", "n=15", r#"{"k":[1]}"#]);
+    }
+
+    #[test]
+    fn literal_empty_is_kept_and_absent_optionals_render_in_blocks() {
+        let c = cmd("ssh-keygen", vec![one("-N"), one(""), one("{{#each tags}}{{this}}{{/each}}")]);
+        assert_eq!(argv(c, &["tags"], json!({}), json!({})), ["ssh-keygen", "-N", ""]);
+    }
+
+    #[test]
+    fn groups_and_env_values_follow_the_environment() {
+        let mut c = cmd("x", vec![group(&["--proxy", "{{env.PACKS_TEST_SURELY_UNSET_VAR}}"])]);
+        c.env.insert("TZ".into(), "{{tz}}".into());
+        c.env.insert("LIT".into(), "".into());
+        let t = CommandTemplate::compile(&c, &["tz"]).unwrap();
+        let (given, resolved, context) = (Map::new(), Map::new(), Map::new());
+        let r = t.render(&Values { given: &given, resolved: &resolved, context: &context }).unwrap();
+        assert_eq!(r.argv, ["x"]);
+        assert_eq!(r.env, [("LIT".to_owned(), String::new())]);
     }
 
     #[test]

@@ -102,6 +102,8 @@ pub struct Catalog {
     pub diagnostics: Vec<Diagnostic>,
     /// Tools hidden by an earlier directory's tool of the same name.
     pub shadowed: Vec<Shadowed>,
+    /// Names of manifests not loaded by [`Catalog::load_named`] (for suggestions).
+    skipped_names: Vec<String>,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -144,20 +146,20 @@ impl Catalog {
                 }
                 continue;
             }
-            let (tools, diagnostics) = load_dir(dir, only);
+            let (tools, diagnostics, skipped) = load_dir(dir, only);
             catalog.diagnostics.extend(diagnostics);
+            catalog.skipped_names.extend(skipped);
             catalog.add_dir(tools);
         }
         catalog
     }
 
-    /// Load one file (a manifest, or an executable answering `--describe`) as a tool.
+    /// Load one manifest file as a tool, whatever its name (`packs exec`).
+    ///
+    /// The file is never run: `packs exec` on a copy of an executable manifest
+    /// named without its `.tool.*` suffix must not end up executing itself.
     pub fn load_file(path: &Path) -> Result<(Tool, Vec<Diagnostic>), Vec<Diagnostic>> {
-        if Syntax::of_manifest(path).is_some() {
-            Tool::from_manifest(manifest::load(path)?)
-        } else {
-            describe_executable(path).map(|t| (t, Vec::new())).map_err(|d| vec![d])
-        }
+        Tool::from_manifest(manifest::load(path)?)
     }
 
     fn add_dir(&mut self, tools: Vec<Tool>) {
@@ -198,7 +200,7 @@ impl Catalog {
                 Err(LookupError::Ambiguous { name: name.to_owned(), first: a.clone(), second: b.clone() })
             }
             None => {
-                let names: Vec<&str> = self.index.keys().map(String::as_str).collect();
+                let names: Vec<&str> = self.index.keys().chain(&self.skipped_names).map(String::as_str).collect();
                 Err(LookupError::NotFound {
                     name: name.to_owned(),
                     suggestion: manifest::did_you_mean(name, &names).map(str::to_owned),
@@ -240,7 +242,9 @@ fn is_executable_file(path: &Path) -> bool {
 }
 
 /// Load one directory: manifests below it (in path order), executables at its top.
-fn load_dir(dir: &Path, only: Option<&str>) -> (Vec<Tool>, Vec<Diagnostic>) {
+/// Load one directory: the tools, the problems, and (with `only`) the names of the
+/// manifests that were skipped, for did-you-mean suggestions.
+fn load_dir(dir: &Path, only: Option<&str>) -> (Vec<Tool>, Vec<Diagnostic>, Vec<String>) {
     let mut manifests = Vec::new();
     let mut executables = Vec::new();
     let mut diagnostics = Vec::new();
@@ -268,8 +272,15 @@ fn load_dir(dir: &Path, only: Option<&str>) -> (Vec<Tool>, Vec<Diagnostic>) {
             executables.push(path);
         }
     }
+    let mut skipped_names = Vec::new();
     if let Some(name) = only {
-        manifests.retain(|p| quick_name(p).is_none_or(|n| n == name));
+        manifests.retain(|p| match quick_name(p) {
+            Some(n) if n != name => {
+                skipped_names.push(n);
+                false
+            }
+            _ => true,
+        });
     }
     let mut tools = Vec::with_capacity(manifests.len() + executables.len());
     for loaded in load_manifests(&manifests) {
@@ -283,11 +294,14 @@ fn load_dir(dir: &Path, only: Option<&str>) -> (Vec<Tool>, Vec<Diagnostic>) {
     }
     for result in describe_all(&executables) {
         match result {
-            Ok(tool) => tools.push(tool),
+            Ok((tool, warnings)) => {
+                diagnostics.extend(warnings);
+                tools.push(tool);
+            }
             Err(d) => diagnostics.push(d),
         }
     }
-    (tools, diagnostics)
+    (tools, diagnostics, skipped_names)
 }
 
 /// The `name` of a manifest, parsing nothing else; None when it cannot be read.
@@ -335,7 +349,7 @@ fn load_manifests(paths: &[PathBuf]) -> Vec<Loaded> {
 }
 
 /// Run `--describe` on every executable, in parallel.
-fn describe_all(paths: &[PathBuf]) -> Vec<Result<Tool, Diagnostic>> {
+fn describe_all(paths: &[PathBuf]) -> Vec<Result<(Tool, Vec<Diagnostic>), Diagnostic>> {
     std::thread::scope(|s| {
         let handles: Vec<_> = paths.iter().map(|p| s.spawn(|| describe_executable(p))).collect();
         handles
@@ -351,12 +365,23 @@ fn describe_all(paths: &[PathBuf]) -> Vec<Result<Tool, Diagnostic>> {
 }
 
 /// Ask one executable for its describe JSON and build the tool.
-fn describe_executable(path: &Path) -> Result<Tool, Diagnostic> {
+/// Environment variable counting how deeply `--describe` runs are nested, so an
+/// executable that runs packs on its own directory cannot recurse without end.
+const NESTING_VAR: &str = "PACKS_DESCRIBE_DEPTH";
+const MAX_NESTING: u32 = 4;
+
+fn describe_executable(path: &Path) -> Result<(Tool, Vec<Diagnostic>), Diagnostic> {
     let skip =
         |why: String| Diagnostic::file(Severity::Warning, "bad-describe", path, format!("skipped executable: {why}"));
+    let depth: u32 = std::env::var(NESTING_VAR).ok().and_then(|d| d.parse().ok()).unwrap_or(0);
+    if depth >= MAX_NESTING {
+        return Err(skip(format!(
+            "`--describe` runs are nested {depth} deep (an executable that runs packs on itself?)"
+        )));
+    }
     let invocation = Invocation {
         argv: vec![path.to_string_lossy().into_owned(), "--describe".into()],
-        env: Vec::new(),
+        env: vec![(NESTING_VAR.to_owned(), (depth + 1).to_string())],
         cwd: None,
         timeout: DESCRIBE_TIMEOUT,
         max_output_bytes: DESCRIBE_MAX_BYTES,
@@ -374,6 +399,18 @@ fn describe_executable(path: &Path) -> Result<Tool, Diagnostic> {
     if out.stdout_truncated {
         return Err(skip(format!("`--describe` printed more than {DESCRIBE_MAX_BYTES} bytes")));
     }
-    let d = describe::parse_executable_describe(&out.stdout).map_err(skip)?;
-    Tool::from_executable(path.to_owned(), d).map_err(skip)
+    let (d, unknown) = describe::parse_executable_describe(&out.stdout).map_err(skip)?;
+    let tool = Tool::from_executable(path.to_owned(), d).map_err(skip)?;
+    let warnings = unknown
+        .into_iter()
+        .map(|key| {
+            Diagnostic::file(
+                Severity::Warning,
+                "unknown-key",
+                path,
+                format!("its --describe output has an unknown key `{key}`; it is ignored"),
+            )
+        })
+        .collect();
+    Ok((tool, warnings))
 }

@@ -89,8 +89,10 @@ pub fn synthesize(m: &Manifest) -> Describe {
     }
 }
 
-/// Why an executable's describe output was not accepted.
-pub fn parse_executable_describe(stdout: &[u8]) -> Result<Describe, String> {
+/// Parse an executable's describe output. Returns the describe and the unknown keys
+/// (dotted paths) it carried, or why it was not accepted. A `policy` that does not
+/// say `read_only` is not read-only: packs cannot see what an executable does.
+pub fn parse_executable_describe(stdout: &[u8]) -> Result<(Describe, Vec<String>), String> {
     let text = std::str::from_utf8(stdout).map_err(|_| "its --describe output is not UTF-8".to_owned())?;
     if text.trim().is_empty() {
         return Err("its --describe printed nothing".into());
@@ -102,7 +104,19 @@ pub fn parse_executable_describe(stdout: &[u8]) -> Result<Describe, String> {
             return Err(format!("its --describe output has no `{key}`"));
         }
     }
-    let d: Describe = serde_path_to_error::deserialize(value)
+    let mut value = value;
+    if let Some(Value::Object(policy)) = value.get_mut("policy") {
+        policy.entry("read_only").or_insert(Value::Bool(false));
+    }
+    let mut unknown = Vec::new();
+    let mut record = |p: serde_ignored::Path<'_>| {
+        // Keys under `parameters` are JSON Schema, open by design.
+        let p = p.to_string();
+        if !p.starts_with("parameters.") {
+            unknown.push(p);
+        }
+    };
+    let d: Describe = serde_path_to_error::deserialize(serde_ignored::Deserializer::new(value, &mut record))
         .map_err(|e| format!("its --describe output has a bad `{}`: {}", e.path(), e.inner()))?;
     if !crate::manifest::is_snake_case(&d.name) || d.name.len() > crate::manifest::MAX_NAME_LEN {
         return Err(format!("its --describe name `{}` is not snake_case (at most 64 characters)", d.name));
@@ -113,5 +127,5 @@ pub fn parse_executable_describe(stdout: &[u8]) -> Result<Describe, String> {
     if d.parameters.get("type").and_then(Value::as_str) != Some("object") {
         return Err("its --describe `parameters` is not a JSON-Schema object (`\"type\": \"object\"`)".into());
     }
-    Ok(d)
+    Ok((d, unknown))
 }

@@ -63,8 +63,8 @@ pub enum ToolError {
     /// The name is not a cataloged tool, or is ambiguous.
     #[error(transparent)]
     NotFound(#[from] LookupError),
-    /// The arguments are not a JSON object (or a JSON string holding one).
-    #[error("arguments for `{tool}` are not a JSON object: {message}")]
+    /// The arguments are not a JSON object (or a JSON string holding one), or could not be built.
+    #[error("invalid arguments for `{tool}`: {message}")]
     InvalidArguments {
         /// The tool.
         tool: String,
@@ -95,6 +95,14 @@ pub enum ToolError {
         /// Why.
         message: String,
     },
+    /// The call needs approval and did not get it.
+    #[error("permission denied for `{tool}`: {reason}")]
+    PermissionDenied {
+        /// The tool.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
     /// The program could not be started.
     #[error("tool `{tool}`: {source}")]
     Spawn {
@@ -107,12 +115,14 @@ pub enum ToolError {
 }
 
 impl ToolError {
-    /// A stable kind name: `not_found`, `validation`, `render`, `execution`.
+    /// A stable kind name: `not_found`, `validation`, `invalid_tool` (a template or
+    /// schema of the tool itself, or a missing secret), `permission_denied`, `execution`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::NotFound(_) => "not_found",
             Self::InvalidArguments { .. } | Self::Validation { .. } => "validation",
             Self::Render { .. } | Self::BrokenTool { .. } => "invalid_tool",
+            Self::PermissionDenied { .. } => "permission_denied",
             Self::Spawn { .. } => "execution",
         }
     }
@@ -179,10 +189,10 @@ pub fn parse_arguments(tool: &str, args: Value) -> Result<Map<String, Value>, To
         Value::String(s) if s.trim().is_empty() => Ok(Map::new()),
         Value::String(s) => match serde_json::from_str::<Value>(&s) {
             Ok(Value::Object(m)) => Ok(m),
-            Ok(other) => Err(invalid(format!("the string holds {}, not an object", type_name(&other)))),
-            Err(e) => Err(invalid(format!("the string is not JSON ({e})"))),
+            Ok(other) => Err(invalid(format!("expected a JSON object; the string holds {}", type_name(&other)))),
+            Err(e) => Err(invalid(format!("expected a JSON object; the string is not JSON ({e})"))),
         },
-        other => Err(invalid(format!("got {}", type_name(&other)))),
+        other => Err(invalid(format!("expected a JSON object, got {}", type_name(&other)))),
     }
 }
 
@@ -341,8 +351,15 @@ fn run_and_shape(
     context: &Context,
     on_chunk: impl Fn(Stream, &[u8]) + Sync,
 ) -> Result<ToolResult, ToolError> {
-    let out = runner::run_streaming(invocation, on_chunk)
-        .map_err(|source| ToolError::Spawn { tool: tool.name().to_owned(), source })?;
+    let spawn_error = |source| ToolError::Spawn { tool: tool.name().to_owned(), source };
+    if let Some(cwd) = invocation.cwd.as_ref().filter(|c| !c.is_dir()) {
+        let message = format!("its working directory {} does not exist", cwd.display());
+        return Err(spawn_error(SpawnError::Start {
+            program: invocation.argv.first().cloned().unwrap_or_default(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, message),
+        }));
+    }
+    let out = runner::run_streaming(invocation, on_chunk).map_err(spawn_error)?;
     let policy = tool.policy();
     let mut result = ToolResult {
         tool: tool.name().to_owned(),
@@ -392,20 +409,89 @@ fn human_duration(d: Duration) -> String {
     if d.subsec_millis() == 0 { format!("{}s", d.as_secs()) } else { format!("{}ms", d.as_millis()) }
 }
 
-/// The whole pipeline: look up, validate, plan, run, shape.
-pub fn dispatch(catalog: &Catalog, name: &str, args: Value, context: &Context) -> Result<ToolResult, ToolError> {
-    let tool = catalog.get(name)?;
-    call(tool, args, context, |_, _| {})
+/// What an approver is asked: the tool and the exact command, secrets masked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalRequest {
+    /// The tool's name.
+    pub tool: String,
+    /// Why approval is needed (e.g. `confirm_before_run`).
+    pub reason: String,
+    /// The argv that would run, with secret values replaced by `***`.
+    pub argv: Vec<String>,
+    /// The working directory, when set.
+    pub cwd: Option<PathBuf>,
 }
 
-/// Validate, plan, run and shape a call of `tool`, streaming output to `on_chunk`.
+/// Decides calls that need a person's approval. Packs fails closed: a call that
+/// needs approval runs only when the approver says yes.
+pub trait Approver {
+    /// True to let the call run.
+    fn approve(&self, request: &ApprovalRequest) -> bool;
+}
+
+/// Denies every call that needs approval (the default for non-interactive use).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DenyAll;
+
+impl Approver for DenyAll {
+    fn approve(&self, _: &ApprovalRequest) -> bool {
+        false
+    }
+}
+
+/// Approves every call (`packs run --yes`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApproveAll;
+
+impl Approver for ApproveAll {
+    fn approve(&self, _: &ApprovalRequest) -> bool {
+        true
+    }
+}
+
+/// The approval a planned call needs, if any.
+pub fn approval_needed(tool: &Tool, plan: &Plan) -> Option<ApprovalRequest> {
+    tool.policy().confirm_before_run.then(|| ApprovalRequest {
+        tool: tool.name().to_owned(),
+        reason: "it asks to be confirmed before each run (policy.confirm_before_run)".to_owned(),
+        argv: plan.invocation.argv.iter().map(|a| plan.mask(a)).collect(),
+        cwd: plan.invocation.cwd.clone(),
+    })
+}
+
+/// Ask `approver` when the planned call needs approval; a denial is an error.
+pub fn authorize(tool: &Tool, plan: &Plan, approver: &dyn Approver) -> Result<(), ToolError> {
+    match approval_needed(tool, plan) {
+        Some(request) if !approver.approve(&request) => Err(ToolError::PermissionDenied {
+            tool: tool.name().to_owned(),
+            reason: format!("{} and was not approved", request.reason),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The whole pipeline: look up, validate, plan, authorize, run, shape.
+pub fn dispatch(
+    catalog: &Catalog,
+    name: &str,
+    args: Value,
+    context: &Context,
+    approver: &dyn Approver,
+) -> Result<ToolResult, ToolError> {
+    let tool = catalog.get(name)?;
+    call(tool, args, context, approver, |_, _| {})
+}
+
+/// Validate, plan, authorize, run and shape a call of `tool`, streaming output to `on_chunk`.
 pub fn call(
     tool: &Tool,
     args: Value,
     context: &Context,
+    approver: &dyn Approver,
     on_chunk: impl Fn(Stream, &[u8]) + Sync,
 ) -> Result<ToolResult, ToolError> {
     let args = prepare(tool, args, context)?;
     let plan = plan(tool, &args, context)?;
+    authorize(tool, &plan, approver)?;
     execute(tool, &plan, context, on_chunk)
 }

@@ -31,6 +31,7 @@ pub fn page(tool: &Tool) -> String {
         "0    the tool ran and succeeded\n\
          1    not found, bad arguments, or validation failure\n\
          2    the tool ran and failed (exit code not allowed, or it could not start)\n\
+         3    the call needed approval and was denied\n\
          124  the tool timed out; its process group was killed",
     );
     section(&mut s, "SOURCE", &format!("{} ({})", tool.source().display(), tool.kind().as_str()));

@@ -6,9 +6,11 @@
 //! without any shell, runs it and shapes the result.
 //!
 //! ```no_run
-//! use packs::{Catalog, Context, SearchPath};
+//! use packs::{Catalog, Context, DenyAll, SearchPath};
 //! let catalog = Catalog::load(&SearchPath::dirs(["packs"]));
-//! let result = packs::dispatch(&catalog, "disk_usage", serde_json::json!({"path": "."}), &Context::new());
+//! let args = serde_json::json!({"path": "."});
+//! // Calls that need a person's approval are denied by `DenyAll`; implement `Approver` to ask.
+//! let result = packs::dispatch(&catalog, "disk_usage", args, &Context::new(), &DenyAll);
 //! ```
 #![warn(missing_docs)]
 
@@ -28,6 +30,6 @@ pub mod tool;
 
 pub use catalog::{Catalog, LookupError, SearchPath};
 pub use describe::Describe;
-pub use dispatch::{Context, ToolError, ToolResult, call, dispatch};
+pub use dispatch::{ApprovalRequest, ApproveAll, Approver, Context, DenyAll, ToolError, ToolResult, call, dispatch};
 pub use source::{Diagnostic, Severity};
 pub use tool::{Tool, ToolKind};

@@ -444,8 +444,13 @@ pub fn parse(source: SourceFile) -> Result<Loaded, Vec<Diagnostic>> {
 
 fn parse_json(source: &SourceFile, unknown: &mut Vec<FieldPath>) -> Result<Manifest, Diagnostic> {
     let diagnostic = |inner: &serde_json::Error, path: &FieldPath| {
-        let code = if inner.is_syntax() || inner.is_eof() { "invalid-json" } else { "invalid-field" };
-        let msg = strip_position(&inner.to_string());
+        let syntax = (inner.is_syntax() || inner.is_eof()) && !is_valid_json(&source.text);
+        let code = if syntax { "invalid-json" } else { "invalid-field" };
+        let mut msg = strip_position(&inner.to_string());
+        if !syntax && msg == "expected value" {
+            // serde_json's word for "this enum field holds the wrong kind of value".
+            msg = format!("invalid value{}", expected_values(path));
+        }
         let mut d = Diagnostic::file(Severity::Error, code, &source.path, field_message(path, &msg));
         if inner.line() > 0 {
             d.line = Some(inner.line());
@@ -484,6 +489,24 @@ fn parse_toml(source: &SourceFile, unknown: &mut Vec<FieldPath>) -> Result<Manif
     })
 }
 
+fn is_valid_json(text: &str) -> bool {
+    serde_json::from_str::<de::IgnoredAny>(text).is_ok()
+}
+
+/// The allowed values of an enumerated field, for messages.
+fn expected_values(path: &FieldPath) -> &'static str {
+    match path.0.last() {
+        Some(Seg::Key(k)) if k == "type" => {
+            "; expected one of \"string\", \"number\", \"integer\", \"boolean\", \"array\", \"object\""
+        }
+        Some(Seg::Key(k)) if k == "source" => {
+            "; expected one of \"context.url\", \"context.selection\", \"context.clipboard\", \"context.file\", \"context.cwd\", \"transcript\", \"literal\""
+        }
+        Some(Seg::Key(k)) if k == "format" => "; expected one of \"text\", \"json\", \"markdown\"",
+        _ => "",
+    }
+}
+
 /// serde_json appends " at line L column C"; positions are reported separately.
 fn strip_position(msg: &str) -> String {
     match msg.rfind(" at line ") {
@@ -497,7 +520,17 @@ fn field_message(path: &FieldPath, msg: &str) -> String {
 }
 
 /// Structural checks serde cannot express. Returns the errors; pushes warnings.
-fn check(m: &Manifest, src: &SourceFile, _warnings: &mut Vec<Diagnostic>) -> Vec<Diagnostic> {
+fn check(m: &Manifest, src: &SourceFile, warnings: &mut Vec<Diagnostic>) -> Vec<Diagnostic> {
+    if m.output.extract_field.is_some() && m.output.format != crate::output::OutputFormat::Json {
+        warnings.push(Diagnostic::at(
+            src,
+            Severity::Warning,
+            "extract-field-needs-json",
+            &FieldPath::dotted("output.extract_field"),
+            Target::Key,
+            "`output.extract_field` has no effect unless `output.format` is `json`",
+        ));
+    }
     let mut errors = Vec::new();
     let mut err = |path: &str, code, msg: String| {
         errors.push(Diagnostic::at(src, Severity::Error, code, &FieldPath::dotted(path), Target::Value, msg));

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::template::{Data, Template};
+use crate::template::{Data, Environment, Template};
 
 /// The keys of `output`, for did-you-mean help.
 pub(crate) const OUTPUT_KEYS: &[&str] = &["format", "speak", "max_chars", "extract_field", "template"];
@@ -101,8 +101,9 @@ pub fn shape(
         let mut vars = Map::new();
         vars.insert("output".into(), Value::String(output.trim_end_matches('\n').to_owned()));
         vars.insert("result".into(), json.clone().unwrap_or(Value::Null));
+        let environment = Environment::read(t.refs());
         output = t
-            .render(&Data::new(&vars, &vars, context))
+            .render(&Data::with_environment(&vars, &vars, context, &environment))
             .map_err(|e| format!("the output template failed: {}", e.reason()))?;
     }
     let display = truncate(output.trim_end(), spec.max_chars);

@@ -138,6 +138,15 @@ impl SourceFile {
         }
     }
 
+    /// Like [`SourceFile::locate`], falling back to the nearest enclosing field that
+    /// exists in the text (`command.args.2` of a one-line `command` string is `command`).
+    pub fn locate_nearest(&self, path: &FieldPath, target: Target) -> Option<Range<usize>> {
+        (0..=path.0.len()).rev().find_map(|n| {
+            let t = if n == path.0.len() { target } else { Target::Value };
+            self.locate(&FieldPath(path.0[..n].to_vec()), t)
+        })
+    }
+
     /// The position of `offset` inside the string value at `path`, mapped back
     /// into the file when the string is written without escapes; otherwise the
     /// start of the value.

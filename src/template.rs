@@ -118,6 +118,11 @@ impl Template {
         })
     }
 
+    /// True when the template is plain text, with no `{{ }}` at all.
+    pub fn is_literal(&self) -> bool {
+        matches!(&self.body, Body::Pieces(p) if p.iter().all(|p| matches!(p, Piece::Text(_))))
+    }
+
     /// If the whole template is one parameter placeholder (`{{p}}` or `{{p:d}}`), its name.
     pub fn placeholder(&self) -> Option<&str> {
         self.placeholder.as_deref()
@@ -253,7 +258,9 @@ fn registry() -> &'static Handlebars<'static> {
     static REGISTRY: OnceLock<Handlebars<'static>> = OnceLock::new();
     REGISTRY.get_or_init(|| {
         let mut hb = Handlebars::new();
-        hb.set_strict_mode(true);
+        // Not strict: every name is checked against the declared parameters when the
+        // template is parsed, and strict mode would fail `{{#each tags}}` when the
+        // optional `tags` is absent instead of rendering nothing.
         hb.register_escape_fn(handlebars::no_escape);
         hb.register_helper("__v", Box::new(value_helper));
         hb.register_helper("json", Box::new(json_helper));

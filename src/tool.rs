@@ -62,7 +62,9 @@ impl Tool {
         let Loaded { manifest, source, warnings } = loaded;
         let params: Vec<&str> = manifest.parameters.keys().map(String::as_str).collect();
         let template_error = |path: &FieldPath, e: crate::template::TemplateError| {
-            let offset = source.locate_in_string(path, e.offset);
+            let offset = source
+                .locate_in_string(path, e.offset)
+                .or_else(|| source.locate_nearest(path, crate::source::Target::Value).map(|r| r.start));
             let mut d = Diagnostic::file(Severity::Error, "invalid-template", &source.path, e.message)
                 .at_offset(&source, offset);
             d.field = Some(path.to_string());

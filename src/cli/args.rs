@@ -42,7 +42,10 @@ fn typed(key: &str, raw: &str, ty: Option<&str>) -> Result<Value> {
         Some("string") => Value::String(raw.to_owned()),
         Some("integer" | "number") => match parsed() {
             Ok(v @ Value::Number(_)) => v,
-            _ => bail!("`--arg {key}={raw}`: `{key}` is a {}, and `{raw}` is not one", ty.unwrap_or_default()),
+            _ => bail!(
+                "`--arg {key}={raw}`: `{key}` takes {}, and `{raw}` is not one",
+                if ty == Some("integer") { "an integer" } else { "a number" }
+            ),
         },
         Some("boolean") => match raw {
             "true" | "yes" | "1" | "" => Value::Bool(true),

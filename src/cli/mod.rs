@@ -20,6 +20,8 @@ pub mod exit {
     pub const USAGE: i32 = 1;
     /// The tool ran and failed.
     pub const TOOL_FAILED: i32 = 2;
+    /// The call needed approval and did not get it.
+    pub const DENIED: i32 = 3;
     /// The tool timed out.
     pub const TIMEOUT: i32 = 124;
 }

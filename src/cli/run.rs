@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{args, exit, print, print_diagnostics};
 use crate::catalog::Catalog;
-use crate::dispatch::{self, Context, Plan, ToolError, ToolResult};
+use crate::dispatch::{self, ApprovalRequest, ApproveAll, Approver, Context, Plan, ToolError, ToolResult};
 use crate::tool::Tool;
 
 #[derive(clap::Args, Debug)]
@@ -30,6 +30,9 @@ pub(super) struct RunArgs {
     /// Show what would run (argv, cwd, env) and run nothing
     #[arg(long)]
     dry_run: bool,
+    /// Approve calls that need confirmation without asking (needed without a terminal)
+    #[arg(short = 'y', long)]
+    yes: bool,
 }
 
 impl RunArgs {
@@ -40,7 +43,7 @@ impl RunArgs {
 
 #[derive(clap::Args, Debug)]
 pub(super) struct ExecArgs {
-    /// A manifest (or --describe executable) file
+    /// A manifest file (*.tool.json, *.tool.toml, or any name: JSON if it starts with `{`, else TOML)
     file: PathBuf,
     /// Print the tool's --describe JSON
     #[arg(long, conflicts_with = "input")]
@@ -65,20 +68,51 @@ fn result_code(r: &ToolResult) -> i32 {
 fn error_code(e: &ToolError) -> i32 {
     match e {
         ToolError::Spawn { .. } => exit::TOOL_FAILED,
+        ToolError::PermissionDenied { .. } => exit::DENIED,
         _ => exit::USAGE,
     }
 }
 
+/// Asks on the terminal; without one (stdin or stderr not a terminal), denies.
+struct TerminalApprover;
+
+impl Approver for TerminalApprover {
+    fn approve(&self, request: &ApprovalRequest) -> bool {
+        use std::io::{BufRead, IsTerminal};
+        if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+            eprintln!("packs: no terminal to ask for approval on: denied (pass --yes to approve)");
+            return false;
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "packs: `{}` needs approval: {}", request.tool, request.reason);
+        let _ = writeln!(err, "  {}", quoted(&request.argv));
+        if let Some(cwd) = &request.cwd {
+            let _ = writeln!(err, "  in {}", cwd.display());
+        }
+        let _ = write!(err, "Run it? [y/N] ");
+        let _ = err.flush();
+        let mut answer = String::new();
+        if std::io::stdin().lock().read_line(&mut answer).is_err() {
+            return false;
+        }
+        matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES")
+    }
+}
+
 pub(super) fn run(catalog: &Catalog, a: &RunArgs) -> Result<i32> {
-    let outcome = (|| -> Result<std::result::Result<Outcome, ToolError>> {
-        let tool = match catalog.get(&a.name) {
-            Ok(t) => t,
-            Err(e) => return Ok(Err(e.into())),
-        };
-        let raw = args::arguments(tool, a.input.as_deref(), &a.args)?;
-        let context = args::context(&a.context)?;
-        Ok(plan_and_run(tool, raw, &context, a.dry_run))
-    })()?;
+    let outcome = match catalog.get(&a.name) {
+        Err(e) => Err(e.into()),
+        Ok(tool) => match args::arguments(tool, a.input.as_deref(), &a.args)
+            .and_then(|raw| Ok((raw, args::context(&a.context)?)))
+        {
+            Ok((raw, context)) => {
+                let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
+                plan_and_run(tool, raw, &context, a.dry_run, approver)
+            }
+            // A bad --arg, --context or JSON argument is the caller's mistake, like a validation error.
+            Err(e) => Err(ToolError::InvalidArguments { tool: tool.name().to_owned(), message: format!("{e:#}") }),
+        },
+    };
     match outcome {
         Err(e) => {
             if a.json {
@@ -88,8 +122,8 @@ pub(super) fn run(catalog: &Catalog, a: &RunArgs) -> Result<i32> {
             }
             Ok(error_code(&e))
         }
-        Ok(Outcome::DryRun(inv)) => {
-            print(&dry_run_text(&inv, a.json))?;
+        Ok(Outcome::DryRun(tool, plan)) => {
+            print(&dry_run_text(tool, &plan, a.json))?;
             Ok(exit::OK)
         }
         Ok(Outcome::Ran(r)) => {
@@ -103,6 +137,10 @@ pub(super) fn run(catalog: &Catalog, a: &RunArgs) -> Result<i32> {
                 print(&out)?;
                 let mut err = std::io::stderr().lock();
                 let _ = err.write_all(r.stderr.as_bytes());
+                if r.truncated {
+                    let cap = catalog.get(&r.tool).map(|t| t.policy().max_output_bytes).unwrap_or_default();
+                    let _ = writeln!(err, "warning: the output was cut at {cap} bytes (policy.max_output_bytes)");
+                }
                 if let Some(e) = &r.error {
                     let _ = writeln!(err, "error: tool `{}`: {e}", r.tool);
                 }
@@ -112,17 +150,24 @@ pub(super) fn run(catalog: &Catalog, a: &RunArgs) -> Result<i32> {
     }
 }
 
-enum Outcome {
-    DryRun(Plan),
+enum Outcome<'t> {
+    DryRun(&'t Tool, Plan),
     Ran(ToolResult),
 }
 
-fn plan_and_run(tool: &Tool, raw: Value, context: &Context, dry_run: bool) -> Result<Outcome, ToolError> {
+fn plan_and_run<'t>(
+    tool: &'t Tool,
+    raw: Value,
+    context: &Context,
+    dry_run: bool,
+    approver: &dyn Approver,
+) -> Result<Outcome<'t>, ToolError> {
     let prepared = dispatch::prepare(tool, raw, context)?;
     let plan = dispatch::plan(tool, &prepared, context)?;
     if dry_run {
-        return Ok(Outcome::DryRun(plan));
+        return Ok(Outcome::DryRun(tool, plan));
     }
+    dispatch::authorize(tool, &plan, approver)?;
     dispatch::execute(tool, &plan, context, |_, _| {}).map(Outcome::Ran)
 }
 
@@ -134,7 +179,8 @@ fn quoted(argv: &[String]) -> String {
         .join(" ")
 }
 
-fn dry_run_text(plan: &Plan, as_json: bool) -> String {
+fn dry_run_text(tool: &Tool, plan: &Plan, as_json: bool) -> String {
+    let approval = dispatch::approval_needed(tool, plan).map(|r| r.reason);
     let masked: Vec<String> = plan.invocation.argv.iter().map(|a| plan.mask(a)).collect();
     let env: Vec<(String, String)> = plan.invocation.env.iter().map(|(k, v)| (k.clone(), plan.mask(v))).collect();
     let inv = &plan.invocation;
@@ -148,6 +194,7 @@ fn dry_run_text(plan: &Plan, as_json: bool) -> String {
             "env": env,
             "timeout_secs": inv.timeout.as_secs(),
             "max_output_bytes": inv.max_output_bytes,
+            "needs_approval": approval,
         });
         return format!("{v:#}\n");
     }
@@ -162,6 +209,9 @@ fn dry_run_text(plan: &Plan, as_json: bool) -> String {
         ));
     }
     s.push_str(&format!("  timeout: {}s\n", inv.timeout.as_secs()));
+    if let Some(reason) = approval {
+        s.push_str(&format!("  needs approval: {reason}\n"));
+    }
     s
 }
 
@@ -182,7 +232,9 @@ pub(super) fn exec(a: &ExecArgs) -> Result<i32> {
         bail!("give the arguments as one JSON argument, or --describe");
     };
     let raw = Value::String(input.clone());
-    match dispatch::call(&tool, raw, &Context::new(), |_, _| {}) {
+    // The program that runs this file as an executable decides approval: the describe
+    // JSON carries `confirm_before_run` for it.
+    match dispatch::call(&tool, raw, &Context::new(), &ApproveAll, |_, _| {}) {
         Ok(r) => {
             let mut err = std::io::stderr().lock();
             let _ = err.write_all(r.stderr.as_bytes());
