@@ -86,6 +86,17 @@ impl Tool {
         let (Ok(command), Ok(output_template)) = (command, output_template) else {
             return Err(errors);
         };
+        // Handlebars syntax (only templates with blocks or helpers reach it) is checked
+        // at load too, so a broken template is reported before any call.
+        let hb_errors: Vec<Diagnostic> = command
+            .templates()
+            .into_iter()
+            .chain(output_template.iter().map(|t| (FieldPath::dotted("output.template"), t)))
+            .filter_map(|(path, t)| t.check().err().map(|e| template_error(&path, e)))
+            .collect();
+        if !hb_errors.is_empty() {
+            return Err(hb_errors);
+        }
         let tool = Self {
             validation_schema: OnceLock::new(),
             describe: OnceLock::new(),
