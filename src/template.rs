@@ -67,7 +67,7 @@ pub struct Template {
 #[derive(Debug, Clone)]
 enum Body {
     Pieces(Vec<Piece>),
-    /// Translated source, compiled on first render (blocks are checked for balance at parse).
+    /// Translated source, compiled by [`Template::check`] or on first render.
     Handlebars(String, OnceLock<Result<Box<handlebars::Template>, TemplateError>>),
 }
 
@@ -89,8 +89,8 @@ impl Template {
         Ok(Self { source: source.to_owned(), body, refs: scan.refs, placeholder: scan.placeholder })
     }
 
-    /// Compile with handlebars now (loading defers it; `packs lint` and tests call this to
-    /// report every syntax error up front).
+    /// Compile with handlebars now (templates with blocks or helpers only; the result is
+    /// kept for rendering). Loading a manifest calls this so syntax errors surface at load.
     pub fn check(&self) -> Result<(), TemplateError> {
         match &self.body {
             Body::Pieces(_) => Ok(()),
