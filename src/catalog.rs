@@ -237,17 +237,21 @@ fn is_hidden(name: &OsStr) -> bool {
     name.to_str().is_some_and(|n| n.starts_with('.'))
 }
 
-fn is_executable_file(path: &Path) -> bool {
+pub(crate) fn is_executable_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// Load one directory: manifests below it (in path order), executables at its top.
-/// Load one directory: the tools, the problems, and (with `only`) the names of the
-/// manifests that were skipped, for did-you-mean suggestions.
-fn load_dir(dir: &Path, only: Option<&str>) -> (Vec<Tool>, Vec<Diagnostic>, Vec<String>) {
-    let mut manifests = Vec::new();
-    let mut executables = Vec::new();
-    let mut diagnostics = Vec::new();
+/// The files of one pack directory: manifests anywhere below it (in path order),
+/// executables at its top level; hidden entries skipped.
+pub(crate) struct Discovered {
+    pub(crate) manifests: Vec<PathBuf>,
+    pub(crate) executables: Vec<PathBuf>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
+}
+
+pub(crate) fn discover(dir: &Path) -> Discovered {
+    let mut found = Discovered { manifests: Vec::new(), executables: Vec::new(), diagnostics: Vec::new() };
     let walk = walkdir::WalkDir::new(dir)
         .follow_links(true)
         .sort_by_file_name()
@@ -258,7 +262,7 @@ fn load_dir(dir: &Path, only: Option<&str>) -> (Vec<Tool>, Vec<Diagnostic>, Vec<
             Ok(e) => e,
             Err(e) => {
                 let path = e.path().unwrap_or(dir).to_owned();
-                diagnostics.push(Diagnostic::file(Severity::Warning, "unreadable", &path, e.to_string()));
+                found.diagnostics.push(Diagnostic::file(Severity::Warning, "unreadable", &path, e.to_string()));
                 continue;
             }
         };
@@ -267,11 +271,18 @@ fn load_dir(dir: &Path, only: Option<&str>) -> (Vec<Tool>, Vec<Diagnostic>, Vec<
         }
         let path = entry.into_path();
         if Syntax::of_manifest(&path).is_some() {
-            manifests.push(path);
+            found.manifests.push(path);
         } else if path.parent() == Some(dir) && is_executable_file(&path) {
-            executables.push(path);
+            found.executables.push(path);
         }
     }
+    found
+}
+
+/// Load one directory: the tools, the problems, and (with `only`) the names of the
+/// manifests that were skipped, for did-you-mean suggestions.
+fn load_dir(dir: &Path, only: Option<&str>) -> (Vec<Tool>, Vec<Diagnostic>, Vec<String>) {
+    let Discovered { mut manifests, executables, mut diagnostics } = discover(dir);
     let mut skipped_names = Vec::new();
     if let Some(name) = only {
         manifests.retain(|p| match quick_name(p) {
@@ -370,7 +381,7 @@ fn describe_all(paths: &[PathBuf]) -> Vec<Result<(Tool, Vec<Diagnostic>), Diagno
 const NESTING_VAR: &str = "PACKS_DESCRIBE_DEPTH";
 const MAX_NESTING: u32 = 4;
 
-fn describe_executable(path: &Path) -> Result<(Tool, Vec<Diagnostic>), Diagnostic> {
+pub(crate) fn describe_executable(path: &Path) -> Result<(Tool, Vec<Diagnostic>), Diagnostic> {
     let skip =
         |why: String| Diagnostic::file(Severity::Warning, "bad-describe", path, format!("skipped executable: {why}"));
     let depth: u32 = std::env::var(NESTING_VAR).ok().and_then(|d| d.parse().ok()).unwrap_or(0);

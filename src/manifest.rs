@@ -300,7 +300,7 @@ pub struct Loaded {
 }
 
 /// Every key the format knows at each level, for did-you-mean help.
-fn known_keys(parent: &FieldPath) -> &'static [&'static str] {
+pub(crate) fn known_keys(parent: &FieldPath) -> &'static [&'static str] {
     match parent.0.as_slice() {
         [] => &[
             "$schema",
@@ -407,12 +407,25 @@ pub fn load(path: &Path) -> Result<Loaded, Vec<Diagnostic>> {
 
 /// Parse a manifest from its source text.
 pub fn parse(source: SourceFile) -> Result<Loaded, Vec<Diagnostic>> {
+    match parse_checked(source) {
+        (Some(loaded), errors) if errors.is_empty() => Ok(loaded),
+        (_, errors) => Err(errors),
+    }
+}
+
+/// Parse a manifest, keeping it even when the structural checks (name, description...)
+/// found errors, so a linter can go on checking it. Returns the manifest when it
+/// deserialized, and the errors.
+pub fn parse_checked(source: SourceFile) -> (Option<Loaded>, Vec<Diagnostic>) {
     let mut unknown = Vec::new();
     let result = match source.syntax {
         Syntax::Json => parse_json(&source, &mut unknown),
         Syntax::Toml => parse_toml(&source, &mut unknown),
     };
-    let manifest = result.map_err(|d| vec![d])?;
+    let manifest = match result {
+        Ok(m) => m,
+        Err(d) => return (None, vec![d]),
+    };
     let mut warnings: Vec<Diagnostic> = unknown
         .into_iter()
         .map(|path| {
@@ -436,10 +449,7 @@ pub fn parse(source: SourceFile) -> Result<Loaded, Vec<Diagnostic>> {
         })
         .collect();
     let errors = check(&manifest, &source, &mut warnings);
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    Ok(Loaded { manifest, source, warnings })
+    (Some(Loaded { manifest, source, warnings }), errors)
 }
 
 fn parse_json(source: &SourceFile, unknown: &mut Vec<FieldPath>) -> Result<Manifest, Diagnostic> {

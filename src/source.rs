@@ -263,6 +263,9 @@ pub struct Diagnostic {
     pub message: String,
     /// How to fix it, when known.
     pub help: Option<String>,
+    /// Byte range in the file, when known (for rendering the source line).
+    #[serde(skip)]
+    pub span: Option<Range<usize>>,
 }
 
 impl Diagnostic {
@@ -277,6 +280,7 @@ impl Diagnostic {
             field: None,
             message: message.into(),
             help: None,
+            span: None,
         }
     }
 
@@ -289,8 +293,9 @@ impl Diagnostic {
         target: Target,
         message: impl Into<String>,
     ) -> Self {
-        let offset = src.locate(path, target).map(|r| r.start);
-        let mut d = Self::file(severity, code, &src.path, message).at_offset(src, offset);
+        let range = src.locate_nearest(path, target);
+        let mut d = Self::file(severity, code, &src.path, message).at_offset(src, range.as_ref().map(|r| r.start));
+        d.span = range;
         if !path.0.is_empty() {
             d.field = Some(path.to_string());
         }
@@ -303,6 +308,7 @@ impl Diagnostic {
             let (line, column) = src.line_col(offset);
             self.line = Some(line);
             self.column = Some(column);
+            self.span = Some(offset..offset);
         }
         self
     }

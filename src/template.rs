@@ -61,6 +61,7 @@ pub struct Template {
     source: String,
     body: Body,
     refs: Vec<Ref>,
+    bare: Vec<String>,
     placeholder: Option<String>,
 }
 
@@ -86,7 +87,7 @@ impl Template {
             Some(pieces) => Body::Pieces(pieces),
             None => Body::Handlebars(scan.translated, OnceLock::new()),
         };
-        Ok(Self { source: source.to_owned(), body, refs: scan.refs, placeholder: scan.placeholder })
+        Ok(Self { source: source.to_owned(), body, refs: scan.refs, bare: scan.bare, placeholder: scan.placeholder })
     }
 
     /// Compile with handlebars now (templates with blocks or helpers only; the result is
@@ -116,6 +117,12 @@ impl Template {
             Ref::Param(p) => Some(p.as_str()),
             _ => None,
         })
+    }
+
+    /// Parameters used as plain placeholders outside any block and without an inline
+    /// default: these render empty when the parameter has no value.
+    pub fn bare_params(&self) -> &[String] {
+        &self.bare
     }
 
     /// True when the template is plain text, with no `{{ }}` at all.
@@ -307,6 +314,7 @@ fn json_helper(
 
 struct Scan {
     translated: String,
+    bare: Vec<String>,
     /// The template as pieces, when it has no blocks or helpers.
     pieces: Option<Vec<Piece>>,
     refs: Vec<Ref>,
@@ -318,6 +326,7 @@ fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
     let mut out = String::with_capacity(src.len() + 16);
     let mut pieces = Some(Vec::new());
     let mut refs = Vec::new();
+    let mut bare = Vec::new();
     let mut placeholder = None;
     let mut iter_depth = 0usize; // inside #each / #with, names may be item fields
     let mut open_blocks: Vec<(String, usize)> = Vec::new();
@@ -398,6 +407,9 @@ fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
             } else if params.contains(&name) {
                 refs.push(Ref::Param(name.to_owned()));
                 placeholder = Some(name.to_owned());
+                if open_blocks.is_empty() && default.is_none() {
+                    bare.push(name.to_owned());
+                }
             } else if iter_depth > 0 || name == "this" {
                 out.push_str(raw);
                 pieces = None;
@@ -441,7 +453,7 @@ fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
         p.push(Piece::Text(src[pos..].to_owned()));
     }
     let whole = expressions == 1 && src.starts_with("{{") && pos == src.len();
-    Ok(Scan { translated: out, pieces, refs, placeholder: placeholder.filter(|_| whole) })
+    Ok(Scan { translated: out, bare, pieces, refs, placeholder: placeholder.filter(|_| whole) })
 }
 
 /// `name`, `name:default`, `context.key`, `context.key:default`.

@@ -1,6 +1,7 @@
 //! The `packs` command line: clap definitions and one function per subcommand.
 
 mod args;
+mod lint;
 mod list;
 mod run;
 
@@ -64,6 +65,8 @@ enum Command {
     Catalog,
     /// Run a tool
     Run(run::RunArgs),
+    /// Check pack directories and manifests: every problem with file, line, column and a stable code
+    Lint(lint::LintArgs),
     /// Use a manifest file as an executable: `--describe`, or run it with a JSON argument
     Exec(run::ExecArgs),
     /// Show a tool's manual page (or this help without NAME)
@@ -85,6 +88,7 @@ pub fn main() -> i32 {
     };
     let result = match cli.command {
         Command::Exec(args) => run::exec(&args),
+        Command::Lint(args) => Ok(lint::lint(&args, &cli.packs)),
         Command::Help { name: None } => {
             use clap::CommandFactory;
             let _ = Cli::command().print_help();
@@ -103,7 +107,7 @@ pub fn main() -> i32 {
                 Command::Catalog => list::catalog(&catalog),
                 Command::Run(args) => run::run(&catalog, args),
                 Command::Help { name: Some(name) } => list::help(&catalog, name),
-                Command::Exec(_) | Command::Help { name: None } => unreachable!("handled above"),
+                Command::Exec(_) | Command::Lint(_) | Command::Help { name: None } => unreachable!("handled above"),
             };
             // The process exits next: freeing thousands of small allocations one by one is wasted time.
             std::mem::forget(catalog);

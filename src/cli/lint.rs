@@ -1,0 +1,46 @@
+//! `packs lint`.
+
+use std::path::PathBuf;
+
+use super::print;
+use crate::catalog::SearchPath;
+use crate::lint::{self, Options, render};
+
+/// Exit codes of `packs lint`.
+const CLEAN: i32 = 0;
+const FAILED: i32 = 1;
+const CANNOT_RUN: i32 = 2;
+
+#[derive(clap::Args, Debug)]
+pub(super) struct LintArgs {
+    /// Pack directories, manifests or executables (default: the search path)
+    paths: Vec<PathBuf>,
+    /// Output format
+    #[arg(long, value_enum, default_value = "human")]
+    format: render::Format,
+    /// Fail on warnings too
+    #[arg(long)]
+    deny_warnings: bool,
+    /// Make runtime warnings (a program not on PATH) errors
+    #[arg(long)]
+    strict: bool,
+}
+
+pub(super) fn lint(a: &LintArgs, packs: &[PathBuf]) -> i32 {
+    let paths = if a.paths.is_empty() {
+        SearchPath::resolve(packs, std::env::var_os("PACKS_PATH").as_deref()).dirs
+    } else {
+        a.paths.clone()
+    };
+    let report = match lint::lint(&paths, &Options { strict: a.strict }) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return CANNOT_RUN;
+        }
+    };
+    if print(&render::render(&report, a.format)).is_err() {
+        return CANNOT_RUN;
+    }
+    if report.errors() > 0 || (a.deny_warnings && report.warnings() > 0) { FAILED } else { CLEAN }
+}

@@ -1,0 +1,447 @@
+//! `packs lint`: every problem in a pack directory as a located diagnostic with a
+//! stable code (documented in docs/LINT.md).
+//!
+//! A manifest is checked in layers: syntax, the published JSON Schema
+//! (`schemas/tool-pack.v1.json`), the manifest model, its templates, then the rule
+//! families (one file each): parameters, templates, security, runtime.
+
+mod parameters;
+pub mod render;
+mod runtime;
+mod security;
+mod templates;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::argv::CommandTemplate;
+use crate::catalog;
+use crate::manifest::{self, Manifest};
+use crate::source::{Diagnostic, FieldPath, Seg, Severity, SourceFile, Syntax, Target};
+
+/// Every lint code with a one-line description (docs/LINT.md has the full text).
+pub const RULES: &[(&str, &str)] = &[
+    ("invalid-json", "the file is not valid JSON"),
+    ("invalid-toml", "the file is not valid TOML"),
+    ("unreadable", "the file or directory cannot be read"),
+    ("schema-violation", "the manifest does not match schemas/tool-pack.v1.json"),
+    ("invalid-field", "a field has a value of the wrong type"),
+    ("unknown-key", "a key the format does not know (a typo is ignored silently otherwise)"),
+    ("invalid-name", "the tool name is not snake_case or is longer than 64 characters"),
+    ("empty-description", "the description is empty"),
+    ("long-description", "the description is longer than 1,024 characters"),
+    ("duplicate-name", "two tools in one pack directory have the same name"),
+    ("shadowed-name", "a tool is hidden by one of the same name earlier on the search path"),
+    ("invalid-parameter-name", "a parameter name is not an identifier"),
+    ("literal-without-default", "a `literal` parameter has no default"),
+    ("default-type-mismatch", "a parameter's default is not of its type"),
+    ("default-not-in-enum", "a parameter's default is not one of its enum values"),
+    ("required-with-default", "a required parameter has a default that is never used"),
+    ("enum-type-mismatch", "an enum value is not of the parameter's type"),
+    ("unknown-source", "a parameter's source is not a known context key"),
+    ("invalid-pattern", "a parameter's pattern is not a valid regular expression"),
+    ("pattern-on-non-string", "a pattern on a parameter that is not a string"),
+    ("undeclared-placeholder", "a template names a parameter that is not declared"),
+    ("unknown-context-key", "a template names an unknown context key"),
+    ("invalid-template", "a template does not parse"),
+    ("unused-parameter", "a parameter offered to the model is used by no template"),
+    ("optional-renders-empty", "an optional parameter without default renders an empty value"),
+    ("extract-field-needs-json", "extract_field without output format json"),
+    ("shell-injection", "a parameter is pasted into code a shell or interpreter runs"),
+    ("option-injection", "a string parameter is a whole argument with no `--` before it"),
+    ("hardcoded-secret", "a credential is written into the manifest"),
+    ("implicit-read-only", "a known mutating command relies on the default read_only: true"),
+    ("unconfirmed-mutation", "a mutating network tool without confirm_before_run"),
+    ("program-not-found", "the program is not on PATH"),
+    ("timeout-out-of-range", "timeout_secs is 0 or more than an hour"),
+    ("invalid-exit-codes", "allowed_exit_codes is empty or outside 0-255"),
+    ("invalid-example", "an example is not a FunctionGemma call of this tool with its parameters"),
+    ("bad-describe", "an executable's --describe fails, times out or prints an invalid description"),
+    ("invalid-parameters-schema", "an executable's parameters are not a valid JSON Schema"),
+    ("missing-pack-dir", "a pack directory does not exist"),
+];
+
+/// The published manifest schema, compiled once.
+const TOOL_PACK_SCHEMA: &str = include_str!("../../schemas/tool-pack.v1.json");
+
+/// What `packs lint` was asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Make runtime warnings (program not on PATH) errors.
+    pub strict: bool,
+}
+
+/// Everything lint found.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    /// Files checked (manifests and executables).
+    pub files: usize,
+    /// Tools that loaded.
+    pub tools: usize,
+    /// Every diagnostic, in file order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Report {
+    /// How many errors.
+    pub fn errors(&self) -> usize {
+        self.diagnostics.iter().filter(|d| d.severity == Severity::Error).count()
+    }
+
+    /// How many warnings.
+    pub fn warnings(&self) -> usize {
+        self.diagnostics.iter().filter(|d| d.severity == Severity::Warning).count()
+    }
+
+    /// `checked 9 files (9 tools): 0 errors, 2 warnings`
+    pub fn summary(&self) -> String {
+        let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+        format!(
+            "checked {} ({}): {}, {}",
+            plural(self.files, "file"),
+            plural(self.tools, "tool"),
+            plural(self.errors(), "error"),
+            plural(self.warnings(), "warning")
+        )
+    }
+}
+
+/// Why lint could not run at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LintError {
+    /// A path given does not exist or cannot be read.
+    #[error("cannot lint {}: {reason}", path.display())]
+    BadPath {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Lint pack directories and single files. Directories are treated as a search
+/// path: an earlier one's tool shadows a later one's of the same name.
+pub fn lint(paths: &[PathBuf], options: &Options) -> Result<Report, LintError> {
+    let mut report = Report::default();
+    let mut seen: HashMap<String, PathBuf> = HashMap::new(); // name → file, across directories
+    let mut programs = ProgramCache::default();
+    for path in paths {
+        let meta =
+            std::fs::metadata(path).map_err(|e| LintError::BadPath { path: path.clone(), reason: e.to_string() })?;
+        let (manifests, executables, walk_diags) = if meta.is_dir() {
+            let d = catalog::discover(path);
+            (d.manifests, d.executables, d.diagnostics)
+        } else if Syntax::of_manifest(path).is_some() {
+            (vec![path.clone()], Vec::new(), Vec::new())
+        } else if catalog::is_executable_file(path) {
+            (Vec::new(), vec![path.clone()], Vec::new())
+        } else {
+            return Err(LintError::BadPath {
+                path: path.clone(),
+                reason: "not a pack directory, a *.tool.json / *.tool.toml manifest, or an executable".into(),
+            });
+        };
+        report.diagnostics.extend(walk_diags);
+        let mut here: HashMap<String, PathBuf> = HashMap::new();
+        let mut named: Vec<(String, PathBuf)> = Vec::new();
+        for file in &manifests {
+            report.files += 1;
+            let (name, diags) = lint_manifest(file, options, &mut programs);
+            report.diagnostics.extend(diags);
+            if let Some(name) = name {
+                report.tools += 1;
+                named.push((name, file.clone()));
+            }
+        }
+        for file in &executables {
+            report.files += 1;
+            let (name, diags) = lint_executable(file);
+            report.diagnostics.extend(diags);
+            if let Some(name) = name {
+                report.tools += 1;
+                named.push((name, file.clone()));
+            }
+        }
+        for (name, file) in named {
+            if let Some(first) = here.get(&name) {
+                report.diagnostics.push(name_diagnostic(
+                    &file,
+                    Severity::Error,
+                    "duplicate-name",
+                    format!("tool `{name}` is also declared in {}; packs uses neither", first.display()),
+                ));
+            } else if let Some(winner) = seen.get(&name) {
+                report.diagnostics.push(name_diagnostic(
+                    &file,
+                    Severity::Warning,
+                    "shadowed-name",
+                    format!("tool `{name}` is shadowed by {}, found earlier on the search path", winner.display()),
+                ));
+            } else {
+                here.insert(name.clone(), file.clone());
+            }
+        }
+        for (name, file) in here {
+            seen.entry(name).or_insert(file);
+        }
+    }
+    Ok(report)
+}
+
+/// A diagnostic at the `name` of a manifest (or the whole file for an executable).
+fn name_diagnostic(file: &Path, severity: Severity, code: &'static str, message: String) -> Diagnostic {
+    match Syntax::of_manifest(file)
+        .and_then(|syntax| std::fs::read_to_string(file).ok().map(|t| SourceFile::new(file.to_owned(), t, syntax)))
+    {
+        Some(src) => Diagnostic::at(&src, severity, code, &FieldPath::dotted("name"), Target::Value, message),
+        None => Diagnostic::file(severity, code, file, message),
+    }
+}
+
+/// What rules see of one manifest.
+pub(crate) struct Subject<'a> {
+    pub(crate) m: &'a Manifest,
+    pub(crate) src: &'a SourceFile,
+    pub(crate) raw: &'a Value,
+    pub(crate) command: Option<&'a CommandTemplate>,
+}
+
+impl Subject<'_> {
+    pub(crate) fn diag(
+        &self,
+        severity: Severity,
+        code: &'static str,
+        path: &FieldPath,
+        target: Target,
+        message: impl Into<String>,
+    ) -> Diagnostic {
+        Diagnostic::at(self.src, severity, code, path, target, message)
+    }
+}
+
+/// Lint one manifest file; returns its name when it loads as a tool.
+fn lint_manifest(path: &Path, options: &Options, programs: &mut ProgramCache) -> (Option<String>, Vec<Diagnostic>) {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            return (None, vec![Diagnostic::file(Severity::Error, "unreadable", path, format!("cannot read: {e}"))]);
+        }
+    };
+    let syntax = Syntax::of_manifest(path).unwrap_or(Syntax::Json);
+    let src = SourceFile::new(path.to_owned(), text, syntax);
+    let raw = match parse_value(&src) {
+        Ok(v) => v,
+        Err(d) => return (None, vec![d]),
+    };
+    let mut diags = schema_diagnostics(&src, &raw);
+    if diags.iter().any(|d| d.severity == Severity::Error) {
+        return (None, diags);
+    }
+    let (loaded, errors) = manifest::parse_checked(src.clone());
+    let mut loads = errors.is_empty();
+    diags.extend(errors);
+    let Some(loaded) = loaded else { return (None, diags) };
+    // Unknown keys are reported from the schema, with the same did-you-mean.
+    diags.extend(loaded.warnings.iter().filter(|w| w.code != "unknown-key").cloned());
+    let m = &loaded.manifest;
+    let params: Vec<&str> = m.parameters.keys().map(String::as_str).collect();
+    let command = match CommandTemplate::compile(&m.command, &params) {
+        Ok(c) => Some(c),
+        Err(errs) => {
+            for (field, e) in errs {
+                let code = if e.message.contains("names no declared parameter") {
+                    "undeclared-placeholder"
+                } else if e.message.contains("unknown context key") {
+                    "unknown-context-key"
+                } else {
+                    "invalid-template"
+                };
+                let offset = src
+                    .locate_in_string(&field, e.offset)
+                    .or_else(|| src.locate_nearest(&field, Target::Value).map(|r| r.start));
+                let mut d = Diagnostic::file(Severity::Error, code, path, e.message).at_offset(&src, offset);
+                d.field = Some(field.to_string());
+                diags.push(d);
+            }
+            None
+        }
+    };
+    loads &= command.is_some();
+    if let Some(c) = &command {
+        for (field, t) in c.templates() {
+            if let Err(e) = t.check() {
+                loads = false;
+                diags.push(Subject { m, src: &src, raw: &raw, command: None }.diag(
+                    Severity::Error,
+                    "invalid-template",
+                    &field,
+                    Target::Value,
+                    e.message,
+                ));
+            }
+        }
+    }
+    if let Some(text) = &m.output.template {
+        let parsed = crate::template::Template::parse(text, crate::output::TEMPLATE_NAMES);
+        if let Err(e) = parsed.and_then(|t| t.check()) {
+            loads = false;
+            let field = FieldPath::dotted("output.template");
+            let offset = src.locate_in_string(&field, e.offset);
+            let mut d = Diagnostic::file(Severity::Error, "invalid-template", path, e.message).at_offset(&src, offset);
+            d.field = Some(field.to_string());
+            diags.push(d);
+        }
+    }
+    let subject = Subject { m, src: &src, raw: &raw, command: command.as_ref() };
+    parameters::check(&subject, &mut diags);
+    templates::check(&subject, &mut diags);
+    security::check(&subject, &mut diags);
+    runtime::check(&subject, options, programs, &mut diags);
+    (loads.then(|| m.name.clone()), diags)
+}
+
+/// Parse the text into a JSON value (TOML through its serde model).
+fn parse_value(src: &SourceFile) -> Result<Value, Diagnostic> {
+    match src.syntax {
+        Syntax::Json => serde_json::from_str(&src.text).map_err(|e| {
+            let mut d = Diagnostic::file(Severity::Error, "invalid-json", &src.path, strip_position(&e.to_string()));
+            if e.line() > 0 {
+                let offset = offset_of_line_col(&src.text, e.line(), e.column());
+                d = d.at_offset(src, Some(offset));
+            }
+            d
+        }),
+        Syntax::Toml => toml::from_str(&src.text).map_err(|e: toml::de::Error| {
+            Diagnostic::file(Severity::Error, "invalid-toml", &src.path, e.message().to_owned())
+                .at_offset(src, e.span().map(|s| s.start))
+        }),
+    }
+}
+
+fn strip_position(msg: &str) -> String {
+    msg.rfind(" at line ").map_or_else(|| msg.to_owned(), |i| msg[..i].to_owned())
+}
+
+/// Byte offset of a 1-based line and column (serde_json's columns count bytes).
+pub(crate) fn offset_of_line_col(text: &str, line: usize, column: usize) -> usize {
+    let start: usize = text.split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum();
+    (start + column.saturating_sub(1)).min(text.len())
+}
+
+fn tool_pack_validator() -> &'static jsonschema::Validator {
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    VALIDATOR.get_or_init(|| {
+        let schema: Value = serde_json::from_str(TOOL_PACK_SCHEMA).unwrap_or(Value::Bool(true));
+        jsonschema::validator_for(&schema).unwrap_or_else(|_| {
+            jsonschema::validator_for(&Value::Bool(true)).unwrap_or_else(|_| unreachable!("`true` is a valid schema"))
+        })
+    })
+}
+
+/// Checks the JSON Schema covers better than serde, with rule codes where a rule owns the field.
+fn schema_diagnostics(src: &SourceFile, raw: &Value) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for e in tool_pack_validator().iter_errors(raw) {
+        let path = pointer_path(&e.instance_path().to_string());
+        let dotted = path.to_string();
+        // Fields with their own rules (and codes) are checked there.
+        let owned = dotted == "name"
+            || dotted == "description"
+            || dotted.starts_with("policy.timeout_secs")
+            || dotted.starts_with("policy.allowed_exit_codes");
+        if owned {
+            continue;
+        }
+        match e.kind() {
+            jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                for key in unexpected {
+                    let at = path.key(key);
+                    let where_ = if path.0.is_empty() { String::new() } else { format!(" in `{path}`") };
+                    let d = Diagnostic::at(
+                        src,
+                        Severity::Warning,
+                        "unknown-key",
+                        &at,
+                        Target::Key,
+                        format!("unknown key `{key}`{where_}; packs ignores it"),
+                    );
+                    let known = manifest::known_keys(&path);
+                    out.push(match manifest::did_you_mean(key, known) {
+                        Some(k) => d.with_help(format!("did you mean `{k}`?")),
+                        None => d,
+                    });
+                }
+            }
+            _ => {
+                let code = match path.0.last() {
+                    Some(Seg::Key(k)) if k == "source" => "unknown-source",
+                    _ => "schema-violation",
+                };
+                out.push(Diagnostic::at(src, Severity::Error, code, &path, Target::Value, format!("`{dotted}`: {e}")));
+            }
+        }
+    }
+    out
+}
+
+/// `/parameters/url/type` → `parameters.url.type` (array indices as indices).
+fn pointer_path(pointer: &str) -> FieldPath {
+    FieldPath(
+        pointer
+            .split('/')
+            .skip(1)
+            .map(|s| s.replace("~1", "/").replace("~0", "~"))
+            .map(|s| match s.parse() {
+                Ok(i) => Seg::Index(i),
+                Err(_) => Seg::Key(s),
+            })
+            .collect(),
+    )
+}
+
+/// Lint an executable: its describe must answer and be valid.
+fn lint_executable(path: &Path) -> (Option<String>, Vec<Diagnostic>) {
+    match catalog::describe_executable(path) {
+        Err(mut d) => {
+            d.severity = Severity::Error;
+            (None, vec![d])
+        }
+        Ok((tool, mut warnings)) => {
+            if let Err(e) = jsonschema::meta::validate(&tool.describe().parameters) {
+                warnings.push(Diagnostic::file(
+                    Severity::Error,
+                    "invalid-parameters-schema",
+                    path,
+                    format!("its --describe `parameters` is not a valid JSON Schema: {e}"),
+                ));
+            }
+            (Some(tool.name().to_owned()), warnings)
+        }
+    }
+}
+
+/// Whether programs are on PATH, looked up once each.
+#[derive(Default)]
+pub(crate) struct ProgramCache {
+    found: HashMap<String, bool>,
+}
+
+impl ProgramCache {
+    pub(crate) fn exists(&mut self, program: &str) -> bool {
+        if let Some(&f) = self.found.get(program) {
+            return f;
+        }
+        let found = if program.contains('/') {
+            catalog::is_executable_file(Path::new(program))
+        } else {
+            std::env::var_os("PATH")
+                .is_some_and(|p| std::env::split_paths(&p).any(|dir| catalog::is_executable_file(&dir.join(program))))
+        };
+        self.found.insert(program.to_owned(), found);
+        found
+    }
+}

@@ -1,0 +1,232 @@
+//! One renderer per output format: human (source line with a caret), json,
+//! github (workflow commands), sarif (2.1.0, for code scanning).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use codespan_reporting::diagnostic::{Diagnostic as Rendered, Label};
+use codespan_reporting::files::SimpleFile;
+use codespan_reporting::term;
+use serde_json::{Value, json};
+
+use super::{RULES, Report};
+use crate::source::{Diagnostic, Severity};
+
+/// The output formats of `packs lint`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Source lines with carets, like rustc (default).
+    Human,
+    /// One JSON document.
+    Json,
+    /// GitHub Actions workflow commands (`::error file=…::`).
+    Github,
+    /// SARIF 2.1.0, for GitHub code scanning.
+    Sarif,
+}
+
+/// Render `report` in `format`.
+pub fn render(report: &Report, format: Format) -> String {
+    match format {
+        Format::Human => human(report),
+        Format::Json => format!("{:#}\n", json(report)),
+        Format::Github => github(report),
+        Format::Sarif => format!("{:#}\n", sarif(report)),
+    }
+}
+
+/// Paths are shown relative to the current directory when they are below it.
+fn shown(path: &Path) -> String {
+    let cwd = std::env::current_dir().ok();
+    cwd.as_deref().and_then(|c| path.strip_prefix(c).ok()).unwrap_or(path).display().to_string()
+}
+
+fn severity_word(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    }
+}
+
+/// The byte range to underline: the diagnostic's span, else its line and column.
+fn range(d: &Diagnostic, text: &str) -> Option<std::ops::Range<usize>> {
+    let r = d.span.clone().or_else(|| {
+        let (line, col) = (d.line?, d.column?);
+        let start: usize = text.split_inclusive('\n').take(line - 1).map(str::len).sum();
+        let rest = &text[start.min(text.len())..];
+        let at = start + rest.char_indices().nth(col - 1).map_or(rest.len(), |(i, _)| i);
+        Some(at..at)
+    })?;
+    let end = if r.end > r.start {
+        r.end
+    } else {
+        text[r.start..].chars().next().map_or(r.start, |c| r.start + c.len_utf8())
+    };
+    (end <= text.len()).then_some(r.start..end)
+}
+
+fn human(report: &Report) -> String {
+    let mut texts: HashMap<PathBuf, Option<String>> = HashMap::new();
+    let config = term::Config::default();
+    let mut out = String::new();
+    for d in &report.diagnostics {
+        let text = texts.entry(d.file.clone()).or_insert_with(|| std::fs::read_to_string(&d.file).ok());
+        let mut r = match d.severity {
+            Severity::Error => Rendered::error(),
+            Severity::Warning => Rendered::warning(),
+        }
+        .with_code(d.code)
+        .with_message(&d.message);
+        if let Some(help) = &d.help {
+            r = r.with_notes(vec![format!("help: {help}")]);
+        }
+        let rendered = text.as_deref().and_then(|t| range(d, t).map(|rg| (t, rg))).and_then(|(t, rg)| {
+            let file = SimpleFile::new(shown(&d.file), t);
+            let label = match &d.field {
+                Some(f) => Label::primary((), rg).with_message(format!("`{f}`")),
+                None => Label::primary((), rg),
+            };
+            term::emit_into_string(&config, &file, &r.clone().with_labels(vec![label])).ok()
+        });
+        match rendered {
+            Some(s) => out.push_str(&s),
+            None => {
+                out.push_str(&format!(
+                    "{}[{}]: {}\n  --> {}\n",
+                    severity_word(d.severity),
+                    d.code,
+                    d.message,
+                    shown(&d.file)
+                ));
+                if let Some(help) = &d.help {
+                    out.push_str(&format!("  = help: {help}\n"));
+                }
+                out.push('\n');
+            }
+        }
+    }
+    out.push_str(&report.summary());
+    out.push('\n');
+    out
+}
+
+fn json(report: &Report) -> Value {
+    let diagnostics: Vec<Value> = report
+        .diagnostics
+        .iter()
+        .map(|d| {
+            json!({
+                "code": d.code,
+                "severity": severity_word(d.severity),
+                "file": shown(&d.file),
+                "line": d.line,
+                "column": d.column,
+                "field": d.field,
+                "message": d.message,
+                "help": d.help,
+            })
+        })
+        .collect();
+    json!({
+        "summary": {
+            "files": report.files,
+            "tools": report.tools,
+            "errors": report.errors(),
+            "warnings": report.warnings(),
+        },
+        "diagnostics": diagnostics,
+    })
+}
+
+/// Escaping of workflow command data and properties.
+fn escape_data(s: &str) -> String {
+    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}
+
+fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+fn github(report: &Report) -> String {
+    let mut out = String::new();
+    for d in &report.diagnostics {
+        let mut props = vec![format!("file={}", escape_property(&shown(&d.file)))];
+        if let Some(l) = d.line {
+            props.push(format!("line={l}"));
+        }
+        if let Some(c) = d.column {
+            props.push(format!("col={c}"));
+        }
+        props.push(format!("title={}", escape_property(&format!("packs lint: {}", d.code))));
+        let mut message = d.message.clone();
+        if let Some(help) = &d.help {
+            message.push_str(&format!("\nhelp: {help}"));
+        }
+        out.push_str(&format!("::{} {}::{}\n", severity_word(d.severity), props.join(","), escape_data(&message)));
+    }
+    out.push_str(&report.summary());
+    out.push('\n');
+    out
+}
+
+fn sarif(report: &Report) -> Value {
+    let used: Vec<&str> = {
+        let mut codes: Vec<&str> = report.diagnostics.iter().map(|d| d.code).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        codes
+    };
+    let rules: Vec<Value> = used
+        .iter()
+        .map(|code| {
+            let text = RULES.iter().find(|(c, _)| c == code).map_or("packs lint diagnostic", |(_, t)| t);
+            json!({
+                "id": code,
+                "name": code,
+                "shortDescription": {"text": text},
+                "helpUri": format!("https://github.com/packs-dev/packs/blob/main/docs/LINT.md#{code}"),
+            })
+        })
+        .collect();
+    let results: Vec<Value> = report
+        .diagnostics
+        .iter()
+        .map(|d| {
+            let mut region = serde_json::Map::new();
+            if let Some(l) = d.line {
+                region.insert("startLine".into(), l.into());
+            }
+            if let Some(c) = d.column {
+                region.insert("startColumn".into(), c.into());
+            }
+            let mut location = json!({"artifactLocation": {"uri": shown(&d.file).replace('\\', "/")}});
+            if !region.is_empty() {
+                location["region"] = Value::Object(region);
+            }
+            let mut text = d.message.clone();
+            if let Some(help) = &d.help {
+                text.push_str(&format!(" (help: {help})"));
+            }
+            json!({
+                "ruleId": d.code,
+                "ruleIndex": used.iter().position(|c| *c == d.code),
+                "level": severity_word(d.severity),
+                "message": {"text": text},
+                "locations": [{"physicalLocation": location}],
+            })
+        })
+        .collect();
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "packs",
+                "version": env!("CARGO_PKG_VERSION"),
+                "informationUri": "https://github.com/packs-dev/packs",
+                "rules": rules,
+            }},
+            "results": results,
+        }],
+    })
+}

@@ -1,0 +1,108 @@
+//! Runtime rules: the program exists, the timeout and exit codes make sense, and
+//! the few-shot examples are calls a model could copy.
+
+use super::{Options, ProgramCache, Subject};
+use crate::formats::functiongemma;
+use crate::source::{Diagnostic, FieldPath, Severity, Target};
+use crate::template::CONTEXT_KEYS;
+
+/// Longest timeout that is not suspicious (an hour).
+const MAX_TIMEOUT_SECS: u64 = 3600;
+
+pub(super) fn check(s: &Subject<'_>, options: &Options, programs: &mut ProgramCache, out: &mut Vec<Diagnostic>) {
+    let program = &s.m.command.program;
+    if !program.trim().is_empty() && !programs.exists(program) {
+        let severity = if options.strict { Severity::Error } else { Severity::Warning };
+        out.push(
+            s.diag(
+                severity,
+                "program-not-found",
+                &FieldPath::dotted("command.program"),
+                Target::Value,
+                format!("`{program}` is not on PATH here"),
+            )
+            .with_help("install it where packs runs, or use an absolute path"),
+        );
+    }
+    let timeout = s.m.policy.timeout_secs;
+    if timeout == 0 || timeout > MAX_TIMEOUT_SECS {
+        let why = if timeout == 0 {
+            "0 means the default (30 s), not \"no timeout\"".to_owned()
+        } else {
+            format!("more than {MAX_TIMEOUT_SECS} s (an hour)")
+        };
+        out.push(s.diag(
+            Severity::Warning,
+            "timeout-out-of-range",
+            &FieldPath::dotted("policy.timeout_secs"),
+            Target::Value,
+            format!("`timeout_secs` is {timeout}: {why}"),
+        ));
+    }
+    let codes = &s.m.policy.allowed_exit_codes;
+    let path = FieldPath::dotted("policy.allowed_exit_codes");
+    if codes.is_empty() {
+        out.push(s.diag(
+            Severity::Error,
+            "invalid-exit-codes",
+            &path,
+            Target::Value,
+            "`allowed_exit_codes` is empty: every run would fail",
+        ));
+    }
+    for (i, c) in codes.iter().enumerate() {
+        if !(0..=255).contains(c) {
+            out.push(s.diag(
+                Severity::Error,
+                "invalid-exit-codes",
+                &path.index(i),
+                Target::Value,
+                format!("exit code {c} cannot happen: exit codes are 0 to 255"),
+            ));
+        }
+    }
+    examples(s, out);
+}
+
+fn examples(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
+    for (i, example) in s.m.examples.iter().enumerate() {
+        let path = FieldPath::dotted("examples").index(i);
+        let mut bad =
+            |message: String| out.push(s.diag(Severity::Error, "invalid-example", &path, Target::Value, message));
+        // `{{url}}`-style placeholders name context keys, filled when the prompt is built.
+        let mut rest = example.as_str();
+        while let Some(start) = rest.find("{{") {
+            let Some(len) = rest[start..].find("}}") else {
+                bad("an unclosed `{{` in the example".into());
+                break;
+            };
+            let key = rest[start + 2..start + len].trim();
+            if !CONTEXT_KEYS.contains(&key) {
+                bad(format!(
+                    "`{{{{{key}}}}}` is not a context key; examples may use {}",
+                    CONTEXT_KEYS.iter().map(|k| format!("{{{{{k}}}}}")).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            rest = &rest[start + len + 2..];
+        }
+        let calls = match functiongemma::parse_calls(example) {
+            Ok(c) => c,
+            Err(e) => {
+                bad(format!("the example is not a FunctionGemma call: {}", e.message));
+                continue;
+            }
+        };
+        let Some(call) = calls.first() else {
+            bad(format!("the example has no call; write it as `call:{}{{key:<escape>value<escape>}}`", s.m.name));
+            continue;
+        };
+        if call.name != s.m.name {
+            bad(format!("the example calls `{}`, not this tool (`{}`)", call.name, s.m.name));
+        }
+        for key in call.args.keys() {
+            if !s.m.parameters.get(key).is_some_and(|p| p.is_offered()) {
+                bad(format!("the example passes `{key}`, which is not a parameter the model can set"));
+            }
+        }
+    }
+}

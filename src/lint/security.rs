@@ -1,0 +1,312 @@
+//! Security rules: shells and interpreters fed model input, option injection,
+//! hardcoded credentials, mutators that claim to be read-only, unconfirmed mutations.
+
+use std::sync::OnceLock;
+
+use regex::{Regex, RegexSet};
+
+use super::Subject;
+use crate::manifest::{Arg, ParamType};
+use crate::source::{Diagnostic, FieldPath, Severity, Target};
+use crate::template::Ref;
+
+/// Programs that interpret a string argument as code, with the flags that introduce it.
+/// `None`: every argument is code (`eval`, `xargs`).
+fn script_flags(program: &str) -> Option<Option<&'static [&'static str]>> {
+    Some(match program {
+        "sh" | "bash" | "zsh" | "dash" | "ksh" | "fish" | "ash" | "busybox" => Some(&["-c"]),
+        "cmd" | "cmd.exe" => Some(&["/c", "/C", "/k", "/K"]),
+        "powershell" | "powershell.exe" | "pwsh" => Some(&["-c", "-C", "-Command", "-command", "-EncodedCommand"]),
+        "python" | "python2" | "python3" => Some(&["-c"]),
+        "node" | "nodejs" | "deno" | "bun" => Some(&["-e", "--eval", "-p", "--print"]),
+        "perl" => Some(&["-e", "-E"]),
+        "ruby" => Some(&["-e"]),
+        "php" => Some(&["-r"]),
+        "osascript" => Some(&["-e"]),
+        "eval" | "xargs" => None,
+        _ => return None,
+    })
+}
+
+fn basename(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
+/// Flags like `-lc` (bash) also introduce a script.
+fn is_script_flag(arg: &str, flags: &[&str], shell: bool) -> bool {
+    flags.contains(&arg)
+        || (shell
+            && arg.len() > 2
+            && arg.starts_with('-')
+            && !arg.starts_with("--")
+            && arg[1..].chars().all(|c| c.is_ascii_alphabetic())
+            && arg.contains('c'))
+}
+
+pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
+    shell_injection(s, out);
+    option_injection(s, out);
+    hardcoded_secrets(s, out);
+    read_only_claims(s, out);
+}
+
+/// The argument list as plain strings (group members flattened), with their paths.
+fn elements<'m>(s: &Subject<'m>) -> Vec<(FieldPath, &'m str)> {
+    let base = FieldPath::dotted("command.args");
+    let mut all = Vec::new();
+    for (i, a) in s.m.command.args.iter().enumerate() {
+        match a {
+            Arg::One(t) => all.push((base.index(i), t.as_str())),
+            Arg::Group(g) => all.extend(g.iter().enumerate().map(|(j, t)| (base.index(i).index(j), t.as_str()))),
+        }
+    }
+    all
+}
+
+fn uses_outside_input(s: &Subject<'_>, path: &FieldPath) -> Option<String> {
+    let command = s.command?;
+    let (_, t) = command.templates().into_iter().find(|(p, _)| p == path)?;
+    t.refs().iter().find_map(|r| match r {
+        Ref::Param(p) => Some(format!("parameter `{p}`")),
+        Ref::Context(k) => Some(format!("context value `{k}`")),
+        Ref::Env(_) | Ref::Secret(_) => None,
+    })
+}
+
+fn shell_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
+    let elements = elements(s);
+    let mut program = basename(&s.m.command.program).to_owned();
+    let mut start = 0;
+    if program == "env" {
+        // `env [-i] [VAR=x] PROGRAM ...`: look at the program env runs.
+        match elements.iter().position(|(_, a)| !a.starts_with('-') && !a.contains('=')) {
+            Some(i) => {
+                program = basename(elements[i].1).to_owned();
+                start = i + 1;
+            }
+            None => return,
+        }
+    }
+    let Some(flags) = script_flags(&program) else { return };
+    let shell = matches!(program.as_str(), "sh" | "bash" | "zsh" | "dash" | "ksh" | "fish" | "ash");
+    let rest = &elements[start..];
+    let script_elements: Vec<&FieldPath> = match flags {
+        None => rest.iter().map(|(p, _)| p).collect(),
+        Some(flags) => rest.windows(2).filter(|w| is_script_flag(w[0].1, flags, shell)).map(|w| &w[1].0).collect(),
+    };
+    for path in script_elements {
+        if let Some(what) = uses_outside_input(s, path) {
+            out.push(
+                s.diag(
+                    Severity::Error,
+                    "shell-injection",
+                    path,
+                    Target::Value,
+                    format!("{what} is pasted into code that `{program}` runs: a value like `; rm -rf ~` becomes a command"),
+                )
+                .with_help("run the program directly with each value as its own argument, or pass values as arguments to a fixed script (`sh -c 'do \"$1\"' sh {{value}}`)"),
+            );
+        }
+    }
+}
+
+/// Whether a pattern rejects every value that starts with `-`.
+fn forbids_leading_dash(pattern: &str) -> bool {
+    let Ok(re) = Regex::new(pattern) else { return false };
+    const PROBES: &[&str] = &["-", "-a", "-A", "-0", "--a", "-a/b", "-a.b", "-a b", "-a=b", "-rf", "--output=/x"];
+    !PROBES.iter().any(|p| re.is_match(p))
+}
+
+fn option_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
+    let Some(command) = s.command else { return };
+    let mut after_double_dash = false;
+    let mut previous: Option<&str> = None;
+    for (i, a) in s.m.command.args.iter().enumerate() {
+        let Arg::One(text) = a else {
+            previous = None;
+            continue;
+        };
+        let path = FieldPath::dotted("command.args").index(i);
+        if text == "--" {
+            after_double_dash = true;
+        }
+        let option_value = previous.is_some_and(|p| p.starts_with('-') && p != "--" && !p.contains('='));
+        previous = Some(text);
+        if after_double_dash || option_value {
+            continue;
+        }
+        let Some((_, t)) = command.templates().into_iter().find(|(p, _)| *p == path) else { continue };
+        let Some(name) = t.placeholder() else { continue };
+        let Some(p) = s.m.parameters.get(name) else { continue };
+        if p.kind != ParamType::String || p.allow_leading_dash || p.pattern.as_deref().is_some_and(forbids_leading_dash)
+        {
+            continue;
+        }
+        out.push(
+            s.diag(
+                Severity::Warning,
+                "option-injection",
+                &path,
+                Target::Value,
+                format!("`{name}` is a whole argument with no `--` before it: a value like `--output=/etc/passwd` would be read as an option"),
+            )
+            .with_help(format!("put \"--\" before it, or give `{name}` a `pattern` that rejects a leading `-`")),
+        );
+    }
+}
+
+fn secret_patterns() -> &'static RegexSet {
+    static SET: OnceLock<RegexSet> = OnceLock::new();
+    SET.get_or_init(|| {
+        RegexSet::new([
+            r"gh[pousr]_[A-Za-z0-9]{36,}",
+            r"github_pat_[A-Za-z0-9_]{22,}",
+            r"sk-(proj-|ant-)?[A-Za-z0-9_-]{20,}",
+            r"\b(AKIA|ASIA)[0-9A-Z]{16}\b",
+            r"xox[abposr]-[A-Za-z0-9-]{10,}",
+            r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*",
+            r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
+        ])
+        .unwrap_or_else(|_| RegexSet::empty())
+    })
+}
+
+fn hardcoded_secrets(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
+    let mut texts: Vec<(FieldPath, &str)> = elements(s);
+    let base = FieldPath::dotted("command");
+    texts.extend(s.m.command.env.iter().map(|(k, v)| (base.key("env").key(k), v.as_str())));
+    for (name, p) in &s.m.parameters {
+        if let Some(d) = p.default.as_ref().and_then(|d| d.as_str()) {
+            texts.push((FieldPath::dotted("parameters").key(name).key("default"), d));
+        }
+    }
+    for (path, text) in texts {
+        if secret_patterns().is_match(text) {
+            out.push(
+                s.diag(
+                    Severity::Error,
+                    "hardcoded-secret",
+                    &path,
+                    Target::Value,
+                    "this looks like a credential written into the manifest",
+                )
+                .with_help("read it from the environment with `{{secret.NAME}}` and rotate the one committed here"),
+            );
+        }
+    }
+}
+
+/// Why a command changes things, if it is a known mutator.
+fn mutation(s: &Subject<'_>) -> Option<String> {
+    let program = basename(&s.m.command.program);
+    let args: Vec<&str> = elements(s).into_iter().map(|(_, a)| a).collect();
+    let has = |flags: &[&str]| args.iter().any(|a| flags.iter().any(|f| a == f || a.starts_with(&format!("{f}="))));
+    let sub = |cmds: &[&str]| args.iter().find(|a| !a.starts_with('-')).is_some_and(|a| cmds.contains(a));
+    let why = match program {
+        "rm" | "rmdir" | "mv" | "cp" | "dd" | "shred" | "truncate" | "chmod" | "chown" | "chgrp" | "ln" | "touch"
+        | "mkdir" | "tee" | "install" | "mkfs" | "kill" | "pkill" | "killall" | "reboot" | "shutdown" => {
+            format!("`{program}` changes files or processes")
+        }
+        "git"
+            if sub(&[
+                "commit",
+                "push",
+                "reset",
+                "checkout",
+                "switch",
+                "rebase",
+                "merge",
+                "clean",
+                "rm",
+                "mv",
+                "tag",
+                "branch",
+                "stash",
+                "restore",
+                "cherry-pick",
+                "revert",
+                "pull",
+                "am",
+                "apply",
+            ]) =>
+        {
+            "this `git` subcommand changes the repository".into()
+        }
+        "curl"
+            if has(&[
+                "-d",
+                "--data",
+                "--data-raw",
+                "--data-binary",
+                "--data-urlencode",
+                "-F",
+                "--form",
+                "-T",
+                "--upload-file",
+                "--json",
+            ]) || args.windows(2).any(|w| {
+                matches!(w[0], "-X" | "--request")
+                    && !w[1].eq_ignore_ascii_case("GET")
+                    && !w[1].eq_ignore_ascii_case("HEAD")
+            }) =>
+        {
+            "`curl` sends data (a POST, PUT or DELETE request)".into()
+        }
+        "wget" if has(&["--post-data", "--post-file", "--method"]) => "`wget` sends data".into(),
+        "kubectl"
+            if sub(&[
+                "apply", "delete", "create", "patch", "replace", "scale", "edit", "label", "annotate", "rollout",
+                "drain", "cordon",
+            ]) =>
+        {
+            "this `kubectl` subcommand changes the cluster".into()
+        }
+        "docker" | "podman"
+            if sub(&["rm", "rmi", "run", "stop", "kill", "build", "push", "pull", "exec", "create", "start"]) =>
+        {
+            format!("this `{program}` subcommand changes containers or images")
+        }
+        "npm" | "pnpm" | "yarn" | "pip" | "pip3" | "cargo" | "apt" | "apt-get" | "brew" | "gem"
+            if sub(&["install", "uninstall", "remove", "publish", "add", "update", "upgrade"]) =>
+        {
+            format!("`{program}` installs or publishes packages")
+        }
+        "systemctl" if sub(&["start", "stop", "restart", "enable", "disable", "kill", "reload"]) => {
+            "`systemctl` changes services".into()
+        }
+        "sed" if has(&["-i", "--in-place"]) => "`sed -i` edits files in place".into(),
+        _ => return None,
+    };
+    Some(why)
+}
+
+fn read_only_claims(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
+    let explicit = s.raw.pointer("/policy/read_only").is_some();
+    if !explicit && s.m.policy.read_only {
+        if let Some(why) = mutation(s) {
+            out.push(
+                s.diag(
+                    Severity::Warning,
+                    "implicit-read-only",
+                    &FieldPath::dotted("command"),
+                    Target::Key,
+                    format!("{why}, but the manifest relies on the default `read_only: true`"),
+                )
+                .with_help("set `\"policy\": {\"read_only\": false}` (and consider `confirm_before_run`)"),
+            );
+        }
+    }
+    let p = &s.m.policy;
+    if !p.read_only && p.requires_network && !p.confirm_before_run {
+        out.push(
+            s.diag(
+                Severity::Warning,
+                "unconfirmed-mutation",
+                &FieldPath::dotted("policy"),
+                Target::Key,
+                "the tool changes things over the network (`read_only: false`, `requires_network: true`) without `confirm_before_run`",
+            )
+            .with_help("set `\"confirm_before_run\": true` so a person approves each call"),
+        );
+    }
+}

@@ -1,0 +1,55 @@
+//! Template rules beyond syntax (which loading checks): unused parameters and
+//! optional parameters that would render an empty argument.
+
+use std::collections::HashSet;
+
+use super::Subject;
+use crate::manifest::Arg;
+use crate::source::{Diagnostic, FieldPath, Severity, Target};
+
+pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
+    let Some(command) = s.command else { return };
+    let templates = command.templates();
+    let used: HashSet<&str> = templates.iter().flat_map(|(_, t)| t.params()).collect();
+    for (name, p) in &s.m.parameters {
+        if p.is_offered() && !used.contains(name.as_str()) {
+            out.push(
+                s.diag(
+                    Severity::Warning,
+                    "unused-parameter",
+                    &FieldPath::dotted("parameters").key(name),
+                    Target::Key,
+                    format!("parameter `{name}` is offered to the model but no template uses it"),
+                )
+                .with_help(format!("use `{{{{{name}}}}}` in `command.args`, `env` or `cwd`, or remove the parameter")),
+            );
+        }
+    }
+    // Plain (non-group) argument elements only: a group is left out as a whole when empty.
+    for (path, t) in &templates {
+        let plain = matches!(path.0.as_slice(), [_, _, crate::source::Seg::Index(i)]
+            if matches!(s.m.command.args.get(*i), Some(Arg::One(_))));
+        if !plain {
+            continue;
+        }
+        for name in t.bare_params() {
+            let Some(p) = s.m.parameters.get(name) else { continue };
+            let from_context = p.source.and_then(|src| src.context_key()).is_some();
+            if p.required || p.default.is_some() || from_context || t.placeholder() == Some(name.as_str()) {
+                continue;
+            }
+            out.push(
+                s.diag(
+                    Severity::Warning,
+                    "optional-renders-empty",
+                    path,
+                    Target::Value,
+                    format!("optional parameter `{name}` has no default: without it, `{}` renders with an empty value", t.source()),
+                )
+                .with_help(format!(
+                    "give `{name}` a default, use an inline default `{{{{{name}:...}}}}`, wrap it in `{{{{#if {name}}}}}`, or put the element in a group"
+                )),
+            );
+        }
+    }
+}
