@@ -167,7 +167,20 @@ impl CommandTemplate {
     /// from packs' own environment; a secret that is not set is an error.
     pub fn render(&self, values: &Values<'_>) -> Result<Rendered, RenderFailure> {
         let templates = self.templates();
-        let environment = Environment::read(templates.iter().flat_map(|(_, t)| t.refs()));
+        self.render_in(values, &Environment::read(templates.iter().flat_map(|(_, t)| t.refs())))
+    }
+
+    /// Render with every `{{secret.NAME}}` as `***` (dry-run tests).
+    pub fn render_with_placeholder_secrets(&self, values: &Values<'_>) -> Result<Rendered, RenderFailure> {
+        let templates = self.templates();
+        self.render_in(
+            values,
+            &Environment::read_with_placeholder_secrets(templates.iter().flat_map(|(_, t)| t.refs())),
+        )
+    }
+
+    fn render_in(&self, values: &Values<'_>, environment: &Environment) -> Result<Rendered, RenderFailure> {
+        let templates = self.templates();
         for (path, t) in &templates {
             for r in t.refs() {
                 if let Ref::Secret(name) = r {
@@ -187,7 +200,7 @@ impl CommandTemplate {
         for p in &self.params {
             resolved.entry(p.clone()).or_insert(Value::Null);
         }
-        let scope = Scope { given: values.given, resolved, context: values.context, environment: &environment };
+        let scope = Scope { given: values.given, resolved, context: values.context, environment };
         let data = scope.data();
         let mut argv = vec![self.program.clone()];
         for (i, arg) in self.args.iter().enumerate() {

@@ -307,13 +307,26 @@ pub fn mask(text: &str, secrets: &[String]) -> String {
 
 /// Plan the process one call would start: argv, env, cwd, timeout, output cap.
 pub fn plan(tool: &Tool, args: &Arguments, context: &Context) -> Result<Plan, ToolError> {
+    plan_with(tool, args, context, false)
+}
+
+/// Like [`plan`], with every `{{secret.NAME}}` rendered as `***`: for showing or
+/// testing a command without the credentials (the plan must not be run).
+pub fn plan_with_placeholder_secrets(tool: &Tool, args: &Arguments, context: &Context) -> Result<Plan, ToolError> {
+    plan_with(tool, args, context, true)
+}
+
+fn plan_with(tool: &Tool, args: &Arguments, context: &Context, placeholder_secrets: bool) -> Result<Plan, ToolError> {
     let policy = tool.policy();
     let (argv, env, cwd, secrets) = match &tool.body {
         Body::Manifest { command, .. } => {
             let values = Values { given: &args.given, resolved: &args.resolved, context: context.values() };
-            let r = command
-                .render(&values)
-                .map_err(|failure| ToolError::Render { file: tool.source().to_owned(), failure })?;
+            let rendered = if placeholder_secrets {
+                command.render_with_placeholder_secrets(&values)
+            } else {
+                command.render(&values)
+            };
+            let r = rendered.map_err(|failure| ToolError::Render { file: tool.source().to_owned(), failure })?;
             (r.argv, r.env, r.cwd.map(PathBuf::from), r.secrets)
         }
         Body::Executable => {

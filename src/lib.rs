@@ -28,6 +28,7 @@ pub mod policy;
 pub mod runner;
 pub mod source;
 pub mod template;
+pub mod testing;
 pub mod tool;
 
 pub use catalog::{Catalog, LookupError, SearchPath};

@@ -49,6 +49,9 @@ pub struct Manifest {
     /// Output shaping.
     #[serde(default)]
     pub output: OutputSpec,
+    /// Tests `packs test` runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<crate::testing::ToolTest>,
 }
 
 /// The JSON type of a parameter.
@@ -313,6 +316,7 @@ pub(crate) fn known_keys(parent: &FieldPath) -> &'static [&'static str] {
             "command",
             "policy",
             "output",
+            "tests",
         ],
         [Seg::Key(k), _] if k == "parameters" => &[
             "type",
@@ -333,6 +337,8 @@ pub(crate) fn known_keys(parent: &FieldPath) -> &'static [&'static str] {
         [Seg::Key(k)] if k == "command" => &["program", "args", "env", "cwd"],
         [Seg::Key(k)] if k == "policy" => crate::policy::POLICY_KEYS,
         [Seg::Key(k)] if k == "output" => crate::output::OUTPUT_KEYS,
+        [Seg::Key(k), Seg::Index(_)] if k == "tests" => crate::testing::TEST_KEYS,
+        [Seg::Key(k), Seg::Index(_), Seg::Key(e)] if k == "tests" && e == "expect" => crate::testing::EXPECT_KEYS,
         _ => &[],
     }
 }

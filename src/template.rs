@@ -245,6 +245,19 @@ impl Environment {
         e
     }
 
+    /// Like [`Environment::read`], but every secret is the text `***` (for dry-run
+    /// tests, which must not depend on, or reveal, real credentials).
+    pub fn read_with_placeholder_secrets<'r>(refs: impl IntoIterator<Item = &'r Ref>) -> Self {
+        let refs: Vec<&Ref> = refs.into_iter().collect();
+        let mut e = Self::read(refs.iter().copied());
+        for r in refs {
+            if let Ref::Secret(n) = r {
+                e.secrets.insert(n.clone(), Value::String("***".into()));
+            }
+        }
+        e
+    }
+
     /// The secret values, for masking.
     pub fn secret_values(&self) -> Vec<String> {
         self.secrets.values().filter_map(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned).collect()

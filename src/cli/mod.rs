@@ -4,6 +4,7 @@ mod args;
 mod lint;
 mod list;
 mod run;
+mod test;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -67,6 +68,8 @@ enum Command {
     Run(run::RunArgs),
     /// Check pack directories and manifests: every problem with file, line, column and a stable code
     Lint(lint::LintArgs),
+    /// Run the tests manifests carry (`tests`), through the real pipeline
+    Test(test::TestArgs),
     /// Use a manifest file as an executable: `--describe`, or run it with a JSON argument
     Exec(run::ExecArgs),
     /// Show a tool's manual page (or this help without NAME)
@@ -106,6 +109,7 @@ pub fn main() -> i32 {
                 Command::Describe { name } => list::describe(&catalog, name),
                 Command::Catalog => list::catalog(&catalog),
                 Command::Run(args) => run::run(&catalog, args),
+                Command::Test(args) => test::test(&catalog, args),
                 Command::Help { name: Some(name) } => list::help(&catalog, name),
                 Command::Exec(_) | Command::Lint(_) | Command::Help { name: None } => unreachable!("handled above"),
             };

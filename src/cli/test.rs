@@ -1,0 +1,36 @@
+//! `packs test`.
+
+use super::print;
+use crate::catalog::Catalog;
+use crate::testing;
+
+#[derive(clap::Args, Debug)]
+pub(super) struct TestArgs {
+    /// Only these tools (default: every tool with tests)
+    names: Vec<String>,
+}
+
+pub(super) fn test(catalog: &Catalog, a: &TestArgs) -> anyhow::Result<i32> {
+    for name in &a.names {
+        catalog.get(name)?;
+    }
+    let (mut passed, mut failed) = (0, 0);
+    let mut out = String::new();
+    for tool in catalog.tools().filter(|t| a.names.is_empty() || a.names.iter().any(|n| n == t.name())) {
+        for outcome in testing::run_tests(tool) {
+            if outcome.passed() {
+                passed += 1;
+                out.push_str(&format!("PASS {}\n", outcome.label));
+            } else {
+                failed += 1;
+                out.push_str(&format!("FAIL {}\n", outcome.label));
+                for f in &outcome.failures {
+                    out.push_str(&format!("    {f}\n"));
+                }
+            }
+        }
+    }
+    out.push_str(&format!("{passed} passed, {failed} failed\n"));
+    print(&out)?;
+    Ok(if failed > 0 { 1 } else { 0 })
+}
