@@ -108,5 +108,22 @@ fn run_overhead(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, load, run_overhead);
+fn lint(c: &mut Criterion) {
+    let mut group = c.benchmark_group("lint");
+    group.sample_size(20);
+    for n in [100, 1000] {
+        let dir = pack_dir(n);
+        let paths = vec![dir.path().to_owned()];
+        group.bench_with_input(BenchmarkId::new("pack_dir", n), &paths, |b, paths| {
+            b.iter(|| {
+                let report = packs::lint::lint(paths, &packs::lint::Options::default()).expect("lint");
+                assert_eq!(report.tools, n);
+                black_box(report)
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, load, run_overhead, lint);
 criterion_main!(benches);

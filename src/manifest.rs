@@ -403,11 +403,17 @@ fn error_path(p: &serde_path_to_error::Path) -> FieldPath {
     )
 }
 
-/// Read and parse the manifest at `path`.
+/// Read and parse the manifest at `path`. The syntax follows the name
+/// (`.tool.json`, `.tool.toml`, `.json`); any other name is JSON when its first
+/// character (after a `#!` line) is `{`, else TOML.
 pub fn load(path: &Path) -> Result<Loaded, Vec<Diagnostic>> {
-    let syntax = Syntax::of_manifest(path).unwrap_or(Syntax::Json);
     let text = std::fs::read_to_string(path)
         .map_err(|e| vec![Diagnostic::file(Severity::Error, "unreadable", path, format!("cannot read: {e}"))])?;
+    let syntax = Syntax::of_manifest(path).unwrap_or_else(|| {
+        let body = if text.starts_with("#!") { text.find('\n').map_or("", |i| &text[i..]) } else { &text };
+        let json = path.extension().is_some_and(|e| e == "json") || body.trim_start().starts_with('{');
+        if json { Syntax::Json } else { Syntax::Toml }
+    });
     parse(SourceFile::new(path.to_owned(), text, syntax))
 }
 

@@ -10,7 +10,7 @@
 //!   credential from it: a missing secret stops the call, and secret values are
 //!   masked wherever packs shows a command or a result;
 //! - `{{json v}}` renders a value as JSON (a string with quotes and escapes),
-//!   for building request bodies.
+//!   for building request bodies; `{{urlencode v}}` percent-encodes it for a URL.
 //!
 //! Both are rewritten to the `__v` helper, which resolves the value order: the
 //! call's value, then the inline default, then the parameter's `default`.
@@ -284,6 +284,7 @@ fn registry() -> &'static Handlebars<'static> {
         hb.register_escape_fn(handlebars::no_escape);
         hb.register_helper("__v", Box::new(value_helper));
         hb.register_helper("json", Box::new(json_helper));
+        hb.register_helper("urlencode", Box::new(urlencode_helper));
         hb
     })
 }
@@ -323,6 +324,33 @@ fn json_helper(
     let v = h.param(0).map_or(&Value::Null, |p| p.value());
     out.write(&v.to_string())?;
     Ok(())
+}
+
+/// `{{urlencode v}}`: the value's text with every byte outside `A-Z a-z 0-9 - . _ ~`
+/// percent-encoded, for a URL path segment or query value.
+fn urlencode_helper(
+    h: &Helper<'_>,
+    _: &Handlebars<'_>,
+    _: &Context,
+    _: &mut RenderContext<'_, '_>,
+    out: &mut dyn Output,
+) -> HelperResult {
+    let text = h.param(0).map(|p| value_text(p.value())).unwrap_or_default();
+    out.write(&urlencode(&text))?;
+    Ok(())
+}
+
+/// Percent-encode everything but RFC 3986's unreserved characters.
+pub fn urlencode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 struct Scan {
@@ -635,6 +663,14 @@ mod tests {
         assert_eq!(t.render(&data).unwrap(), "https://x/s3 {\"t\":\"a \\\"b\\\"\\n\" }");
         assert_eq!(t.refs(), &[Ref::Env("API".into()), Ref::Secret("TOK".into()), Ref::Param("title".into())]);
         assert!(Template::parse("{{secret.TOK:x}}", &[]).is_err());
+    }
+
+    #[test]
+    fn urlencode_helper_encodes_a_path_segment() {
+        let t = Template::parse("https://x/{{urlencode loc}}", &["loc"]).unwrap();
+        let v = json!({"loc": "São Paulo/../?a=1&b"});
+        let data = Data::new(v.as_object().unwrap(), v.as_object().unwrap(), &Map::new());
+        assert_eq!(t.render(&data).unwrap(), "https://x/S%C3%A3o%20Paulo%2F..%2F%3Fa%3D1%26b");
     }
 
     #[test]

@@ -1,0 +1,37 @@
+//! The integration suite: one test binary driving the real `packs` executable.
+//!
+//! Every test runs `packs` as a child process in its own scratch directory,
+//! with explicit `--packs` directories (or `PACKS_PATH` set in the child's
+//! environment), so the developer's environment never leaks in.
+//!
+//! The modules live in `tests/suite/`: Cargo builds every `tests/*.rs` file as
+//! a test binary of its own, and one binary links (and runs) much faster.
+
+#[path = "suite/approval.rs"]
+mod approval;
+#[path = "suite/argv_rules.rs"]
+mod argv_rules;
+#[path = "suite/catalog.rs"]
+mod catalog;
+#[path = "suite/cli.rs"]
+mod cli;
+#[path = "suite/common.rs"]
+mod common;
+#[path = "suite/exec.rs"]
+mod exec;
+#[path = "suite/executables.rs"]
+mod executables;
+#[path = "suite/injection.rs"]
+mod injection;
+#[path = "suite/library.rs"]
+mod library;
+#[path = "suite/network.rs"]
+mod network;
+#[path = "suite/output.rs"]
+mod output;
+#[path = "suite/runner_limits.rs"]
+mod runner_limits;
+#[path = "suite/schemas.rs"]
+mod schemas;
+#[path = "suite/validation.rs"]
+mod validation;

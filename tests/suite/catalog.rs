@@ -1,0 +1,274 @@
+//! Discovery: broken files are reported with positions and skipped, names
+//! resolve in search-path order, hidden entries are skipped, manifests are
+//! found at any depth and executables only at the top.
+
+use std::fs::Permissions;
+use std::os::unix::fs::PermissionsExt;
+
+use serde_json::{Value, json};
+
+use crate::common::{Packs, Test};
+
+/// 1-based line and column (in characters) of the first `needle` in `text`.
+fn position(text: &str, needle: &str) -> (usize, usize) {
+    let at = text.find(needle).unwrap_or_else(|| panic!("{needle:?} not in {text:?}"));
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let col = before[before.rfind('\n').map_or(0, |i| i + 1)..].chars().count() + 1;
+    (line, col)
+}
+
+fn simple(name: &str, output: &str) -> Value {
+    json!({"name": name, "description": format!("prints {output}"), "command": {"program": "echo", "args": [output]}})
+}
+
+/// The names `packs list --json` shows.
+fn names(out: &crate::common::Output) -> Vec<String> {
+    out.json()
+        .as_array()
+        .expect("list --json is an array")
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+const UNDECLARED: &str = "{\"name\":\"bad_placeholder\",\"description\":\"d\",\"parameters\":{\"path\":{\"type\":\"string\"}},\n \"command\":{\"program\":\"echo\",\"args\":[\"x\",\"--p={{pth}}\"]}}";
+
+#[test]
+fn broken_manifests_are_reported_and_skipped() {
+    let packs = Packs::new()
+        .manifest("a_good", simple("good_one", "good"))
+        .file(
+            "bad_json.tool.json",
+            "{\"name\":\"bad_json\",\n  \"description\": \"d\",\n  \"command\": \"echo x\",,\n}",
+        )
+        .file(
+            "bad_type.tool.json",
+            "{\"name\":\"bad_type\",\"description\":\"d\",\"command\":\"echo\",\n \"policy\":{\"timeout_secs\":\"5\"}}",
+        )
+        .file("bad_placeholder.tool.json", UNDECLARED)
+        .file("bad_name.tool.json", "{\"name\":\"Bad-Name\",\"description\":\"d\",\"command\":\"echo\"}")
+        .file("bad_toml.tool.toml", "name = \"bad_toml\"\ndescription = \"d\"\ncommand = 5\n")
+        .file("empty.tool.json", "")
+        .manifest("z_good", simple("another_good", "fine"));
+    let dir = packs.path().display().to_string();
+    let out = Test::new().packs_dir(&packs).args(["list", "--json"]).run();
+    out.success();
+    assert_eq!(names(&out), ["good_one", "another_good"]);
+    let (line, col) = position(UNDECLARED, "{{pth}}");
+    assert_eq!((line, col), (2, 47));
+    out.stderr_contains(&format!("error[invalid-json]: {dir}/bad_json.tool.json:3:23: "))
+        .stderr_contains(&format!(
+            "error[invalid-field]: {dir}/bad_type.tool.json:2:29: `policy.timeout_secs`: invalid type: string \"5\""
+        ))
+        .stderr_contains(&format!(
+            "error[invalid-template]: {dir}/bad_placeholder.tool.json:{line}:{col}: \
+             `{{{{pth}}}}` names no declared parameter; did you mean `path`?\n"
+        ))
+        .stderr_contains(&format!(
+            "error[invalid-name]: {dir}/bad_name.tool.json:1:9: tool name `Bad-Name` must be snake_case"
+        ))
+        .stderr_contains(&format!("error[invalid-field]: {dir}/bad_toml.tool.toml:3:11: `command`: invalid type"))
+        .stderr_contains(&format!("error[invalid-json]: {dir}/empty.tool.json"));
+    assert_eq!(out.stderr.lines().count(), 6, "one diagnostic per broken file:\n{}", out.stderr);
+
+    // The good ones run.
+    Test::new().packs_dir(&packs).args(["-q", "run", "good_one"]).run().success().stdout_eq("good\n").stderr_eq("");
+}
+
+#[test]
+fn undeclared_placeholder_in_a_command_line_points_at_the_command() {
+    let text = "{\"name\":\"bad_line\",\"description\":\"d\",\"parameters\":{\"path\":{\"type\":\"string\"}},\n \"command\": \"echo {{pth}}\"}";
+    let packs = Packs::new().file("bad_line.tool.json", text);
+    // The words of a one-line command came out of one string: the position is that string's.
+    let (line, col) = position(text, "\"echo {{pth}}\"");
+    Test::new()
+        .packs_dir(&packs)
+        .arg("list")
+        .run()
+        .success()
+        .stderr_contains(&format!("{}/bad_line.tool.json:{line}:{col}: ", packs.path().display()));
+}
+
+#[test]
+fn unknown_key_warns_with_a_suggestion_and_the_tool_still_loads() {
+    let json_text =
+        "{\"name\":\"typo_json\",\"description\":\"d\",\"command\":\"echo ok\",\n  \"policy\":{\"timout_secs\":5}}";
+    let toml_text = "name = \"typo_toml\"\ndescription = \"d\"\ncommand = \"echo ok\"\n\n[output]\nmax_char = 5\n";
+    let packs = Packs::new().file("typo_json.tool.json", json_text).file("typo_toml.tool.toml", toml_text);
+    let dir = packs.path().display().to_string();
+    let out = Test::new().packs_dir(&packs).args(["list", "--json"]).run();
+    out.success();
+    assert_eq!(names(&out), ["typo_json", "typo_toml"]);
+    let (l, c) = position(json_text, "\"timout_secs\"");
+    let (tl, tc) = position(toml_text, "max_char");
+    out.stderr_eq(&format!(
+        "warning[unknown-key]: {dir}/typo_json.tool.json:{l}:{c}: unknown key `timout_secs` in `policy`; \
+         it is ignored (help: did you mean `timeout_secs`?)\n\
+         warning[unknown-key]: {dir}/typo_toml.tool.toml:{tl}:{tc}: unknown key `max_char` in `output`; \
+         it is ignored (help: did you mean `max_chars`?)\n"
+    ));
+    // The misspelt key really is ignored: the default timeout applies.
+    let describe = Test::new().packs_dir(&packs).args(["-q", "describe", "typo_json"]).run().success().json();
+    assert_eq!(describe["policy"]["timeout_secs"], 30);
+}
+
+#[test]
+fn one_name_twice_in_one_directory_is_an_error() {
+    let packs = Packs::new()
+        .manifest("first", simple("dup", "one"))
+        .file("nested/second.tool.json", &serde_json::to_string(&simple("dup", "two")).unwrap())
+        .manifest("other", simple("other", "other"));
+    let first = packs.join("first.tool.json").display().to_string();
+    let second = packs.join("nested/second.tool.json").display().to_string();
+    let out = Test::new().packs_dir(&packs).args(["list", "--json"]).run();
+    out.success().stderr_eq(&format!(
+        "error[duplicate-name]: {second}: tool `dup` is also declared in {first}; neither is used\n"
+    ));
+    assert_eq!(names(&out), ["other"]);
+
+    Test::new()
+        .packs_dir(&packs)
+        .args(["-q", "run", "dup"])
+        .run()
+        .code(1)
+        .stdout_eq("")
+        .stderr_eq(&format!("error: tool `dup` is declared twice in one pack directory: {first} and {second}\n"));
+    Test::new().packs_dir(&packs).args(["-q", "run", "other"]).run().success().stdout_eq("other\n");
+}
+
+#[test]
+fn an_earlier_directory_shadows_a_later_one() {
+    let a = Packs::new().manifest("same", simple("same", "from-a")).manifest("only_a", simple("only_a", "a"));
+    let b = Packs::new().manifest("same", simple("same", "from-b")).manifest("only_b", simple("only_b", "b"));
+    Test::new().packs_dir(&a).packs_dir(&b).args(["run", "same"]).run().success().stdout_eq("from-a\n").stderr_eq("");
+    Test::new().packs_dir(&b).packs_dir(&a).args(["run", "same"]).run().success().stdout_eq("from-b\n");
+    // Both directories contribute their other tools.
+    Test::new().packs_dir(&a).packs_dir(&b).args(["run", "only_b"]).run().success().stdout_eq("b\n");
+    let out = Test::new().packs_dir(&a).packs_dir(&b).args(["list", "--json"]).run();
+    out.success();
+    let list = out.json();
+    let same: Vec<&Value> = list.as_array().unwrap().iter().filter(|t| t["name"] == "same").collect();
+    assert_eq!(same.len(), 1);
+    assert_eq!(same[0]["source"], a.join("same.tool.json").display().to_string());
+}
+
+#[test]
+fn packs_path_is_searched_in_order() {
+    let a = Packs::new().manifest("same", simple("same", "from-a"));
+    let b = Packs::new().manifest("same", simple("same", "from-b")).manifest("only_b", simple("only_b", "b"));
+    let path = |first: &Packs, second: &Packs| format!("{}:{}", first.path().display(), second.path().display());
+    Test::new().env("PACKS_PATH", path(&a, &b)).args(["run", "same"]).run().success().stdout_eq("from-a\n");
+    Test::new().env("PACKS_PATH", path(&b, &a)).args(["run", "same"]).run().success().stdout_eq("from-b\n");
+    Test::new().env("PACKS_PATH", path(&a, &b)).args(["run", "only_b"]).run().success().stdout_eq("b\n");
+    // Empty entries are ignored.
+    Test::new()
+        .env("PACKS_PATH", format!("::{}:", b.path().display()))
+        .args(["run", "only_b"])
+        .run()
+        .success()
+        .stdout_eq("b\n");
+    // --packs wins over PACKS_PATH.
+    Test::new()
+        .env("PACKS_PATH", b.path())
+        .packs_dir(&a)
+        .args(["run", "only_b"])
+        .run()
+        .code(1)
+        .stderr_eq("error: no tool named `only_b`\n");
+}
+
+#[test]
+fn default_search_path_is_packs_in_the_working_directory() {
+    let test = Test::new().write("packs/here.tool.json", &simple("here", "found").to_string());
+    test.args(["run", "here"]).run().success().stdout_eq("found\n").stderr_eq("");
+    // From the repository root, ./packs is the bundled directory.
+    let out = Test::new().current_dir(crate::common::REPO).args(["-q", "list", "--json"]).run();
+    out.success();
+    assert!(names(&out).contains(&"disk_usage".to_owned()), "{}", out.stdout());
+    // No ./packs and nothing configured: no tools, and no warning about it.
+    Test::new().args(["list", "--json"]).run().success().stdout_eq("[]\n").stderr_eq("");
+}
+
+#[test]
+fn a_missing_explicit_directory_is_a_warning() {
+    let test = Test::new();
+    let missing = test.path().join("no-such-dir");
+    let out = test.packs_dir(&missing).args(["list", "--json"]).run();
+    out.success().stdout_eq("[]\n").stderr_eq(&format!(
+        "warning[missing-pack-dir]: {}: pack directory does not exist or is not a directory\n",
+        missing.display()
+    ));
+}
+
+#[test]
+fn quiet_hides_diagnostics() {
+    let packs = Packs::new().manifest("good", simple("good", "x")).file("bad.tool.json", "{");
+    Test::new().packs_dir(&packs).args(["--quiet", "list", "--json"]).run().success().stderr_eq("");
+    Test::new().packs_dir(&packs).args(["list", "--json"]).run().success().stderr_contains("bad.tool.json");
+}
+
+#[test]
+fn hidden_files_and_directories_are_skipped() {
+    let mark = r#"#!/bin/sh
+touch "$(dirname "$0")/RAN"
+echo '{"name":"hidden_exec","description":"d","parameters":{"type":"object"}}'
+"#;
+    let packs = Packs::new()
+        .manifest("visible", simple("visible", "v"))
+        .file(".hidden.tool.json", &simple("hidden_file", "h").to_string())
+        .file(".git/hooks.tool.json", &simple("hidden_dir", "h").to_string())
+        .file("sub/.cache/deep.tool.json", &simple("hidden_deep", "h").to_string())
+        .file(".broken.tool.json", "{ not json")
+        .executable(".hidden_exec", mark);
+    let out = Test::new().packs_dir(&packs).args(["list", "--json"]).run();
+    out.success().stderr_eq("");
+    assert_eq!(names(&out), ["visible"]);
+    assert!(!packs.join("RAN").exists(), "a hidden executable was run");
+}
+
+#[test]
+fn manifests_are_found_at_any_depth() {
+    let packs = Packs::new()
+        .manifest("top", simple("top", "t"))
+        .file("a/b/c/deep.tool.json", &simple("deep", "d").to_string())
+        .file("x/y/other.tool.toml", "name = \"from_toml\"\ndescription = \"d\"\ncommand = \"echo toml\"\n");
+    let out = Test::new().packs_dir(&packs).args(["list", "--json"]).run();
+    out.success().stderr_eq("");
+    assert_eq!(names(&out), ["deep", "top", "from_toml"]);
+    Test::new().packs_dir(&packs).args(["run", "deep"]).run().success().stdout_eq("d\n");
+    Test::new().packs_dir(&packs).args(["run", "from_toml"]).run().success().stdout_eq("toml\n");
+}
+
+#[test]
+fn executables_are_only_found_at_the_top() {
+    let script = |name: &str| {
+        format!(
+            "#!/bin/sh\ntouch \"$0.RAN\"\nif [ \"$1\" = --describe ]; then echo '{{\"name\":\"{name}\",\"description\":\"d\",\"parameters\":{{\"type\":\"object\"}}}}'; else echo {name}; fi\n"
+        )
+    };
+    let packs = Packs::new()
+        .executable("top_exec", &script("top_exec"))
+        .executable("sub/nested_exec", &script("nested_exec"))
+        .file("not_executable", &script("not_executable"))
+        .file("README.md", "# not a tool\n")
+        .file("data.json", "{\"name\": \"data\"}");
+    let out = Test::new().packs_dir(&packs).args(["list", "--json"]).run();
+    out.success().stderr_eq("");
+    assert_eq!(names(&out), ["top_exec"]);
+    assert_eq!(out.json()[0]["kind"], "executable");
+    assert!(packs.join("top_exec.RAN").exists(), "the top-level executable was never asked to describe itself");
+    assert!(!packs.join("sub/nested_exec.RAN").exists(), "a nested executable was run");
+    assert!(!packs.join("not_executable.RAN").exists());
+}
+
+#[test]
+fn an_executable_manifest_is_a_manifest() {
+    // `now.tool.toml` has its run bit set; in a pack directory it is still read as a manifest.
+    let packs = Packs::new().bundled("now.tool.toml");
+    std::fs::set_permissions(packs.join("now.tool.toml"), Permissions::from_mode(0o755)).unwrap();
+    let out = Test::new().packs_dir(&packs).args(["list", "--json"]).run();
+    out.success().stderr_eq("");
+    assert_eq!(out.json()[0]["name"], "current_time");
+    assert_eq!(out.json()[0]["kind"], "manifest");
+}

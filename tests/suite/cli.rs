@@ -1,0 +1,253 @@
+//! The command line itself: option placement, `list`, `help NAME`, error
+//! reporting, usage errors, a closed stdout.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+use serde_json::json;
+
+use crate::common::{BUNDLED, PACKS, Packs, Test, printf_tool};
+
+fn hello() -> Packs {
+    Packs::new().manifest(
+        "hello",
+        json!({"name": "hello", "description": "Say hello", "parameters": {"who": {"type": "string", "default": "world"}}, "command": "echo hello {{who}}"}),
+    )
+}
+
+#[test]
+fn packs_option_goes_before_or_after_the_subcommand() {
+    let packs = hello();
+    let dir = packs.path().to_str().unwrap();
+    for args in [
+        vec!["--packs", dir, "run", "hello"],
+        vec!["run", "--packs", dir, "hello"],
+        vec!["run", "hello", "--packs", dir],
+        vec!["run", "hello", &format!("--packs={dir}")],
+    ] {
+        Test::new().args(&args).run().success().stdout_eq("hello world\n").stderr_eq("");
+    }
+    Test::new().args(["list", "--json", "--packs", dir]).run().success();
+    Test::new().args(["describe", "hello", "--packs", dir]).run().success();
+}
+
+#[test]
+fn list_table() {
+    let test = Test::new()
+        .write("packs/hello.tool.json", &json!({"name": "hello", "description": "Say hello\nSecond line is not shown", "command": "echo hello"}).to_string())
+        .write(
+            "packs/deep/writer.tool.json",
+            &json!({"name": "file_writer", "description": "A tool that writes files, with a description far longer than sixty characters", "command": "touch x", "policy": {"read_only": false}}).to_string(),
+        )
+        .executable(
+            "packs/zz_exec",
+            "#!/bin/sh\necho '{\"name\":\"an_exec\",\"description\":\"Executable\",\"parameters\":{\"type\":\"object\"}}'\n",
+        );
+    test.args(["--packs", "packs", "list"]).run().success().stderr_eq("").stdout_eq(
+        "NAME         KIND        READ-ONLY  DESCRIPTION                                                   SOURCE
+file_writer  manifest    no         A tool that writes files, with a description far longer tha…  packs/deep/writer.tool.json
+hello        manifest    yes        Say hello                                                     packs/hello.tool.json
+an_exec      executable  no         Executable                                                    packs/zz_exec
+",
+    );
+}
+
+#[test]
+fn list_json() {
+    let packs = hello();
+    let out = Test::new().packs_dir(&packs).args(["list", "--json"]).run();
+    out.success();
+    assert_eq!(
+        out.json(),
+        json!([{
+            "name": "hello",
+            "kind": "manifest",
+            "read_only": true,
+            "description": "Say hello",
+            "source": packs.join("hello.tool.json").display().to_string(),
+        }])
+    );
+}
+
+#[test]
+fn help_page_of_a_tool() {
+    let packs = Packs::new().manifest(
+        "greet",
+        json!({
+            "name": "greet",
+            "description": "Greet someone\nPolitely.",
+            "examples": ["User: greet Ann\ncall:greet{who:<escape>Ann<escape>}"],
+            "parameters": {
+                "who": {"type": "string", "required": true, "description": "Who to greet"},
+                "times": {"type": "integer", "default": 1, "minimum": 1},
+                "url": {"type": "string", "source": "context.url"},
+                "mode": {"type": "string", "source": "literal", "default": "x"},
+            },
+            "command": {"program": "echo", "args": ["hi", "{{who}}", ["--times", "{{times}}"], "{{url}}", "{{mode}}"]},
+            "policy": {"timeout_secs": 3, "allowed_exit_codes": [0, 1]},
+            "output": {"max_chars": 50},
+        }),
+    );
+    let source = packs.join("greet.tool.json").display().to_string();
+    Test::new().packs_dir(&packs).args(["help", "greet"]).run().success().stderr_eq("").stdout_eq(&format!(
+        "GREET(1)                                               GREET(1)
+
+NAME
+       greet - Greet someone
+
+SYNOPSIS
+       packs run greet '{{\"who\": <string>, [\"times\": <integer>], [\"url\": <string>]}}'
+
+DESCRIPTION
+       Greet someone
+       Politely.
+
+PARAMETERS
+       who (string, required)
+              Who to greet
+       times (integer)
+              Default: 1.
+              minimum: 1.
+       url (string)
+              Filled from the caller's context (url) when omitted.
+
+COMMAND
+       echo hi '{{{{who}}}}' '[--times {{{{times}}}}]' '{{{{url}}}}' '{{{{mode}}}}'
+       No shell is involved: each argument renders to exactly one argv element; [a b] is a group.
+
+POLICY
+       read-only: yes
+       network: no
+       timeout: 3s
+       confirm before run: no
+       allowed exit codes: 0, 1
+       max output bytes: 1048576
+
+OUTPUT
+       format: text
+       speak: true
+       max chars: 50
+
+EXAMPLES
+       User: greet Ann
+       call:greet{{who:<escape>Ann<escape>}}
+
+EXIT STATUS
+       0    the tool ran and succeeded
+       1    not found, bad arguments, or validation failure
+       2    the tool ran and failed (exit code not allowed, or it could not start)
+       3    the call needed approval and was denied
+       124  the tool timed out; its process group was killed
+
+SOURCE
+       {source} (manifest)
+"
+    ));
+}
+
+#[test]
+fn help_page_of_a_bundled_tool_has_every_section() {
+    let out = Test::new().packs_dir(BUNDLED).args(["-q", "help", "disk_usage"]).run();
+    out.success();
+    let sections: Vec<&str> = out
+        .stdout()
+        .lines()
+        .filter(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_uppercase() || c == ' '))
+        .collect();
+    assert_eq!(
+        sections,
+        [
+            "NAME",
+            "SYNOPSIS",
+            "DESCRIPTION",
+            "PARAMETERS",
+            "COMMAND",
+            "POLICY",
+            "OUTPUT",
+            "EXAMPLES",
+            "EXIT STATUS",
+            "SOURCE"
+        ]
+    );
+    out.stdout_contains("       disk_usage - Show how much disk space a file or directory uses (du)\n")
+        .stdout_contains("       packs run disk_usage '{\"path\": <string>, [\"human_readable\": <boolean>]}'\n")
+        .stdout_contains("       124  the tool timed out; its process group was killed\n");
+}
+
+#[test]
+fn help_without_a_name_is_the_usage() {
+    Test::new().arg("help").run().success().stdout_contains("Usage: packs").stdout_contains("Commands:");
+    Test::new().arg("--help").run().success().stdout_contains("Usage: packs");
+    let out = Test::new().arg("--version").run();
+    out.success();
+    assert!(out.stdout().starts_with("packs "), "{}", out.stdout());
+}
+
+#[test]
+fn errors_are_one_line() {
+    let packs = Packs::new()
+        .manifest("typed", printf_tool("typed", json!({"n": {"type": "integer", "required": true}}), json!(["{{n}}"])));
+    let dir = packs.path().to_str().unwrap();
+    let missing = format!("{dir}/missing.tool.json");
+    for args in [
+        vec!["run", "nope"],
+        vec!["run", "typed"],
+        vec!["run", "typed", "--arg", "n=x"],
+        vec!["run", "typed", "--arg", "n"],
+        vec!["run", "typed", "--context", "nope=1"],
+        vec!["run", "typed", "--arg", "n=1", "--arg", "m=2"],
+        vec!["run", "typed", "{\"n\": "],
+        vec!["run", "typed", "[]"],
+        vec!["describe", "nope"],
+        vec!["help", "nope"],
+        vec!["exec", &missing, "{}"],
+    ] {
+        let out = Test::new().packs_dir(dir).args(&args).run();
+        out.code(1).stdout_eq("");
+        if args[0] == "exec" {
+            // The file's diagnostic comes first, then the error.
+            assert!(out.stderr.lines().last().unwrap().starts_with("error: "), "{args:?}: {}", out.stderr);
+            out.no_panic();
+        } else {
+            out.one_line_error();
+        }
+    }
+}
+
+#[test]
+fn usage_errors_exit_1() {
+    for args in [vec!["run"], vec!["frobnicate"], vec!["list", "--bogus"], vec![], vec!["exec"]] {
+        let out = Test::new().args(&args).run();
+        out.code(1).stdout_eq("").no_panic();
+        assert!(out.stderr.starts_with("error: ") || args.is_empty(), "{args:?}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn a_closed_stdout_is_not_an_error() {
+    let mut packs = Packs::new();
+    for i in 0..600 {
+        packs = packs.manifest(
+            &format!("tool_{i}"),
+            json!({"name": format!("tool_{i}"), "description": "A tool with a moderately long description for padding", "command": "true"}),
+        );
+    }
+    let mut child = Command::new(PACKS)
+        .args(["--packs"])
+        .arg(packs.path())
+        .arg("catalog")
+        .env_remove("PACKS_PATH")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 16];
+    stdout.read_exact(&mut first).unwrap();
+    assert_eq!(&first[..3], b"[\n ");
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr, "");
+}

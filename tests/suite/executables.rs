@@ -1,0 +1,119 @@
+//! Executable tools: anything at the top of a pack directory that answers
+//! `--describe` with a describe JSON.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::common::{Packs, Test};
+
+/// A shell tool: prints `describe` for `--describe`, else runs `body`.
+fn script(describe: &str, body: &str) -> String {
+    format!("#!/bin/sh\nif [ \"$1\" = \"--describe\" ]; then\n  cat <<'JSON'\n{describe}\nJSON\n  exit 0\nfi\n{body}\n")
+}
+
+const ECHO_DESCRIBE: &str = r#"{"name": "echo_call", "description": "Echo the call back", "parameters": {"type": "object", "properties": {"msg": {"type": "string"}}, "required": ["msg"], "additionalProperties": false}}"#;
+
+#[test]
+fn a_good_executable_is_listed_described_and_called() {
+    let packs = Packs::new().executable("echo_call", &script(ECHO_DESCRIBE, "printf 'argc=%s arg=%s' \"$#\" \"$1\""));
+    let exe = packs.join("echo_call").display().to_string();
+
+    let out = Test::new().packs_dir(&packs).args(["list", "--json"]).run();
+    out.success().stderr_eq("");
+    assert_eq!(
+        out.json(),
+        json!([{"name": "echo_call", "kind": "executable", "read_only": false, "description": "Echo the call back", "source": exe}])
+    );
+
+    let describe = Test::new().packs_dir(&packs).args(["describe", "echo_call"]).run().success().json();
+    assert_eq!(describe["name"], "echo_call");
+    assert_eq!(describe["parameters"], serde_json::from_str::<serde_json::Value>(ECHO_DESCRIBE).unwrap()["parameters"]);
+
+    Test::new()
+        .packs_dir(&packs)
+        .args(["run", "echo_call", "--arg", "msg=hi there; $(id)"])
+        .run()
+        .success()
+        .stdout_eq("argc=1 arg={\"msg\":\"hi there; $(id)\"}\n")
+        .stderr_eq("");
+
+    // Its schema is enforced before it runs.
+    Test::new()
+        .packs_dir(&packs)
+        .args(["run", "echo_call", "--arg", "msg=x", "--arg", "other=1"])
+        .run()
+        .code(1)
+        .stdout_eq("")
+        .stderr_eq(
+            "error: invalid arguments for `echo_call`: `other`: unknown argument `other`; the tool takes: msg\n",
+        );
+    Test::new()
+        .packs_dir(&packs)
+        .args(["run", "echo_call"])
+        .run()
+        .code(1)
+        .stderr_eq("error: invalid arguments for `echo_call`: `msg`: `msg` is required\n");
+}
+
+#[test]
+fn an_executable_states_its_policy_and_output() {
+    let describe = r#"{"name": "counter", "description": "Count", "parameters": {"type": "object"},
+  "policy": {"read_only": true, "timeout_secs": 3, "allowed_exit_codes": [0, 3]},
+  "output": {"format": "json", "extract_field": "/data/n", "template": "n is {{output}}"}}"#;
+    let packs = Packs::new().executable("counter", &script(describe, "echo '{\"data\": {\"n\": 41}}'; exit 3"));
+    let out = Test::new().packs_dir(&packs).args(["list", "--json"]).run();
+    out.success();
+    assert_eq!(out.json()[0]["read_only"], true);
+    let out = Test::new().packs_dir(&packs).args(["run", "counter", "--json"]).run();
+    out.success();
+    let r = out.json();
+    assert_eq!(
+        (r["ok"].clone(), r["exit_code"].clone(), r["output"].clone()),
+        (json!(true), json!(3), json!("n is 41"))
+    );
+}
+
+#[test]
+fn a_failing_executable_exits_2_with_its_stderr() {
+    let packs = Packs::new().executable("echo_call", &script(ECHO_DESCRIBE, "echo 'it broke' >&2; exit 5"));
+    Test::new()
+        .packs_dir(&packs)
+        .args(["run", "echo_call", "--arg", "msg=x"])
+        .run()
+        .code(2)
+        .stdout_eq("")
+        .stderr_eq("it broke\nerror: tool `echo_call`: the tool exited with code 5 (allowed exit codes: [0])\n");
+}
+
+#[test]
+fn broken_describes_are_skipped_with_a_reason() {
+    let packs = Packs::new()
+        .executable("good", &script(ECHO_DESCRIBE, "echo ok"))
+        .executable("fails", "#!/bin/sh\necho 'describe is broken' >&2\nexit 3\n")
+        .executable("slow", "#!/bin/sh\nsleep 30\n")
+        .executable("silent", "#!/bin/sh\nexit 0\n")
+        .executable("not_json", "#!/bin/sh\necho 'name: not json'\n")
+        .executable("no_params", "#!/bin/sh\necho '{\"name\": \"no_params\", \"description\": \"d\"}'\n")
+        .executable("bad_name", "#!/bin/sh\necho '{\"name\": \"Bad Name\", \"description\": \"d\", \"parameters\": {\"type\": \"object\"}}'\n")
+        .executable("not_object", "#!/bin/sh\necho '{\"name\": \"n\", \"description\": \"d\", \"parameters\": {\"type\": \"string\"}}'\n")
+        .executable("no_shebang", "echo this is not a script\n");
+    let at = |f: &str| packs.join(f).display().to_string();
+    let out = Test::new().packs_dir(&packs).args(["list", "--json"]).run();
+    out.success();
+    // Executables are described in parallel, so one slow describe costs one timeout, not one each.
+    assert!(out.elapsed >= Duration::from_secs(5), "the describe timeout is 5s: {:?}", out.elapsed);
+    assert!(out.elapsed < Duration::from_secs(15), "took {:?}", out.elapsed);
+    assert_eq!(out.json().as_array().unwrap().len(), 1);
+    assert_eq!(out.json()[0]["name"], "echo_call");
+    let skipped = |f: &str, why: &str| format!("warning[bad-describe]: {}: skipped executable: {why}", at(f));
+    out.stderr_contains(&skipped("fails", "`--describe` exited with code 3: describe is broken\n"))
+        .stderr_contains(&skipped("slow", "`--describe` did not answer within 5s\n"))
+        .stderr_contains(&skipped("silent", "its --describe printed nothing\n"))
+        .stderr_contains(&skipped("not_json", "its --describe output is not JSON"))
+        .stderr_contains(&skipped("no_params", "its --describe output has no `parameters`\n"))
+        .stderr_contains(&skipped("bad_name", "its --describe name `Bad Name` is not snake_case"))
+        .stderr_contains(&skipped("not_object", "its --describe `parameters` is not a JSON-Schema object"))
+        .stderr_contains(&format!("warning[bad-describe]: {}: skipped executable: ", at("no_shebang")));
+    assert_eq!(out.stderr.lines().count(), 8, "{}", out.stderr);
+}

@@ -1,0 +1,214 @@
+//! Limits enforced while a tool runs: timeout (of the whole process group),
+//! output caps, stderr tails, exit-code policy, programs that cannot start.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{Packs, Test};
+
+fn sh_tool(name: &str, script: &str, policy: Value) -> Packs {
+    Packs::new().manifest(
+        name,
+        json!({"name": name, "description": "d", "command": {"program": "sh", "args": ["-c", script]}, "policy": policy}),
+    )
+}
+
+/// Whether `pid` is gone (or a zombie waiting for its parent).
+fn dead(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit(')').next().is_some_and(|s| s.trim_start().starts_with('Z')),
+    }
+}
+
+#[test]
+fn timeout_kills_the_tool_and_its_grandchildren() {
+    let packs = sh_tool("slow", "sleep 30 & echo $! >&2; sleep 30", json!({"timeout_secs": 1}));
+    let out = Test::new().packs_dir(&packs).args(["run", "slow", "--json"]).run();
+    out.code(124).stderr_eq("");
+    assert!(out.elapsed < Duration::from_secs(6), "took {:?}", out.elapsed);
+    let r = out.json();
+    assert_eq!(r["timed_out"], true);
+    assert_eq!(r["ok"], false);
+    assert_eq!(r["exit_code"], Value::Null);
+    assert_eq!(r["error"], "timed out after 1s");
+    assert!(r["duration_ms"].as_u64().unwrap() >= 1000, "{r}");
+    let pid: u32 = r["stderr"].as_str().unwrap().trim().parse().expect("the grandchild's pid");
+    let start = Instant::now();
+    while !dead(pid) && start.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(dead(pid), "grandchild {pid} survived the timeout");
+}
+
+#[test]
+fn timeout_without_json() {
+    let packs = sh_tool("slow", "echo started; sleep 30", json!({"timeout_secs": 1}));
+    Test::new()
+        .packs_dir(&packs)
+        .args(["run", "slow"])
+        .run()
+        .code(124)
+        .stdout_eq("started\n")
+        .stderr_eq("error: tool `slow`: timed out after 1s\n");
+}
+
+/// Peak resident set size of the command `/usr/bin/time -v` reported, in KiB.
+fn max_rss_kib(stderr: &str) -> Option<u64> {
+    stderr.lines().find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes): ")?.parse().ok())
+}
+
+#[test]
+fn two_hundred_megabytes_of_stdout_are_capped() {
+    let packs = Packs::new()
+        .manifest("flood", json!({"name": "flood", "description": "d", "command": "head -c 200000000 /dev/zero"}));
+    let gnu_time = Path::new("/usr/bin/time").exists()
+        && std::process::Command::new("/usr/bin/time").args(["-v", "true"]).output().is_ok_and(|o| o.status.success());
+    let mut test = Test::new().packs_dir(&packs).args(["run", "flood", "--json"]);
+    if gnu_time {
+        test = test.wrapper(["/usr/bin/time", "-v"]);
+    } else {
+        eprintln!("GNU /usr/bin/time is not available: not measuring peak memory");
+    }
+    let out = test.run();
+    out.success();
+    let r = out.json();
+    assert_eq!(r["truncated"], true);
+    assert_eq!(r["ok"], true);
+    assert_eq!(r["timed_out"], false);
+    assert_eq!(r["output"].as_str().unwrap().len(), 1024 * 1024, "the default cap is 1 MiB");
+    if gnu_time {
+        let kib = max_rss_kib(&out.stderr).expect("time -v reports the peak RSS");
+        assert!(kib < 100 * 1024, "packs held {kib} KiB at its peak for 200 MB of output");
+    }
+}
+
+#[test]
+fn a_smaller_output_cap_is_honoured() {
+    let packs = Packs::new().manifest(
+        "capped",
+        json!({"name": "capped", "description": "d", "command": "seq 1 100000", "policy": {"max_output_bytes": 10}}),
+    );
+    let out = Test::new().packs_dir(&packs).args(["run", "capped", "--json"]).run();
+    out.success();
+    let r = out.json();
+    assert_eq!((r["output"].clone(), r["truncated"].clone()), (json!("1\n2\n3\n4\n5\n"), json!(true)));
+    // Without --json the cut is reported on stderr.
+    Test::new()
+        .packs_dir(&packs)
+        .args(["run", "capped"])
+        .run()
+        .success()
+        .stdout_eq("1\n2\n3\n4\n5\n")
+        .stderr_eq("warning: the output was cut at 10 bytes (policy.max_output_bytes)\n");
+}
+
+#[test]
+fn megabytes_of_stderr_and_a_failure_keep_the_tail() {
+    let packs = sh_tool(
+        "noisy",
+        "head -c 5000000 /dev/zero | tr '\\0' x >&2; echo ' LAST LINE' >&2; echo partial; exit 3",
+        json!({}),
+    );
+    let out = Test::new().packs_dir(&packs).args(["run", "noisy"]).run();
+    out.code(2).stdout_eq("partial\n");
+    assert!(
+        out.stderr
+            .ends_with("xxxx LAST LINE\nerror: tool `noisy`: the tool exited with code 3 (allowed exit codes: [0])\n"),
+        "{}",
+        &out.stderr[out.stderr.len().saturating_sub(300)..]
+    );
+    assert!(out.stderr.len() < 1024 * 1024, "stderr is a tail, not all 5 MB: {} bytes", out.stderr.len());
+
+    let out = Test::new().packs_dir(&packs).args(["run", "noisy", "--json"]).run();
+    out.code(2).stderr_eq("");
+    let r = out.json();
+    assert_eq!(r["exit_code"], 3);
+    assert_eq!(r["ok"], false);
+    assert!(r["stderr"].as_str().unwrap().ends_with("x LAST LINE\n"));
+}
+
+#[test]
+fn allowed_exit_codes_make_grep_no_match_a_success() {
+    let manifest = |codes: Value| json!({"name": "find", "description": "d", "command": "grep -e no-such-line -- /dev/null", "policy": {"allowed_exit_codes": codes}});
+    let packs = Packs::new().manifest("find", manifest(json!([0, 1])));
+    let out = Test::new().packs_dir(&packs).args(["run", "find", "--json"]).run();
+    out.success();
+    assert_eq!((out.json()["ok"].clone(), out.json()["exit_code"].clone()), (json!(true), json!(1)));
+    Test::new().packs_dir(&packs).args(["run", "find"]).run().success().stdout_eq("").stderr_eq("");
+
+    let packs = Packs::new().manifest("find", manifest(json!([0])));
+    Test::new()
+        .packs_dir(&packs)
+        .args(["run", "find"])
+        .run()
+        .code(2)
+        .stdout_eq("")
+        .stderr_eq("error: tool `find`: the tool exited with code 1 (allowed exit codes: [0])\n");
+}
+
+#[test]
+fn bundled_search_text_treats_no_match_as_success() {
+    let packs = Packs::new().bundled("search_text.tool.json");
+    let test = Test::new().write("haystack.txt", "alpha\nbeta\n");
+    let out = test.packs_dir(&packs).args(["run", "search_text", "--arg", "pattern=zeta"]).run();
+    out.success().stdout_eq("").stderr_eq("");
+    let test = Test::new().write("haystack.txt", "alpha\nbeta\n");
+    test.packs_dir(&packs)
+        .args(["run", "search_text", "--arg", "pattern=^b", "--arg", "path=haystack.txt"])
+        .run()
+        .success()
+        .stdout_eq("2:beta\n");
+}
+
+#[test]
+fn killed_by_a_signal_is_a_failure() {
+    let packs = sh_tool("killed", "kill -TERM $$", json!({}));
+    let out = Test::new().packs_dir(&packs).args(["run", "killed", "--json"]).run();
+    out.code(2);
+    let r = out.json();
+    assert_eq!(r["exit_code"], Value::Null);
+    assert_eq!(r["timed_out"], false);
+    assert_eq!(r["error"], "the tool was killed by signal 15 (allowed exit codes: [0])");
+}
+
+#[test]
+fn a_missing_program_exits_2() {
+    let packs = Packs::new().manifest(
+        "ghost",
+        json!({"name": "ghost", "description": "d", "command": "packs-test-no-such-program-9c1e --flag"}),
+    );
+    Test::new()
+        .packs_dir(&packs)
+        .args(["run", "ghost"])
+        .run()
+        .code(2)
+        .stdout_eq("")
+        .one_line_error()
+        .stderr_contains("error: tool `ghost`: cannot start `packs-test-no-such-program-9c1e`");
+    let out = Test::new().packs_dir(&packs).args(["run", "ghost", "--json"]).run();
+    out.code(2);
+    assert_eq!(out.json()["error"]["kind"], "execution");
+}
+
+#[test]
+fn a_missing_working_directory_exits_2() {
+    let packs = Packs::new().manifest(
+        "nowhere",
+        json!({"name": "nowhere", "description": "d", "command": {"program": "pwd", "cwd": "/nonexistent/packs-test-dir"}}),
+    );
+    Test::new().packs_dir(&packs).args(["run", "nowhere"]).run().code(2).one_line_error();
+}
+
+#[test]
+fn stdin_is_not_passed_to_the_tool() {
+    let packs = Packs::new().manifest(
+        "reader",
+        json!({"name": "reader", "description": "d", "command": "cat", "policy": {"timeout_secs": 5}}),
+    );
+    let out = Test::new().packs_dir(&packs).args(["run", "reader"]).stdin("secret input\n").run();
+    out.success().stdout_eq("");
+    assert!(out.elapsed < Duration::from_secs(4), "cat waited for input: {:?}", out.elapsed);
+}
