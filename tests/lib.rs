@@ -25,6 +25,8 @@ mod executables;
 mod injection;
 #[path = "suite/library.rs"]
 mod library;
+#[path = "suite/lint.rs"]
+mod lint;
 #[path = "suite/network.rs"]
 mod network;
 #[path = "suite/output.rs"]

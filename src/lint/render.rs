@@ -80,6 +80,8 @@ fn human(report: &Report) -> String {
         if let Some(help) = &d.help {
             r = r.with_notes(vec![format!("help: {help}")]);
         }
+        // Never print the line of a credential: CI logs are read by many.
+        let text = if d.code == "hardcoded-secret" { &None } else { text };
         let rendered = text.as_deref().and_then(|t| range(d, t).map(|rg| (t, rg))).and_then(|(t, rg)| {
             let file = SimpleFile::new(shown(&d.file), t);
             let label = match &d.field {
@@ -91,8 +93,12 @@ fn human(report: &Report) -> String {
         match rendered {
             Some(s) => out.push_str(&s),
             None => {
+                let at = match (d.line, d.column) {
+                    (Some(l), Some(c)) => format!(":{l}:{c}"),
+                    _ => String::new(),
+                };
                 out.push_str(&format!(
-                    "{}[{}]: {}\n  --> {}\n",
+                    "{}[{}]: {}\n  --> {}{at}\n",
                     severity_word(d.severity),
                     d.code,
                     d.message,

@@ -1,0 +1,196 @@
+//! `packs lint` over fixtures with one broken manifest per rule, every output
+//! format snapshot-tested, and `packs test`.
+
+use serde_json::json;
+
+use crate::common::{Packs, REPO, Test};
+
+/// Lint both fixture directories (the second is shadowed by the first) from the repo root.
+fn lint_fixtures(format: &str) -> crate::common::Output {
+    let out = Test::new()
+        .current_dir(REPO)
+        .args(["lint", "tests/fixtures/lint", "tests/fixtures/lint-shadow", "--format", format])
+        .run();
+    out.code(1).no_panic();
+    out
+}
+
+#[test]
+fn human_output() {
+    insta::assert_snapshot!("lint_human", lint_fixtures("human").stdout());
+}
+
+#[test]
+fn json_output() {
+    let out = lint_fixtures("json");
+    insta::assert_json_snapshot!("lint_json", out.json());
+}
+
+#[test]
+fn github_output() {
+    insta::assert_snapshot!("lint_github", lint_fixtures("github").stdout());
+}
+
+#[test]
+fn sarif_output() {
+    let sarif = lint_fixtures("sarif").json();
+    assert_eq!(sarif["version"], "2.1.0");
+    let run = &sarif["runs"][0];
+    let rules: Vec<&str> =
+        run["tool"]["driver"]["rules"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    for result in run["results"].as_array().unwrap() {
+        let id = result["ruleId"].as_str().unwrap();
+        let index = result["ruleIndex"].as_u64().unwrap() as usize;
+        assert_eq!(rules[index], id, "ruleIndex points at the rule");
+        assert!(matches!(result["level"].as_str(), Some("error" | "warning")));
+        let location = &result["locations"][0]["physicalLocation"];
+        assert!(location["artifactLocation"]["uri"].as_str().unwrap().starts_with("tests/fixtures/"));
+    }
+    insta::assert_json_snapshot!("lint_sarif", sarif);
+}
+
+#[test]
+fn every_rule_with_a_fixture_fires_where_expected() {
+    let report = lint_fixtures("json").json();
+    let found: Vec<(String, String)> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["code"].as_str().unwrap().to_owned(), d["file"].as_str().unwrap().to_owned()))
+        .collect();
+    for (code, file) in [
+        ("invalid-json", "invalid-json.tool.json"),
+        ("invalid-toml", "invalid-toml.tool.toml"),
+        ("schema-violation", "schema-violation.tool.json"),
+        ("unknown-key", "unknown-key.tool.json"),
+        ("invalid-name", "invalid-name.tool.json"),
+        ("empty-description", "empty-description.tool.json"),
+        ("long-description", "long-description.tool.json"),
+        ("duplicate-name", "duplicate-name-b.tool.json"),
+        ("shadowed-name", "lint-shadow/good.tool.json"),
+        ("literal-without-default", "literal-without-default.tool.json"),
+        ("default-type-mismatch", "default-problems.tool.json"),
+        ("default-not-in-enum", "default-problems.tool.json"),
+        ("required-with-default", "default-problems.tool.json"),
+        ("enum-type-mismatch", "default-problems.tool.json"),
+        ("unknown-source", "unknown-source.tool.json"),
+        ("invalid-pattern", "pattern-problems.tool.json"),
+        ("pattern-on-non-string", "pattern-problems.tool.json"),
+        ("undeclared-placeholder", "undeclared-placeholder.tool.json"),
+        ("unknown-context-key", "unknown-context-key.tool.json"),
+        ("invalid-template", "invalid-template.tool.json"),
+        ("unused-parameter", "template-warnings.tool.json"),
+        ("optional-renders-empty", "template-warnings.tool.json"),
+        ("extract-field-needs-json", "extract-field-needs-json.tool.json"),
+        ("shell-injection", "shell-injection.tool.json"),
+        ("option-injection", "option-injection.tool.json"),
+        ("hardcoded-secret", "hardcoded-secret.tool.json"),
+        ("implicit-read-only", "implicit-read-only.tool.json"),
+        ("unconfirmed-mutation", "unconfirmed-mutation.tool.json"),
+        ("program-not-found", "program-not-found.tool.json"),
+        ("timeout-out-of-range", "policy-ranges.tool.json"),
+        ("invalid-exit-codes", "policy-ranges.tool.json"),
+        ("invalid-example", "invalid-example.tool.json"),
+        ("bad-describe", "lint/bad-describe"),
+        ("invalid-parameters-schema", "lint/invalid-parameters-schema"),
+    ] {
+        assert!(
+            found.iter().any(|(c, f)| c == code && f.ends_with(file)),
+            "expected `{code}` in {file}; found {found:#?}"
+        );
+    }
+    // The clean manifest among them has nothing to say.
+    assert!(!found.iter().any(|(_, f)| f == "tests/fixtures/lint/good.tool.json"), "{found:#?}");
+}
+
+#[test]
+fn every_code_is_documented() {
+    let docs = std::fs::read_to_string(format!("{REPO}/docs/LINT.md")).expect("docs/LINT.md");
+    for (code, _) in packs::lint::RULES {
+        assert!(docs.contains(&format!("id=\"{code}\"")), "docs/LINT.md has no section for `{code}`");
+    }
+}
+
+#[test]
+fn the_tool_packs_spec_examples_have_no_errors() {
+    let out = Test::new().current_dir(REPO).args(["lint", "tests/fixtures/spec-examples", "--format", "json"]).run();
+    out.success();
+    assert_eq!(out.json()["summary"]["errors"], 0, "{}", out.stdout());
+    assert_eq!(out.json()["summary"]["tools"], 4);
+}
+
+#[test]
+fn bundled_packs_have_no_errors() {
+    let out = Test::new().current_dir(REPO).args(["lint", "packs"]).run();
+    out.success().stdout_contains("0 errors");
+}
+
+#[test]
+fn exit_codes() {
+    // Warnings pass unless --deny-warnings.
+    let warn = Packs::new()
+        .manifest("w", json!({"name": "w", "description": "d", "command": "true", "policy": {"timeout_secs": 0}}));
+    Test::new().args(["lint"]).arg(warn.path()).run().success().stdout_contains("0 errors, 1 warning");
+    Test::new().args(["lint", "--deny-warnings"]).arg(warn.path()).run().code(1);
+    // Lint itself cannot run.
+    Test::new().args(["lint", "no/such/dir"]).run().code(2).stderr_contains("no/such/dir").no_panic();
+    Test::new().args(["lint", "--format", "yaml"]).run().code(1).no_panic();
+    // --strict makes a missing program an error.
+    let missing =
+        Packs::new().manifest("m", json!({"name": "m", "description": "d", "command": "surely-not-installed-xyz"}));
+    Test::new().args(["lint"]).arg(missing.path()).run().success();
+    Test::new().args(["lint", "--strict"]).arg(missing.path()).run().code(1).stdout_contains("program-not-found");
+}
+
+#[test]
+fn default_paths_are_the_search_path() {
+    let packs = Packs::new().manifest("x", json!({"name": "Bad", "description": "d", "command": "true"}));
+    Test::new().env("PACKS_PATH", packs.path()).args(["lint"]).run().code(1).stdout_contains("invalid-name");
+    Test::new().arg("--packs").arg(packs.path()).args(["lint"]).run().code(1).stdout_contains("invalid-name");
+}
+
+#[test]
+fn packs_test_passes_on_the_bundled_packs() {
+    let out = Test::new().current_dir(REPO).args(["test"]).run();
+    out.success();
+    let last = out.stdout().lines().last().unwrap_or_default().to_owned();
+    assert!(last.ends_with(" passed, 0 failed"), "{last}");
+    for line in out.stdout().lines().filter(|l| !l.ends_with(" failed")) {
+        assert!(line.starts_with("PASS "), "{line}");
+    }
+}
+
+#[test]
+fn packs_test_reports_failures_with_expected_and_got() {
+    let packs = Packs::new().manifest(
+        "echoer",
+        json!({
+            "name": "echoer",
+            "description": "echo",
+            "parameters": {"w": {"type": "string", "required": true}},
+            "command": "echo -- {{w}}",
+            "tests": [
+                {"name": "right", "args": {"w": "hi"}, "expect": {"output_equals": "-- hi", "exit_code": 0, "ok": true}},
+                {"name": "wrong output", "args": {"w": "hi"}, "expect": {"output_equals": "bye"}},
+                {"name": "wrong argv", "dry_run": true, "args": {"w": "a"}, "expect": {"argv": ["echo", "a"]}},
+                {"name": "validation", "args": {}, "expect": {"error": "validation"}},
+                {"name": "unexpected error", "args": {"x": 1}, "expect": {"ok": true}}
+            ]
+        }),
+    );
+    let out = Test::new().arg("--packs").arg(packs.path()).args(["test"]).run();
+    out.code(1)
+        .stdout_contains("PASS echoer / right\n")
+        .stdout_contains("FAIL echoer / wrong output\n    output\n      expected: \"bye\"\n      got:      \"-- hi\\n\"\n")
+        .stdout_contains("FAIL echoer / wrong argv\n    argv\n      expected: [\"echo\", \"a\"]\n      got:      [\"echo\", \"--\", \"a\"]\n")
+        .stdout_contains("PASS echoer / validation\n")
+        .stdout_contains("FAIL echoer / unexpected error\n")
+        .stdout_contains("\n2 passed, 3 failed\n");
+    Test::new()
+        .arg("--packs")
+        .arg(packs.path())
+        .args(["test", "nope"])
+        .run()
+        .code(1)
+        .stderr_contains("no tool named `nope`");
+}
