@@ -14,7 +14,9 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod argv;
+pub mod calls;
 pub mod catalog;
 pub mod cli;
 pub mod describe;
@@ -25,6 +27,7 @@ pub mod lint;
 pub mod manifest;
 pub mod output;
 pub mod policy;
+pub mod prompt;
 pub mod runner;
 pub mod source;
 pub mod template;

@@ -62,8 +62,12 @@ pub(super) fn list(catalog: &Catalog, as_json: bool) -> Result<i32> {
     Ok(exit::OK)
 }
 
-pub(super) fn describe(catalog: &Catalog, name: &str) -> Result<i32> {
+pub(super) fn describe(catalog: &Catalog, name: &str, prompt_entry: bool) -> Result<i32> {
     let tool = catalog.get(name)?;
+    if prompt_entry {
+        print(&format!("{}\n", crate::prompt::tool_entry(tool)))?;
+        return Ok(exit::OK);
+    }
     print(&format!("{}\n", serde_json::to_string_pretty(tool.describe())?))?;
     Ok(exit::OK)
 }

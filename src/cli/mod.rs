@@ -1,8 +1,10 @@
 //! The `packs` command line: clap definitions and one function per subcommand.
 
 mod args;
+mod call;
 mod lint;
 mod list;
+mod prompt;
 mod run;
 mod test;
 
@@ -11,6 +13,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+use crate::agent::Agent;
 use crate::catalog::{Catalog, SearchPath};
 use crate::source::Diagnostic;
 
@@ -45,6 +48,10 @@ struct Cli {
     #[arg(short, long, global = true)]
     quiet: bool,
 
+    /// Act as this agent (agents/ID, or $PACKS_AGENTS/ID): its pack directories and tool rules
+    #[arg(long, value_name = "ID", global = true, env = "PACKS_AGENT")]
+    agent: Option<String>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -61,11 +68,18 @@ enum Command {
     Describe {
         /// The tool's name
         name: String,
+        /// Print the tool's terse system-prompt entry instead
+        #[arg(long)]
+        prompt: bool,
     },
     /// Print the --describe JSON of every tool as an array
     Catalog,
     /// Run a tool
     Run(run::RunArgs),
+    /// Read a model's response on stdin, run the tool calls in it, print the results for that API
+    Call(call::CallArgs),
+    /// Print an agent's system prompt: soul.md, then its context modules (and tools)
+    Prompt(prompt::PromptArgs),
     /// Check pack directories and manifests: every problem with file, line, column and a stable code
     Lint(lint::LintArgs),
     /// Run the tests manifests carry (`tests`), through the real pipeline
@@ -98,17 +112,31 @@ pub fn main() -> i32 {
             Ok(exit::OK)
         }
         ref command => {
+            let agent = match load_agent(cli.agent.as_deref(), matches!(command, Command::Prompt(_))) {
+                Ok(a) => a,
+                Err(e) => {
+                    report(&e);
+                    return exit::USAGE;
+                }
+            };
             let only = match command {
-                Command::Describe { name } | Command::Help { name: Some(name) } => Some(name.as_str()),
+                Command::Describe { name, .. } | Command::Help { name: Some(name) } => Some(name.as_str()),
                 Command::Run(args) => Some(args.name()),
                 _ => None,
             };
-            let catalog = load_catalog(&cli.packs, cli.quiet, only);
+            let dirs = match (&agent, cli.packs.is_empty()) {
+                (Some(a), true) => a.pack_dirs(),
+                _ => cli.packs.clone(),
+            };
+            let catalog = load_catalog(&dirs, cli.quiet, only);
+            let agent = agent.as_ref();
             let result = match command {
                 Command::List { json } => list::list(&catalog, *json),
-                Command::Describe { name } => list::describe(&catalog, name),
+                Command::Describe { name, prompt } => list::describe(&catalog, name, *prompt),
                 Command::Catalog => list::catalog(&catalog),
-                Command::Run(args) => run::run(&catalog, args),
+                Command::Run(args) => run::run(&catalog, args, agent),
+                Command::Call(args) => call::call(&catalog, args, agent),
+                Command::Prompt(args) => prompt::prompt(&catalog, args, agent),
                 Command::Test(args) => test::test(&catalog, args),
                 Command::Help { name: Some(name) } => list::help(&catalog, name),
                 Command::Exec(_) | Command::Lint(_) | Command::Help { name: None } => unreachable!("handled above"),
@@ -125,6 +153,16 @@ pub fn main() -> i32 {
             exit::USAGE
         }
     }
+}
+
+/// The agent named by `--agent` (for `packs prompt`, `default` when none is named).
+fn load_agent(id: Option<&str>, want_default: bool) -> anyhow::Result<Option<Agent>> {
+    let id = match (id, want_default) {
+        (Some(id), _) => id,
+        (None, true) => "default",
+        (None, false) => return Ok(None),
+    };
+    Ok(Some(Agent::load(&Agent::root(), id)?))
 }
 
 /// Load the catalog; with `only`, just enough of it to resolve that one name.

@@ -7,6 +7,7 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use super::{args, exit, print, print_diagnostics};
+use crate::agent::Agent;
 use crate::catalog::Catalog;
 use crate::dispatch::{self, ApprovalRequest, ApproveAll, Approver, Context, Plan, ToolError, ToolResult};
 use crate::tool::Tool;
@@ -65,7 +66,7 @@ fn result_code(r: &ToolResult) -> i32 {
 }
 
 /// Exit code for an error before or while starting the tool.
-fn error_code(e: &ToolError) -> i32 {
+pub(super) fn error_code(e: &ToolError) -> i32 {
     match e {
         ToolError::Spawn { .. } => exit::TOOL_FAILED,
         ToolError::PermissionDenied { .. } => exit::DENIED,
@@ -74,7 +75,7 @@ fn error_code(e: &ToolError) -> i32 {
 }
 
 /// Asks on the terminal; without one (stdin or stderr not a terminal), denies.
-struct TerminalApprover;
+pub(super) struct TerminalApprover;
 
 impl Approver for TerminalApprover {
     fn approve(&self, request: &ApprovalRequest) -> bool {
@@ -99,20 +100,27 @@ impl Approver for TerminalApprover {
     }
 }
 
-pub(super) fn run(catalog: &Catalog, a: &RunArgs) -> Result<i32> {
-    let outcome = match catalog.get(&a.name) {
-        Err(e) => Err(e.into()),
-        Ok(tool) => match args::arguments(tool, a.input.as_deref(), &a.args)
+/// The agent's tool rules: a tool it does not allow is denied before anything else.
+pub(super) fn agent_allows(agent: Option<&Agent>, tool: &Tool) -> Result<(), ToolError> {
+    match agent {
+        Some(a) if !a.allows(tool.name()) => Err(ToolError::PermissionDenied {
+            tool: tool.name().to_owned(),
+            reason: format!("agent `{}` does not allow it (agent.toml `tools`/`deny`)", a.id),
+        }),
+        _ => Ok(()),
+    }
+}
+
+pub(super) fn run(catalog: &Catalog, a: &RunArgs, agent: Option<&Agent>) -> Result<i32> {
+    let outcome = catalog.get(&a.name).map_err(ToolError::from).and_then(|tool| {
+        agent_allows(agent, tool)?;
+        let (raw, context) = args::arguments(tool, a.input.as_deref(), &a.args)
             .and_then(|raw| Ok((raw, args::context(&a.context)?)))
-        {
-            Ok((raw, context)) => {
-                let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
-                plan_and_run(tool, raw, &context, a.dry_run, approver)
-            }
             // A bad --arg, --context or JSON argument is the caller's mistake, like a validation error.
-            Err(e) => Err(ToolError::InvalidArguments { tool: tool.name().to_owned(), message: format!("{e:#}") }),
-        },
-    };
+            .map_err(|e| ToolError::InvalidArguments { tool: tool.name().to_owned(), message: format!("{e:#}") })?;
+        let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
+        plan_and_run(tool, raw, &context, a.dry_run, approver)
+    });
     match outcome {
         Err(e) => {
             if a.json {

@@ -1,0 +1,118 @@
+//! Agents: `agents/<id>/` with `soul.md`, `context/*.md` and `agent.toml`.
+
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+
+/// Where agents live when `PACKS_AGENTS` is not set.
+pub const DEFAULT_AGENTS_DIR: &str = "agents";
+
+/// `agent.toml`. Unknown keys are errors: a typo in `deny` must not allow a tool.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Tools the agent may use (names or globs); absent means all.
+    pub tools: Option<Vec<String>>,
+    /// Tools the agent may never use (names or globs).
+    pub deny: Vec<String>,
+    /// Tools that always need approval (names or globs).
+    pub ask: Vec<String>,
+    /// The highest permission tier the agent may use.
+    pub max_tier: Option<String>,
+    /// The agent's pack directories, relative to the agent's directory.
+    pub packs: Vec<PathBuf>,
+    /// The agent's default mode (`Coding`, `Dictation`...).
+    pub mode: Option<String>,
+}
+
+/// A loaded agent.
+#[derive(Debug, Clone)]
+pub struct Agent {
+    /// Its id (the directory name).
+    pub id: String,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Its `agent.toml` (defaults when there is none).
+    pub config: AgentConfig,
+    allow: Option<GlobSet>,
+    deny: GlobSet,
+}
+
+/// Why an agent could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// The id is not a plain name.
+    #[error("agent id `{0}` is not a name (letters, digits, `-`, `_`)")]
+    BadId(String),
+    /// No such directory.
+    #[error("no agent `{id}`: {} is not a directory", dir.display())]
+    NotFound {
+        /// The id.
+        id: String,
+        /// Where it was looked for.
+        dir: PathBuf,
+    },
+    /// `agent.toml` does not parse.
+    #[error("{}: {message}", path.display())]
+    BadConfig {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+}
+
+impl Agent {
+    /// Load agent `id` from `root` (`PACKS_AGENTS`, else `./agents`).
+    pub fn load(root: &Path, id: &str) -> Result<Self, AgentError> {
+        if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err(AgentError::BadId(id.to_owned()));
+        }
+        let dir = root.join(id);
+        if !dir.is_dir() {
+            return Err(AgentError::NotFound { id: id.to_owned(), dir });
+        }
+        let path = dir.join("agent.toml");
+        let config: AgentConfig = match std::fs::read_to_string(&path) {
+            Ok(text) => toml::from_str(&text).map_err(|e| {
+                let at = e.span().map(|s| {
+                    let line = text[..s.start].matches('\n').count() + 1;
+                    format!("line {line}: ")
+                });
+                AgentError::BadConfig {
+                    path: path.clone(),
+                    message: format!("{}{}", at.unwrap_or_default(), e.message()),
+                }
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => AgentConfig::default(),
+            Err(e) => return Err(AgentError::BadConfig { path, message: e.to_string() }),
+        };
+        let globs = |patterns: &[String]| -> Result<GlobSet, AgentError> {
+            let mut b = GlobSetBuilder::new();
+            for p in patterns {
+                b.add(Glob::new(p).map_err(|e| AgentError::BadConfig { path: path.clone(), message: e.to_string() })?);
+            }
+            b.build().map_err(|e| AgentError::BadConfig { path: path.clone(), message: e.to_string() })
+        };
+        let allow = config.tools.as_deref().map(globs).transpose()?;
+        let deny = globs(&config.deny)?;
+        Ok(Self { id: id.to_owned(), dir, config, allow, deny })
+    }
+
+    /// The agents root: `PACKS_AGENTS`, else `./agents`.
+    pub fn root() -> PathBuf {
+        std::env::var_os("PACKS_AGENTS").map_or_else(|| PathBuf::from(DEFAULT_AGENTS_DIR), PathBuf::from)
+    }
+
+    /// Whether the agent may use the tool `name` (its `tools` allow-list, then `deny`).
+    pub fn allows(&self, name: &str) -> bool {
+        self.allow.as_ref().is_none_or(|a| a.is_match(name)) && !self.deny.is_match(name)
+    }
+
+    /// The agent's pack directories, resolved against its directory.
+    pub fn pack_dirs(&self) -> Vec<PathBuf> {
+        self.config.packs.iter().map(|p| self.dir.join(p)).collect()
+    }
+}

@@ -1,0 +1,97 @@
+//! `packs call`: a model's response in, tool results out, in that API's shape.
+
+use std::io::Read;
+
+use anyhow::{Context as _, Result};
+use serde_json::{Value, json};
+
+use super::run::{TerminalApprover, agent_allows};
+use super::{args, print};
+use crate::agent::Agent;
+use crate::calls::{self, CallFormat, CallResult, FoundCall};
+use crate::catalog::Catalog;
+use crate::dispatch::{self, ApproveAll, Approver, Context, ToolError, ToolResult};
+use crate::output::OutputFormat;
+
+#[derive(clap::Args, Debug)]
+pub(super) struct CallArgs {
+    /// The response's format
+    #[arg(long, value_enum, default_value = "auto")]
+    format: CallFormat,
+    /// Approve calls that need confirmation (stdin carries the response, so packs cannot ask)
+    #[arg(short = 'y', long)]
+    yes: bool,
+    /// Set a context value (url, selection, clipboard, file, cwd, transcript)
+    #[arg(long = "context", value_name = "KEY=VALUE")]
+    context: Vec<String>,
+}
+
+pub(super) fn call(catalog: &Catalog, a: &CallArgs, agent: Option<&Agent>) -> Result<i32> {
+    let mut input = String::new();
+    std::io::stdin().read_to_string(&mut input).context("reading the model's response from stdin")?;
+    let context = args::context(&a.context)?;
+    let (format, found) = calls::find_calls(&input, a.format)?;
+    if found.is_empty() {
+        return Ok(0);
+    }
+    let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
+    let results: Vec<CallResult> = found.into_iter().map(|c| answer(catalog, c, &context, agent, approver)).collect();
+    print(&calls::render_results(&results, format))?;
+    Ok(0)
+}
+
+/// Run one call; every failure becomes an error result the model can read.
+fn answer(
+    catalog: &Catalog,
+    call: FoundCall,
+    context: &Context,
+    agent: Option<&Agent>,
+    approver: &dyn Approver,
+) -> CallResult {
+    let args = match &call.args {
+        Ok(args) => args.clone(),
+        Err(message) => {
+            let value = json!({"error": {"kind": "validation", "message": message, "retryable": true}});
+            return CallResult { call, ok: false, content: value.to_string(), value };
+        }
+    };
+    let outcome = catalog
+        .get(&call.name)
+        .map_err(ToolError::from)
+        .and_then(|tool| agent_allows(agent, tool).map(|()| tool))
+        .and_then(|tool| dispatch::call(tool, args, context, approver, |_, _| {}).map(|r| (tool, r)));
+    match outcome {
+        Err(e) => {
+            let value = e.to_json();
+            CallResult { call, ok: false, content: value.to_string(), value }
+        }
+        Ok((_, r)) if !r.ok => {
+            let value = failure(&r);
+            CallResult { call, ok: false, content: value.to_string(), value }
+        }
+        Ok((tool, r)) => {
+            let value = match tool.output_spec().format {
+                OutputFormat::Json => serde_json::from_str(&r.output).unwrap_or(Value::Null),
+                _ => Value::Null,
+            };
+            CallResult { call, ok: true, content: r.output, value }
+        }
+    }
+}
+
+/// A tool that ran and failed, as the model sees it.
+fn failure(r: &ToolResult) -> Value {
+    let kind = if r.timed_out { "timeout" } else { "execution" };
+    let tail: String = {
+        let chars: Vec<char> = r.stderr.chars().collect();
+        chars[chars.len().saturating_sub(2000)..].iter().collect()
+    };
+    json!({"error": {
+        "kind": kind,
+        "message": r.error,
+        "exit_code": r.exit_code,
+        "stderr": tail,
+        "output": r.display,
+        "retryable": r.timed_out,
+    }})
+}

@@ -1,0 +1,48 @@
+//! `packs prompt`.
+
+use std::io::Write;
+
+use anyhow::Result;
+
+use super::args;
+use crate::agent::Agent;
+use crate::catalog::Catalog;
+use crate::prompt;
+use crate::tool::Tool;
+
+#[derive(clap::Args, Debug)]
+pub(super) struct PromptArgs {
+    /// Append a tools section: each tool the agent may use, tersely
+    #[arg(long)]
+    tools: bool,
+    /// Keep only tools whose `modes` include this mode or `Global` (default: the agent's `mode`)
+    #[arg(long)]
+    mode: Option<String>,
+    /// Set a context value used by `--format gemma` examples (url, selection, ...)
+    #[arg(long = "context", value_name = "KEY=VALUE")]
+    context: Vec<String>,
+}
+
+/// The tools an agent may use in a mode, in catalog order.
+pub(super) fn agent_tools<'c>(catalog: &'c Catalog, agent: Option<&Agent>, mode: Option<&str>) -> Vec<&'c Tool> {
+    catalog
+        .tools()
+        .filter(|t| agent.is_none_or(|a| a.allows(t.name())))
+        .filter(|t| mode.is_none_or(|m| prompt::in_mode(t, m)))
+        .collect()
+}
+
+pub(super) fn prompt(catalog: &Catalog, a: &PromptArgs, agent: Option<&Agent>) -> Result<i32> {
+    let Some(agent) = agent else { anyhow::bail!("no agent") };
+    let _context = args::context(&a.context)?;
+    let mut text = prompt::compose(&agent.dir)?;
+    if a.tools {
+        let mode = a.mode.as_deref().or(agent.config.mode.as_deref());
+        text.push_str(&prompt::tools_section(&agent_tools(catalog, Some(agent), mode)));
+    }
+    // Byte for byte: no newline is added.
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(0)
+}

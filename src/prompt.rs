@@ -1,0 +1,150 @@
+//! System prompts: an agent's soul, its context modules, and a terse tools section.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::tool::Tool;
+
+/// Between the soul and each context module.
+pub const SEPARATOR: &str = "\n---\n";
+
+/// Why a prompt could not be composed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PromptError {
+    /// The agent has no `soul.md`.
+    #[error("{} is missing: an agent needs a soul", path.display())]
+    MissingSoul {
+        /// Where it was looked for.
+        path: PathBuf,
+    },
+    /// A file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// `soul.md`, then each `context/*.md` in name order, each after `\n---\n`, byte for byte.
+pub fn compose(agent_dir: &Path) -> Result<String, PromptError> {
+    let soul_path = agent_dir.join("soul.md");
+    let read =
+        |path: &Path| std::fs::read(path).map_err(|source| PromptError::Unreadable { path: path.to_owned(), source });
+    let mut out = match std::fs::read(&soul_path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(PromptError::MissingSoul { path: soul_path }),
+        Err(source) => return Err(PromptError::Unreadable { path: soul_path, source }),
+    };
+    let context = agent_dir.join("context");
+    let mut modules: Vec<PathBuf> = match std::fs::read_dir(&context) {
+        Ok(entries) => entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "md") && p.is_file())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    modules.sort();
+    for m in modules {
+        out.extend_from_slice(SEPARATOR.as_bytes());
+        out.extend_from_slice(&read(&m)?);
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Whether a tool is offered in `mode`: its `modes` include it or `Global`, or it has none.
+pub fn in_mode(tool: &Tool, mode: &str) -> bool {
+    let modes = tool.manifest().map(|m| m.modes.as_slice()).unwrap_or_default();
+    modes.is_empty() || modes.iter().any(|m| m.eq_ignore_ascii_case(mode) || m.eq_ignore_ascii_case("Global"))
+}
+
+/// The input shape of a tool, tersely: `{"path": string, "human_readable"?: boolean}`.
+pub fn input_shape(parameters: &Value) -> String {
+    let required: Vec<&str> = parameters
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let props = parameters.get("properties").and_then(Value::as_object);
+    let parts: Vec<String> = props
+        .into_iter()
+        .flatten()
+        .map(|(name, schema)| {
+            let ty = match schema.get("enum").and_then(Value::as_array) {
+                Some(values) => values.iter().map(Value::to_string).collect::<Vec<_>>().join("|"),
+                None => schema.get("type").and_then(Value::as_str).unwrap_or("any").to_owned(),
+            };
+            let opt = if required.contains(&name.as_str()) { "" } else { "?" };
+            format!("\"{name}\"{opt}: {ty}")
+        })
+        .collect();
+    format!("{{{}}}", parts.join(", "))
+}
+
+/// One tool's entry in a system prompt: `- name: first line of the description. Input: {...}`.
+pub fn tool_entry(tool: &Tool) -> String {
+    let description = tool.description().lines().next().unwrap_or_default().trim_end_matches('.');
+    format!("- {}: {description}. Input: {}", tool.name(), input_shape(&tool.describe().parameters))
+}
+
+/// The tools section appended by `packs prompt --tools`.
+pub fn tools_section(tools: &[&Tool]) -> String {
+    let mut s = String::from(SEPARATOR);
+    s.push_str("# Tools\n\nCall a tool with a JSON object matching its input. `?` marks optional fields.\n\n");
+    for t in tools {
+        s.push_str(&tool_entry(t));
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(soul: Option<&str>, modules: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        if let Some(s) = soul {
+            std::fs::write(dir.path().join("soul.md"), s).unwrap();
+        }
+        if !modules.is_empty() {
+            std::fs::create_dir(dir.path().join("context")).unwrap();
+        }
+        for (name, text) in modules {
+            std::fs::write(dir.path().join("context").join(name), text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn composition_is_byte_exact() {
+        let a = agent(Some("SOUL\n"), &[("b.md", "B"), ("a.md", "A\n"), ("c.txt", "ignored")]);
+        assert_eq!(compose(a.path()).unwrap(), "SOUL\n\n---\nA\n\n---\nB");
+        let a = agent(Some("S"), &[("02.md", "two"), ("01.md", "one $HOME {{x}} **b**")]);
+        assert_eq!(compose(a.path()).unwrap(), "S\n---\none $HOME {{x}} **b**\n---\ntwo");
+        assert_eq!(compose(agent(Some("only\n"), &[]).path()).unwrap(), "only\n");
+        assert_eq!(compose(agent(Some(""), &[]).path()).unwrap(), "");
+    }
+
+    #[test]
+    fn empty_context_dir_and_missing_soul() {
+        let a = agent(Some("S\n"), &[]);
+        std::fs::create_dir(a.path().join("context")).unwrap();
+        assert_eq!(compose(a.path()).unwrap(), "S\n");
+        let e = compose(agent(None, &[]).path()).unwrap_err();
+        assert!(e.to_string().contains("soul.md is missing"), "{e}");
+    }
+
+    #[test]
+    fn input_shape_is_terse() {
+        let p = serde_json::json!({"type": "object", "properties": {
+            "path": {"type": "string"}, "unit": {"type": "string", "enum": ["c", "f"]}, "n": {"type": "integer"}
+        }, "required": ["path"]});
+        assert_eq!(input_shape(&p), r#"{"path": string, "unit"?: "c"|"f", "n"?: integer}"#);
+    }
+}
