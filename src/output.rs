@@ -91,7 +91,7 @@ pub fn shape(
             };
             let text = match &value {
                 Value::String(s) => s.clone(),
-                other => serde_json::to_string_pretty(other).unwrap_or_default(),
+                other => other.to_string(),
             };
             (text, Some(value))
         }

@@ -21,6 +21,8 @@ mod common;
 mod exec;
 #[path = "suite/executables.rs"]
 mod executables;
+#[path = "suite/frontends.rs"]
+mod frontends;
 #[path = "suite/injection.rs"]
 mod injection;
 #[path = "suite/library.rs"]

@@ -1,0 +1,256 @@
+//! Front-ends: `packs prompt` (agents), `packs describe --prompt`, and `packs call`
+//! for every model API's response shape.
+
+use serde_json::{Value, json};
+
+use crate::common::{Packs, Test};
+
+/// An agents root with one agent `a`.
+fn agents(soul: Option<&str>, modules: &[(&str, &str)], toml: &str) -> Packs {
+    let mut p = Packs::new().file("a/agent.toml", toml);
+    if let Some(s) = soul {
+        p = p.file("a/soul.md", s);
+    }
+    for (name, text) in modules {
+        p = p.file(&format!("a/context/{name}"), text);
+    }
+    p
+}
+
+fn tools() -> Packs {
+    Packs::new()
+        .manifest(
+            "echo_words",
+            json!({
+                "name": "echo_words", "description": "Echo words back.\nSecond line is not shown.",
+                "modes": ["Coding"],
+                "parameters": {"words": {"type": "string", "required": true}, "loud": {"type": "boolean"}},
+                "command": {"program": "echo", "args": ["{{#if loud}}LOUD{{/if}}", "--", "{{words}}"]}
+            }),
+        )
+        .manifest(
+            "count",
+            json!({
+                "name": "count", "description": "Print JSON with a count",
+                "parameters": {"n": {"type": "integer", "required": true, "enum": [1, 2]}},
+                "command": {"program": "printf", "args": ["{\"n\": %s}", "{{n}}"]},
+                "output": {"format": "json"}
+            }),
+        )
+        .manifest(
+            "guarded",
+            json!({"name": "guarded", "description": "Needs approval", "command": "echo ran", "policy": {"confirm_before_run": true}}),
+        )
+}
+
+#[test]
+fn prompt_is_soul_then_modules_byte_for_byte() {
+    let a = agents(Some("SOUL\n"), &[("b.md", "B"), ("a.md", "A\n"), ("notes.txt", "ignored")], "");
+    Test::new()
+        .env("PACKS_AGENTS", a.path())
+        .args(["prompt", "--agent", "a"])
+        .run()
+        .success()
+        .stdout_eq("SOUL\n\n---\nA\n\n---\nB");
+    let a = agents(Some("S"), &[("02-second.md", "2"), ("01-first.md", "$HOME {{x}} `code` *md*")], "");
+    Test::new()
+        .env("PACKS_AGENTS", a.path())
+        .args(["--agent", "a", "prompt"])
+        .run()
+        .success()
+        .stdout_eq("S\n---\n$HOME {{x}} `code` *md*\n---\n2");
+    let a = agents(Some(""), &[], "");
+    Test::new().env("PACKS_AGENTS", a.path()).args(["prompt", "--agent", "a"]).run().success().stdout_eq("");
+}
+
+#[test]
+fn prompt_errors_name_the_path() {
+    let a = agents(None, &[], "");
+    Test::new()
+        .env("PACKS_AGENTS", a.path())
+        .args(["prompt", "--agent", "a"])
+        .run()
+        .code(1)
+        .stderr_contains("soul.md is missing")
+        .one_line_error();
+    Test::new()
+        .env("PACKS_AGENTS", a.path())
+        .args(["prompt", "--agent", "nobody"])
+        .run()
+        .code(1)
+        .stderr_contains("no agent `nobody`");
+    Test::new()
+        .env("PACKS_AGENTS", a.path())
+        .args(["prompt", "--agent", "../etc"])
+        .run()
+        .code(1)
+        .stderr_contains("is not a name");
+    let bad = agents(Some("S"), &[], "dney = [\"x\"]\n");
+    Test::new()
+        .env("PACKS_AGENTS", bad.path())
+        .args(["prompt", "--agent", "a"])
+        .run()
+        .code(1)
+        .stderr_contains("agent.toml")
+        .stderr_contains("dney");
+}
+
+#[test]
+fn prompt_tools_section_follows_mode_and_agent_rules() {
+    let a = agents(Some("S\n"), &[], "deny = [\"guard*\"]\n");
+    let t = tools();
+    let out = Test::new()
+        .env("PACKS_AGENTS", a.path())
+        .arg("--packs")
+        .arg(t.path())
+        .args(["prompt", "--agent", "a", "--tools"])
+        .run();
+    out.success()
+        .stdout_contains("S\n\n---\n# Tools\n")
+        .stdout_contains("- count: Print JSON with a count. Input: {\"n\": 1|2}\n")
+        .stdout_contains("- echo_words: Echo words back. Input: {\"words\": string, \"loud\"?: boolean}\n")
+        .stdout_lacks("guarded")
+        .stdout_lacks("Second line");
+    let out = Test::new()
+        .env("PACKS_AGENTS", a.path())
+        .arg("--packs")
+        .arg(t.path())
+        .args(["prompt", "--agent", "a", "--tools", "--mode", "Dictation"])
+        .run();
+    out.success().stdout_contains("- count:").stdout_lacks("echo_words");
+}
+
+#[test]
+fn describe_prompt_entry() {
+    Test::new()
+        .arg("--packs")
+        .arg(tools().path())
+        .args(["describe", "count", "--prompt"])
+        .run()
+        .success()
+        .stdout_eq("- count: Print JSON with a count. Input: {\"n\": 1|2}\n");
+}
+
+fn call(input: &str, extra: &[&str]) -> crate::common::Output {
+    Test::new().arg("--packs").arg(tools().path()).arg("call").args(extra).stdin(input.as_bytes().to_vec()).run()
+}
+
+#[test]
+fn openai_chat_calls() {
+    let input = json!({"choices": [{"message": {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "echo_words", "arguments": "{\"words\": \"hi; rm -rf ~\"}"}},
+        {"id": "c2", "type": "function", "function": {"name": "count", "arguments": "{\"n\": 3}"}},
+        {"id": "c3", "type": "function", "function": {"name": "guarded", "arguments": "{}"}},
+        {"id": "c4", "type": "function", "function": {"name": "nope", "arguments": "{}"}},
+        {"id": "c5", "type": "function", "function": {"name": "count", "arguments": "{not json"}}
+    ]}}]});
+    let out = call(&input.to_string(), &[]);
+    out.success();
+    let msgs = out.json();
+    assert_eq!(msgs[0], json!({"role": "tool", "tool_call_id": "c1", "content": "-- hi; rm -rf ~\n"}));
+    let content = |i: usize| -> Value { serde_json::from_str(msgs[i]["content"].as_str().unwrap()).unwrap() };
+    assert_eq!(content(1)["error"]["kind"], "validation");
+    assert_eq!(content(1)["error"]["errors"][0]["field"], "n");
+    assert_eq!(content(1)["error"]["errors"][0]["schema"]["enum"], json!([1, 2]));
+    assert_eq!(content(2)["error"]["kind"], "permission_denied");
+    assert_eq!(content(3)["error"]["kind"], "not_found");
+    assert_eq!(content(4)["error"]["kind"], "validation");
+    assert_eq!(msgs[4]["tool_call_id"], "c5");
+    // --yes approves.
+    let out = call(
+        &json!({"tool_calls": [{"id": "g", "type": "function", "function": {"name": "guarded", "arguments": ""}}]})
+            .to_string(),
+        &["--yes"],
+    );
+    assert_eq!(out.success().json()[0]["content"], "ran\n");
+}
+
+#[test]
+fn openai_responses_calls() {
+    let input = json!({"output": [
+        {"type": "message", "content": []},
+        {"type": "function_call", "call_id": "r1", "name": "count", "arguments": "{\"n\": 2}"}
+    ]});
+    let out = call(&input.to_string(), &[]);
+    assert_eq!(out.success().json(), json!([{"type": "function_call_output", "call_id": "r1", "output": "{\"n\":2}"}]));
+}
+
+#[test]
+fn anthropic_calls() {
+    let input = json!({"role": "assistant", "stop_reason": "tool_use", "content": [
+        {"type": "text", "text": "Let me check."},
+        {"type": "tool_use", "id": "tu1", "name": "count", "input": {"n": 1}},
+        {"type": "tool_use", "id": "tu2", "name": "count", "input": {"n": "one"}}
+    ]});
+    let out = call(&input.to_string(), &[]);
+    let msg = out.success().json();
+    assert_eq!(msg["role"], "user");
+    assert_eq!(
+        msg["content"][0],
+        json!({"type": "tool_result", "tool_use_id": "tu1", "content": "{\"n\":1}", "is_error": false})
+    );
+    assert_eq!(msg["content"][1]["tool_use_id"], "tu2");
+    assert_eq!(msg["content"][1]["is_error"], true);
+}
+
+#[test]
+fn ollama_calls_with_object_or_string_arguments() {
+    let input = json!({"model": "llama3.2", "message": {"role": "assistant", "tool_calls": [
+        {"function": {"name": "echo_words", "arguments": {"words": "a b", "loud": true}}},
+        {"function": {"name": "count", "arguments": "{\"n\": 2}"}}
+    ]}});
+    let out = call(&input.to_string(), &[]);
+    assert_eq!(
+        out.success().json(),
+        json!([
+            {"role": "tool", "tool_name": "echo_words", "content": "LOUD -- a b\n"},
+            {"role": "tool", "tool_name": "count", "content": "{\"n\":2}"}
+        ])
+    );
+}
+
+#[test]
+fn functiongemma_calls() {
+    let input = "Sure.\n<start_function_call>call:echo_words{words:<escape>x, y {z}<escape>,loud:false}<end_function_call>\ncall:count{n:2}";
+    let out = call(input, &[]);
+    out.success().stdout_eq(
+        "<start_function_response>response:echo_words{result:<escape>-- x, y {z}\n<escape>}<end_function_response>\n\
+         <start_function_response>response:count{n:2}<end_function_response>\n",
+    );
+    let out = call("call:count{n:<escape>open}", &[]);
+    out.success().stdout_contains("<start_function_response>response:count{error:").stdout_contains("does not parse");
+}
+
+#[test]
+fn no_calls_print_nothing() {
+    call("Just a friendly answer, no tools.", &[]).success().stdout_eq("");
+    call(&json!({"choices": [{"message": {"role": "assistant", "content": "hi"}}]}).to_string(), &[])
+        .success()
+        .stdout_eq("");
+}
+
+#[test]
+fn agent_rules_apply_to_calls() {
+    let a = agents(Some("S"), &[], "tools = [\"count\"]\n");
+    let out = Test::new()
+        .env("PACKS_AGENTS", a.path())
+        .arg("--packs")
+        .arg(tools().path())
+        .args(["--agent", "a", "call"])
+        .stdin(
+            json!({"tool_calls": [{"id": "1", "function": {"name": "echo_words", "arguments": "{\"words\": \"x\"}"}}]})
+                .to_string()
+                .into_bytes(),
+        )
+        .run();
+    let content: Value = serde_json::from_str(out.success().json()[0]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content["error"]["kind"], "permission_denied");
+    Test::new()
+        .env("PACKS_AGENTS", a.path())
+        .arg("--packs")
+        .arg(tools().path())
+        .args(["--agent", "a", "run", "echo_words", "--arg", "words=x"])
+        .run()
+        .code(3)
+        .stderr_contains("does not allow");
+}
