@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use crate::policy::Tier;
 use serde::Deserialize;
 
 /// Where agents live when `PACKS_AGENTS` is not set.
@@ -37,6 +39,8 @@ pub struct Agent {
     pub config: AgentConfig,
     allow: Option<GlobSet>,
     deny: GlobSet,
+    ask: GlobSet,
+    max_tier: Option<Tier>,
 }
 
 /// Why an agent could not be loaded.
@@ -98,7 +102,14 @@ impl Agent {
         };
         let allow = config.tools.as_deref().map(globs).transpose()?;
         let deny = globs(&config.deny)?;
-        Ok(Self { id: id.to_owned(), dir, config, allow, deny })
+        let ask = globs(&config.ask)?;
+        let max_tier = config
+            .max_tier
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|message| AgentError::BadConfig { path: path.clone(), message })?;
+        Ok(Self { id: id.to_owned(), dir, config, allow, deny, ask, max_tier })
     }
 
     /// The agents root: `PACKS_AGENTS`, else `./agents`.
@@ -109,6 +120,16 @@ impl Agent {
     /// Whether the agent may use the tool `name` (its `tools` allow-list, then `deny`).
     pub fn allows(&self, name: &str) -> bool {
         self.allow.as_ref().is_none_or(|a| a.is_match(name)) && !self.deny.is_match(name)
+    }
+
+    /// Whether calls of `name` always need approval (`ask`).
+    pub fn asks(&self, name: &str) -> bool {
+        self.ask.is_match(name)
+    }
+
+    /// The highest tier the agent may use.
+    pub fn max_tier(&self) -> Option<Tier> {
+        self.max_tier
     }
 
     /// The agent's pack directories, resolved against its directory.

@@ -9,18 +9,21 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::agent::Agent;
 use crate::argv::{RenderFailure, Values};
 use crate::catalog::{Catalog, LookupError};
 use crate::output;
+use crate::policy::Tier;
 use crate::runner::{self, Invocation, SpawnError, Stream};
 use crate::template::CONTEXT_KEYS;
 use crate::tool::{Body, Tool};
 
 /// The caller's context: values such as the active URL or selection that fill
 /// context-sourced parameters and `{{context.KEY}}` placeholders.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct Context {
     values: Map<String, Value>,
+    agent: Option<std::sync::Arc<Agent>>,
 }
 
 impl Context {
@@ -41,6 +44,17 @@ impl Context {
     /// The values, as a JSON object.
     pub fn values(&self) -> &Map<String, Value> {
         &self.values
+    }
+
+    /// Calls are made on behalf of `agent`: its allow/deny/ask lists and `max_tier` apply.
+    pub fn with_agent(mut self, agent: Agent) -> Self {
+        self.agent = Some(std::sync::Arc::new(agent));
+        self
+    }
+
+    /// The agent calls are made for, if any.
+    pub fn agent(&self) -> Option<&Agent> {
+        self.agent.as_deref()
     }
 }
 
@@ -95,11 +109,13 @@ pub enum ToolError {
         /// Why.
         message: String,
     },
-    /// The call needs approval and did not get it.
-    #[error("permission denied for `{tool}`: {reason}")]
+    /// The call is not allowed, or needed approval and did not get it.
+    #[error("permission denied for `{tool}` (tier {tier}): {reason}")]
     PermissionDenied {
         /// The tool.
         tool: String,
+        /// The tool's tier.
+        tier: Tier,
         /// Why.
         reason: String,
     },
@@ -140,6 +156,10 @@ impl ToolError {
         e.insert("retryable".into(), self.retryable().into());
         if let Self::Validation { errors, .. } = self {
             e.insert("errors".into(), serde_json::to_value(errors).unwrap_or_default());
+        }
+        if let Self::PermissionDenied { tier, reason, .. } = self {
+            e.insert("tier".into(), tier.as_str().into());
+            e.insert("reason".into(), reason.clone().into());
         }
         serde_json::json!({ "error": e })
     }
@@ -462,23 +482,79 @@ impl Approver for ApproveAll {
     }
 }
 
-/// The approval a planned call needs, if any.
-pub fn approval_needed(tool: &Tool, plan: &Plan) -> Option<ApprovalRequest> {
-    tool.policy().confirm_before_run.then(|| ApprovalRequest {
-        tool: tool.name().to_owned(),
-        reason: "it asks to be confirmed before each run (policy.confirm_before_run)".to_owned(),
-        argv: plan.invocation.argv.iter().map(|a| plan.mask(a)).collect(),
-        cwd: plan.invocation.cwd.clone(),
-    })
+/// What the rules say about a call, before anyone is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// It may run.
+    Allow,
+    /// It may run if a person approves; why approval is needed.
+    Ask(String),
+    /// It may not run; why.
+    Deny(String),
 }
 
-/// Ask `approver` when the planned call needs approval; a denial is an error.
-pub fn authorize(tool: &Tool, plan: &Plan, approver: &dyn Approver) -> Result<(), ToolError> {
-    match approval_needed(tool, plan) {
-        Some(request) if !approver.approve(&request) => Err(ToolError::PermissionDenied {
+/// Decide a call of `tool` for the agent in `context` (fail closed).
+///
+/// With an agent: a tool outside its `tools` or inside its `deny` is denied, a tier
+/// above its `max_tier` is denied, and a tool in its `ask` or of tier `elevated`
+/// needs approval. Without one: everything up to `system` runs, `elevated` needs approval.
+pub fn decide(tool: &Tool, context: &Context) -> Decision {
+    let tier = tool.tier();
+    if let Some(agent) = context.agent() {
+        if !agent.allows(tool.name()) {
+            return Decision::Deny(format!("agent `{}` does not allow it (agent.toml `tools`/`deny`)", agent.id));
+        }
+        if let Some(max) = agent.max_tier().filter(|max| tier > *max) {
+            return Decision::Deny(format!("its tier {tier} is above agent `{}`'s max_tier {max}", agent.id));
+        }
+        if agent.asks(tool.name()) {
+            return Decision::Ask(format!("agent `{}` asks for approval of it (agent.toml `ask`)", agent.id));
+        }
+    }
+    if tier == Tier::Elevated {
+        let why = if tool.policy().confirm_before_run {
+            "it asks to be confirmed before each run (policy.confirm_before_run)"
+        } else {
+            "its tier is elevated"
+        };
+        return Decision::Ask(why.to_owned());
+    }
+    Decision::Allow
+}
+
+/// The approval a planned call needs, if any (None also when it is denied outright).
+pub fn approval_needed(tool: &Tool, plan: &Plan, context: &Context) -> Option<ApprovalRequest> {
+    match decide(tool, context) {
+        Decision::Ask(reason) => Some(ApprovalRequest {
             tool: tool.name().to_owned(),
-            reason: format!("{} and was not approved", request.reason),
+            reason,
+            argv: plan.invocation.argv.iter().map(|a| plan.mask(a)).collect(),
+            cwd: plan.invocation.cwd.clone(),
         }),
+        Decision::Allow | Decision::Deny(_) => None,
+    }
+}
+
+/// The error for a call the rules deny.
+fn denied(tool: &Tool, reason: String) -> ToolError {
+    ToolError::PermissionDenied { tool: tool.name().to_owned(), tier: tool.tier(), reason }
+}
+
+/// Deny a call outright when the rules say so (before validating or planning it).
+pub fn check_allowed(tool: &Tool, context: &Context) -> Result<(), ToolError> {
+    match decide(tool, context) {
+        Decision::Deny(reason) => Err(denied(tool, reason)),
+        Decision::Allow | Decision::Ask(_) => Ok(()),
+    }
+}
+
+/// Apply the rules to a planned call: deny, allow, or ask `approver`. A denial is an error.
+pub fn authorize(tool: &Tool, plan: &Plan, context: &Context, approver: &dyn Approver) -> Result<(), ToolError> {
+    check_allowed(tool, context)?;
+    match approval_needed(tool, plan, context) {
+        Some(request) if !approver.approve(&request) => {
+            Err(denied(tool, format!("{} and was not approved", request.reason)))
+        }
         _ => Ok(()),
     }
 }
@@ -503,8 +579,9 @@ pub fn call(
     approver: &dyn Approver,
     on_chunk: impl Fn(Stream, &[u8]) + Sync,
 ) -> Result<ToolResult, ToolError> {
+    check_allowed(tool, context)?;
     let args = prepare(tool, args, context)?;
     let plan = plan(tool, &args, context)?;
-    authorize(tool, &plan, approver)?;
+    authorize(tool, &plan, context, approver)?;
     execute(tool, &plan, context, on_chunk)
 }

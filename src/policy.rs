@@ -3,18 +3,77 @@
 use serde::{Deserialize, Serialize};
 
 /// The keys of `policy`, for did-you-mean help.
-pub(crate) const POLICY_KEYS: &[&str] =
-    &["read_only", "requires_network", "timeout_secs", "confirm_before_run", "allowed_exit_codes", "max_output_bytes"];
+pub(crate) const POLICY_KEYS: &[&str] = &[
+    "tier",
+    "env_passthrough",
+    "read_only",
+    "requires_network",
+    "timeout_secs",
+    "confirm_before_run",
+    "allowed_exit_codes",
+    "max_output_bytes",
+];
 
 /// Default `timeout_secs`.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
 /// Default `max_output_bytes` (1 MiB).
 pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
 
+/// Permission tiers, ordered from least to most trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    /// Changes nothing.
+    ReadOnly,
+    /// Changes only files under the workspace, through confined path parameters.
+    Workspace,
+    /// Network access or effects packs cannot confine.
+    System,
+    /// A person approves each call.
+    Elevated,
+}
+
+impl Tier {
+    /// `read_only`, `workspace`, `system`, `elevated`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read_only",
+            Self::Workspace => "workspace",
+            Self::System => "system",
+            Self::Elevated => "elevated",
+        }
+    }
+}
+
+impl std::fmt::Display for Tier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Tier {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "read_only" => Ok(Self::ReadOnly),
+            "workspace" => Ok(Self::Workspace),
+            "system" => Ok(Self::System),
+            "elevated" => Ok(Self::Elevated),
+            other => Err(format!("unknown tier `{other}`; tiers are read_only, workspace, system, elevated")),
+        }
+    }
+}
+
 /// The `policy` table of a manifest (or of an executable's describe JSON).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default)]
 pub struct Policy {
+    /// The permission tier, when stated; otherwise derived (see [`Policy::tier`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier: Option<Tier>,
+    /// Names of packs' environment variables passed to the tool (beyond the minimal set).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env_passthrough: Vec<String>,
     /// The tool does not change anything.
     pub read_only: bool,
     /// The tool needs the network.
@@ -32,6 +91,8 @@ pub struct Policy {
 impl Default for Policy {
     fn default() -> Self {
         Self {
+            tier: None,
+            env_passthrough: Vec::new(),
             read_only: true,
             requires_network: false,
             timeout_secs: DEFAULT_TIMEOUT_SECS,
@@ -53,6 +114,23 @@ impl Policy {
     pub fn timeout(&self) -> std::time::Duration {
         let secs = if self.timeout_secs == 0 { DEFAULT_TIMEOUT_SECS } else { self.timeout_secs };
         std::time::Duration::from_secs(secs)
+    }
+
+    /// The tier: as stated, else derived. `confirm_before_run` → elevated; `read_only` →
+    /// read_only; no network and at least one `format: path` parameter (confined to the
+    /// workspace) → workspace; anything else → system.
+    pub fn tier(&self, has_path_parameter: bool) -> Tier {
+        if let Some(t) = self.tier {
+            t
+        } else if self.confirm_before_run {
+            Tier::Elevated
+        } else if self.read_only {
+            Tier::ReadOnly
+        } else if !self.requires_network && has_path_parameter {
+            Tier::Workspace
+        } else {
+            Tier::System
+        }
     }
 
     /// Whether `code` counts as success.

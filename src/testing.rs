@@ -120,7 +120,7 @@ fn observe(tool: &Tool, t: &ToolTest) -> Result<Observed, String> {
         });
     }
     let result = dispatch::plan(tool, &args, &context)
-        .and_then(|plan| dispatch::authorize(tool, &plan, &ApproveAll).map(|()| plan))
+        .and_then(|plan| dispatch::authorize(tool, &plan, &context, &ApproveAll).map(|()| plan))
         .and_then(|plan| dispatch::execute(tool, &plan, &context, |_, _| {}));
     Ok(match result {
         Ok(r) => Observed::Ran(r),

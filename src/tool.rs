@@ -184,6 +184,13 @@ impl Tool {
         &self.policy
     }
 
+    /// The permission tier (stated or derived, see [`Policy::tier`]).
+    pub fn tier(&self) -> crate::policy::Tier {
+        let has_path =
+            self.manifest().is_some_and(|m| m.parameters.values().any(|p| p.format.as_deref() == Some("path")));
+        self.policy.tier(has_path)
+    }
+
     /// Output shaping rules.
     pub fn output_spec(&self) -> &OutputSpec {
         &self.output

@@ -5,7 +5,7 @@ use std::io::Read;
 use anyhow::{Context as _, Result};
 use serde_json::{Value, json};
 
-use super::run::{TerminalApprover, agent_allows};
+use super::run::TerminalApprover;
 use super::{args, print};
 use crate::agent::Agent;
 use crate::calls::{self, CallFormat, CallResult, FoundCall};
@@ -29,25 +29,19 @@ pub(super) struct CallArgs {
 pub(super) fn call(catalog: &Catalog, a: &CallArgs, agent: Option<&Agent>) -> Result<i32> {
     let mut input = String::new();
     std::io::stdin().read_to_string(&mut input).context("reading the model's response from stdin")?;
-    let context = args::context(&a.context)?;
+    let context = args::context(&a.context, agent)?;
     let (format, found) = calls::find_calls(&input, a.format)?;
     if found.is_empty() {
         return Ok(0);
     }
     let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
-    let results: Vec<CallResult> = found.into_iter().map(|c| answer(catalog, c, &context, agent, approver)).collect();
+    let results: Vec<CallResult> = found.into_iter().map(|c| answer(catalog, c, &context, approver)).collect();
     print(&calls::render_results(&results, format))?;
     Ok(0)
 }
 
 /// Run one call; every failure becomes an error result the model can read.
-fn answer(
-    catalog: &Catalog,
-    call: FoundCall,
-    context: &Context,
-    agent: Option<&Agent>,
-    approver: &dyn Approver,
-) -> CallResult {
+fn answer(catalog: &Catalog, call: FoundCall, context: &Context, approver: &dyn Approver) -> CallResult {
     let args = match &call.args {
         Ok(args) => args.clone(),
         Err(message) => {
@@ -58,7 +52,6 @@ fn answer(
     let outcome = catalog
         .get(&call.name)
         .map_err(ToolError::from)
-        .and_then(|tool| agent_allows(agent, tool).map(|()| tool))
         .and_then(|tool| dispatch::call(tool, args, context, approver, |_, _| {}).map(|r| (tool, r)));
     match outcome {
         Err(e) => {

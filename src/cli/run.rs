@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::{args, exit, print, print_diagnostics};
 use crate::agent::Agent;
 use crate::catalog::Catalog;
-use crate::dispatch::{self, ApprovalRequest, ApproveAll, Approver, Context, Plan, ToolError, ToolResult};
+use crate::dispatch::{self, ApprovalRequest, ApproveAll, Approver, Context, Decision, Plan, ToolError, ToolResult};
 use crate::tool::Tool;
 
 #[derive(clap::Args, Debug)]
@@ -100,22 +100,10 @@ impl Approver for TerminalApprover {
     }
 }
 
-/// The agent's tool rules: a tool it does not allow is denied before anything else.
-pub(super) fn agent_allows(agent: Option<&Agent>, tool: &Tool) -> Result<(), ToolError> {
-    match agent {
-        Some(a) if !a.allows(tool.name()) => Err(ToolError::PermissionDenied {
-            tool: tool.name().to_owned(),
-            reason: format!("agent `{}` does not allow it (agent.toml `tools`/`deny`)", a.id),
-        }),
-        _ => Ok(()),
-    }
-}
-
 pub(super) fn run(catalog: &Catalog, a: &RunArgs, agent: Option<&Agent>) -> Result<i32> {
     let outcome = catalog.get(&a.name).map_err(ToolError::from).and_then(|tool| {
-        agent_allows(agent, tool)?;
         let (raw, context) = args::arguments(tool, a.input.as_deref(), &a.args)
-            .and_then(|raw| Ok((raw, args::context(&a.context)?)))
+            .and_then(|raw| Ok((raw, args::context(&a.context, agent)?)))
             // A bad --arg, --context or JSON argument is the caller's mistake, like a validation error.
             .map_err(|e| ToolError::InvalidArguments { tool: tool.name().to_owned(), message: format!("{e:#}") })?;
         let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
@@ -130,8 +118,8 @@ pub(super) fn run(catalog: &Catalog, a: &RunArgs, agent: Option<&Agent>) -> Resu
             }
             Ok(error_code(&e))
         }
-        Ok(Outcome::DryRun(tool, plan)) => {
-            print(&dry_run_text(tool, &plan, a.json))?;
+        Ok(Outcome::DryRun(tool, plan, decision)) => {
+            print(&dry_run_text(tool, &plan, &decision, a.json))?;
             Ok(exit::OK)
         }
         Ok(Outcome::Ran(r)) => {
@@ -159,7 +147,7 @@ pub(super) fn run(catalog: &Catalog, a: &RunArgs, agent: Option<&Agent>) -> Resu
 }
 
 enum Outcome<'t> {
-    DryRun(&'t Tool, Plan),
+    DryRun(&'t Tool, Plan, Decision),
     Ran(ToolResult),
 }
 
@@ -170,12 +158,16 @@ fn plan_and_run<'t>(
     dry_run: bool,
     approver: &dyn Approver,
 ) -> Result<Outcome<'t>, ToolError> {
+    if !dry_run {
+        // A call the rules deny is denied before its arguments are even looked at.
+        dispatch::check_allowed(tool, context)?;
+    }
     let prepared = dispatch::prepare(tool, raw, context)?;
     let plan = dispatch::plan(tool, &prepared, context)?;
     if dry_run {
-        return Ok(Outcome::DryRun(tool, plan));
+        return Ok(Outcome::DryRun(tool, plan, dispatch::decide(tool, context)));
     }
-    dispatch::authorize(tool, &plan, approver)?;
+    dispatch::authorize(tool, &plan, context, approver)?;
     dispatch::execute(tool, &plan, context, |_, _| {}).map(Outcome::Ran)
 }
 
@@ -187,8 +179,12 @@ fn quoted(argv: &[String]) -> String {
         .join(" ")
 }
 
-fn dry_run_text(tool: &Tool, plan: &Plan, as_json: bool) -> String {
-    let approval = dispatch::approval_needed(tool, plan).map(|r| r.reason);
+fn dry_run_text(tool: &Tool, plan: &Plan, decision: &Decision, as_json: bool) -> String {
+    let (approval, denial) = match decision {
+        Decision::Allow => (None, None),
+        Decision::Ask(r) => (Some(r.clone()), None),
+        Decision::Deny(r) => (None, Some(r.clone())),
+    };
     let masked: Vec<String> = plan.invocation.argv.iter().map(|a| plan.mask(a)).collect();
     let env: Vec<(String, String)> = plan.invocation.env.iter().map(|(k, v)| (k.clone(), plan.mask(v))).collect();
     let inv = &plan.invocation;
@@ -202,7 +198,9 @@ fn dry_run_text(tool: &Tool, plan: &Plan, as_json: bool) -> String {
             "env": env,
             "timeout_secs": inv.timeout.as_secs(),
             "max_output_bytes": inv.max_output_bytes,
+            "tier": tool.tier().as_str(),
             "needs_approval": approval,
+            "denied": denial,
         });
         return format!("{v:#}\n");
     }
@@ -217,8 +215,12 @@ fn dry_run_text(tool: &Tool, plan: &Plan, as_json: bool) -> String {
         ));
     }
     s.push_str(&format!("  timeout: {}s\n", inv.timeout.as_secs()));
+    s.push_str(&format!("  tier: {}\n", tool.tier()));
     if let Some(reason) = approval {
         s.push_str(&format!("  needs approval: {reason}\n"));
+    }
+    if let Some(reason) = denial {
+        s.push_str(&format!("  would be denied: {reason}\n"));
     }
     s
 }

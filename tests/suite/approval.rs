@@ -23,7 +23,7 @@ fn careful() -> Packs {
 }
 
 const DENIED: &str = "packs: no terminal to ask for approval on: denied (pass --yes to approve)\n\
-                      error: permission denied for `careful`: it asks to be confirmed before each run \
+                      error: permission denied for `careful` (tier elevated): it asks to be confirmed before each run \
                       (policy.confirm_before_run) and was not approved\n";
 
 #[test]
@@ -54,8 +54,10 @@ fn denial_as_json() {
         out.json(),
         json!({"error": {
             "kind": "permission_denied",
-            "message": "permission denied for `careful`: it asks to be confirmed before each run (policy.confirm_before_run) and was not approved",
+            "message": "permission denied for `careful` (tier elevated): it asks to be confirmed before each run (policy.confirm_before_run) and was not approved",
             "retryable": false,
+            "tier": "elevated",
+            "reason": "it asks to be confirmed before each run (policy.confirm_before_run) and was not approved",
         }})
     );
     assert!(!target.exists());
@@ -89,7 +91,7 @@ fn dry_run_shows_that_approval_is_needed_and_runs_nothing() {
         .arg(format!("--arg=file={}", target.display()))
         .run();
     out.success().stderr_eq("").stdout_eq(&format!(
-        "touch -- {}\n  timeout: 30s\n  needs approval: it asks to be confirmed before each run (policy.confirm_before_run)\n",
+        "touch -- {}\n  timeout: 30s\n  tier: elevated\n  needs approval: it asks to be confirmed before each run (policy.confirm_before_run)\n",
         target.display()
     ));
     let out = Test::new()
