@@ -158,6 +158,23 @@ impl CommandTemplate {
         all
     }
 
+    /// Parameters rendered as a whole positional argument (an element that is exactly
+    /// `{{p}}`) with no `--` element before them: a value starting with `-` there would be
+    /// read as an option.
+    pub fn unguarded_positionals(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        for a in &self.args {
+            let ArgTemplate::One(t) = a else { continue };
+            if t.source() == "--" {
+                break;
+            }
+            if let Some(p) = t.placeholder() {
+                out.push(p);
+            }
+        }
+        out
+    }
+
     /// The program, as declared.
     pub fn program(&self) -> &str {
         &self.program

@@ -392,7 +392,8 @@ pub(crate) fn describe_executable(path: &Path) -> Result<(Tool, Vec<Diagnostic>)
     }
     let invocation = Invocation {
         argv: vec![path.to_string_lossy().into_owned(), "--describe".into()],
-        env: vec![(NESTING_VAR.to_owned(), (depth + 1).to_string())],
+        env: crate::dispatch::minimal_env(&[], vec![(NESTING_VAR.to_owned(), (depth + 1).to_string())]),
+        clear_env: true,
         cwd: None,
         timeout: DESCRIBE_TIMEOUT,
         max_output_bytes: DESCRIBE_MAX_BYTES,

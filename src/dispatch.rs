@@ -3,7 +3,7 @@
 //! Every step reports a structured [`ToolError`]; a tool that ran and failed is
 //! a [`ToolResult`] with `ok: false`, never a crash of the caller.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -24,6 +24,7 @@ use crate::tool::{Body, Tool};
 pub struct Context {
     values: Map<String, Value>,
     agent: Option<std::sync::Arc<Agent>>,
+    workspace: Option<PathBuf>,
 }
 
 impl Context {
@@ -50,6 +51,18 @@ impl Context {
     pub fn with_agent(mut self, agent: Agent) -> Self {
         self.agent = Some(std::sync::Arc::new(agent));
         self
+    }
+
+    /// Confine `format: path` parameters to `dir` (default: the current directory), and
+    /// run tools there unless their manifest sets a `cwd`.
+    pub fn with_workspace(mut self, dir: PathBuf) -> Self {
+        self.workspace = Some(dir);
+        self
+    }
+
+    /// The workspace root: as set, else the current directory.
+    pub fn workspace(&self) -> PathBuf {
+        self.workspace.clone().or_else(|| std::env::current_dir().ok()).unwrap_or_else(|| PathBuf::from("."))
     }
 
     /// The agent calls are made for, if any.
@@ -242,6 +255,8 @@ pub fn prepare(tool: &Tool, args: Value, context: &Context) -> Result<Arguments,
         }
     }
     validate(tool, &given)?;
+    reject_leading_dashes(tool, &given)?;
+    confine_paths(tool, &given, &context.workspace())?;
     let mut resolved = given.clone();
     if let Some(m) = tool.manifest() {
         for (name, p) in &m.parameters {
@@ -256,6 +271,87 @@ pub fn prepare(tool: &Tool, args: Value, context: &Context) -> Result<Arguments,
         }
     }
     Ok(Arguments { given, resolved })
+}
+
+/// Every `format: path` value must resolve (symlinks followed) inside the workspace.
+fn confine_paths(tool: &Tool, given: &Map<String, Value>, workspace: &Path) -> Result<(), ToolError> {
+    let Some(m) = tool.manifest() else { return Ok(()) };
+    let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_owned());
+    let mut errors = Vec::new();
+    for (name, _) in m.parameters.iter().filter(|(_, p)| p.format.as_deref() == Some("path")) {
+        let values: Vec<&str> = match given.get(name) {
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+            Some(Value::String(s)) => vec![s.as_str()],
+            _ => Vec::new(),
+        };
+        for v in values {
+            if let Err(why) = confined(&root, v) {
+                errors.push(FieldError {
+                    field: name.clone(),
+                    message: format!("{v:?} {why}; paths must stay inside the workspace {}", root.display()),
+                    schema: tool.validation_schema().get("properties").and_then(|s| s.get(name)).cloned(),
+                });
+            }
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { Err(ToolError::Validation { tool: tool.name().to_owned(), errors }) }
+}
+
+/// Resolve `value` against `root` (following symlinks as far as the path exists) and
+/// check it stays inside.
+fn confined(root: &Path, value: &str) -> Result<PathBuf, String> {
+    use std::path::Component;
+    let candidate = root.join(value);
+    // The longest part that exists is resolved by the OS (symlinks included); the rest
+    // is taken lexically and may not climb with `..`.
+    let mut existing = candidate.clone();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        let Some(name) = existing.file_name().map(ToOwned::to_owned) else { break };
+        rest.push(name);
+        if !existing.pop() {
+            break;
+        }
+    }
+    let mut resolved = std::fs::canonicalize(&existing).map_err(|e| format!("cannot be resolved ({e})"))?;
+    for part in rest.iter().rev() {
+        match Path::new(part).components().next() {
+            Some(Component::Normal(n)) => resolved.push(n),
+            _ => return Err("climbs out with `..` below a path that does not exist".into()),
+        }
+    }
+    if resolved.starts_with(root) {
+        Ok(resolved)
+    } else {
+        Err(format!("resolves to {}, outside the workspace", resolved.display()))
+    }
+}
+
+/// A string given for a whole positional argument may not start with `-` unless a `--`
+/// comes before it or the parameter sets `allow_leading_dash` (`--output=/etc/passwd`).
+fn reject_leading_dashes(tool: &Tool, given: &Map<String, Value>) -> Result<(), ToolError> {
+    let (Some(m), Some(command)) = (tool.manifest(), tool.command()) else { return Ok(()) };
+    let mut errors = Vec::new();
+    for name in command.unguarded_positionals() {
+        if m.parameters.get(name).is_none_or(|p| p.allow_leading_dash) {
+            continue;
+        }
+        let values: Vec<&Value> = match given.get(name) {
+            Some(Value::Array(items)) => items.iter().collect(),
+            Some(v) => vec![v],
+            None => Vec::new(),
+        };
+        if let Some(bad) = values.iter().filter_map(|v| v.as_str()).find(|s| s.starts_with('-')) {
+            errors.push(FieldError {
+                field: name.to_owned(),
+                message: format!(
+                    "{bad:?} starts with `-`, and the program would read it as an option; give a value that does not start with `-` (the manifest can put \"--\" before the argument or set `allow_leading_dash`)"
+                ),
+                schema: tool.validation_schema().get("properties").and_then(|p| p.get(name)).cloned(),
+            });
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { Err(ToolError::Validation { tool: tool.name().to_owned(), errors }) }
 }
 
 fn validate(tool: &Tool, args: &Map<String, Value>) -> Result<(), ToolError> {
@@ -305,6 +401,8 @@ pub struct Plan {
     pub invocation: Invocation,
     /// Secret values in it (`{{secret.NAME}}`).
     pub secrets: Vec<String>,
+    /// The variables the manifest sets (the rest of the environment is the minimal base).
+    pub env_changes: Vec<(String, String)>,
 }
 
 impl Plan {
@@ -312,6 +410,27 @@ impl Plan {
     pub fn mask(&self, text: &str) -> String {
         mask(text, &self.secrets)
     }
+}
+
+/// Variables a tool gets from packs' environment without asking: enough to find
+/// programs, a home, a locale, a terminal type and a temporary directory.
+pub const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM", "TMPDIR"];
+
+/// Set for every tool so nothing waits for input that will never come.
+pub const NON_INTERACTIVE_ENV: &[(&str, &str)] =
+    &[("GIT_TERMINAL_PROMPT", "0"), ("PAGER", "cat"), ("GIT_EDITOR", "true")];
+
+/// The whole environment of a tool: [`BASE_ENV`] and `LC_*` from packs' own environment,
+/// the `passthrough` names, the non-interactive defaults, then `extra` (the manifest's `env`).
+pub fn minimal_env(passthrough: &[String], extra: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| BASE_ENV.contains(&k.as_str()) || k.starts_with("LC_") || passthrough.iter().any(|p| p == k))
+        .collect();
+    env.sort();
+    env.extend(NON_INTERACTIVE_ENV.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+    env.extend(extra);
+    env
 }
 
 /// Replace every secret in `text` with `***`.
@@ -354,9 +473,18 @@ fn plan_with(tool: &Tool, args: &Arguments, context: &Context, placeholder_secre
             (vec![tool.source().to_string_lossy().into_owned(), json], Vec::new(), None, Vec::new())
         }
     };
-    let invocation =
-        Invocation { argv, env, cwd, timeout: policy.timeout(), max_output_bytes: policy.max_output_bytes };
-    Ok(Plan { invocation, secrets })
+    let cwd = cwd.or_else(|| context.workspace.clone());
+    let env_changes = env.clone();
+    let env = minimal_env(&policy.env_passthrough, env);
+    let invocation = Invocation {
+        argv,
+        env,
+        clear_env: true,
+        cwd,
+        timeout: policy.timeout(),
+        max_output_bytes: policy.max_output_bytes,
+    };
+    Ok(Plan { invocation, secrets, env_changes })
 }
 
 /// Run a planned invocation and shape its output. `on_chunk` sees output as it

@@ -35,8 +35,10 @@ pub struct Invocation {
     /// `argv[0]` is the program (looked up in `PATH` like `execvp`), the rest
     /// are its arguments, passed verbatim.
     pub argv: Vec<String>,
-    /// Variables set on top of the inherited environment.
+    /// Variables set on top of the inherited environment (or of none, with `clear_env`).
     pub env: Vec<(String, String)>,
+    /// Start from an empty environment: the child sees only `env`.
+    pub clear_env: bool,
     /// Working directory of the child; `None` inherits ours.
     pub cwd: Option<std::path::PathBuf>,
     /// How long the child may run before its whole process group is killed.
@@ -112,6 +114,9 @@ pub fn run_streaming(inv: &Invocation, on_chunk: impl Fn(Stream, &[u8]) + Sync) 
         return Err(start_error(io::Error::new(io::ErrorKind::InvalidInput, msg)));
     }
     let mut cmd = Command::new(program);
+    if inv.clear_env {
+        cmd.env_clear();
+    }
     cmd.args(args)
         .envs(inv.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
@@ -312,6 +317,7 @@ mod tests {
         Invocation {
             argv: argv.iter().map(|s| s.to_string()).collect(),
             env: Vec::new(),
+            clear_env: false,
             cwd: None,
             timeout: Duration::from_secs(20),
             max_output_bytes: 1024 * 1024,

@@ -35,6 +35,8 @@ mod network;
 mod output;
 #[path = "suite/runner_limits.rs"]
 mod runner_limits;
+#[path = "suite/safety.rs"]
+mod safety;
 #[path = "suite/schemas.rs"]
 mod schemas;
 #[path = "suite/validation.rs"]

@@ -3,7 +3,6 @@
 use anyhow::{Context as _, Result, bail};
 use serde_json::{Map, Value};
 
-use crate::agent::Agent;
 use crate::dispatch::Context;
 use crate::tool::Tool;
 
@@ -66,12 +65,9 @@ fn typed(key: &str, raw: &str, ty: Option<&str>) -> Result<Value> {
     })
 }
 
-/// Build the context from `--context key=value` pairs, for `agent` when there is one.
-pub(super) fn context(pairs: &[String], agent: Option<&Agent>) -> Result<Context> {
-    let mut ctx = Context::new();
-    if let Some(a) = agent {
-        ctx = ctx.with_agent(a.clone());
-    }
+/// Build the context from `base` (agent, workspace) and `--context key=value` pairs.
+pub(super) fn context(pairs: &[String], base: &Context) -> Result<Context> {
+    let mut ctx = base.clone();
     for pair in pairs {
         let (key, value) = split_pair("--context", pair)?;
         ctx.set(key, value).map_err(anyhow::Error::msg)?;

@@ -7,7 +7,6 @@ use serde_json::{Value, json};
 
 use super::run::TerminalApprover;
 use super::{args, print};
-use crate::agent::Agent;
 use crate::calls::{self, CallFormat, CallResult, FoundCall};
 use crate::catalog::Catalog;
 use crate::dispatch::{self, ApproveAll, Approver, Context, ToolError, ToolResult};
@@ -26,10 +25,10 @@ pub(super) struct CallArgs {
     context: Vec<String>,
 }
 
-pub(super) fn call(catalog: &Catalog, a: &CallArgs, agent: Option<&Agent>) -> Result<i32> {
+pub(super) fn call(catalog: &Catalog, a: &CallArgs, base: &Context) -> Result<i32> {
     let mut input = String::new();
     std::io::stdin().read_to_string(&mut input).context("reading the model's response from stdin")?;
-    let context = args::context(&a.context, agent)?;
+    let context = args::context(&a.context, base)?;
     let (format, found) = calls::find_calls(&input, a.format)?;
     if found.is_empty() {
         return Ok(0);

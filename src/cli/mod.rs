@@ -48,6 +48,10 @@ struct Cli {
     #[arg(short, long, global = true)]
     quiet: bool,
 
+    /// Confine `format: path` parameters to this directory and run tools in it (default: the current directory)
+    #[arg(long, value_name = "DIR", global = true, env = "PACKS_WORKSPACE")]
+    workspace: Option<PathBuf>,
+
     /// Act as this agent (agents/ID, or $PACKS_AGENTS/ID): its pack directories and tool rules
     #[arg(long, value_name = "ID", global = true, env = "PACKS_AGENT")]
     agent: Option<String>,
@@ -129,13 +133,20 @@ pub fn main() -> i32 {
                 _ => cli.packs.clone(),
             };
             let catalog = load_catalog(&dirs, cli.quiet, only);
+            let mut base = crate::dispatch::Context::new();
+            if let Some(a) = &agent {
+                base = base.with_agent(a.clone());
+            }
+            if let Some(w) = &cli.workspace {
+                base = base.with_workspace(w.clone());
+            }
             let agent = agent.as_ref();
             let result = match command {
                 Command::List { json } => list::list(&catalog, *json),
                 Command::Describe { name, prompt } => list::describe(&catalog, name, *prompt),
                 Command::Catalog => list::catalog(&catalog),
-                Command::Run(args) => run::run(&catalog, args, agent),
-                Command::Call(args) => call::call(&catalog, args, agent),
+                Command::Run(args) => run::run(&catalog, args, &base),
+                Command::Call(args) => call::call(&catalog, args, &base),
                 Command::Prompt(args) => prompt::prompt(&catalog, args, agent),
                 Command::Test(args) => test::test(&catalog, args),
                 Command::Help { name: Some(name) } => list::help(&catalog, name),

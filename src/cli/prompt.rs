@@ -34,7 +34,7 @@ pub(super) fn agent_tools<'c>(catalog: &'c Catalog, agent: Option<&Agent>, mode:
 
 pub(super) fn prompt(catalog: &Catalog, a: &PromptArgs, agent: Option<&Agent>) -> Result<i32> {
     let Some(agent) = agent else { anyhow::bail!("no agent") };
-    let _context = args::context(&a.context, Some(agent))?;
+    let _context = args::context(&a.context, &crate::dispatch::Context::new())?;
     let mut text = prompt::compose(&agent.dir)?;
     if a.tools {
         let mode = a.mode.as_deref().or(agent.config.mode.as_deref());

@@ -7,7 +7,6 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use super::{args, exit, print, print_diagnostics};
-use crate::agent::Agent;
 use crate::catalog::Catalog;
 use crate::dispatch::{self, ApprovalRequest, ApproveAll, Approver, Context, Decision, Plan, ToolError, ToolResult};
 use crate::tool::Tool;
@@ -100,10 +99,10 @@ impl Approver for TerminalApprover {
     }
 }
 
-pub(super) fn run(catalog: &Catalog, a: &RunArgs, agent: Option<&Agent>) -> Result<i32> {
+pub(super) fn run(catalog: &Catalog, a: &RunArgs, base: &Context) -> Result<i32> {
     let outcome = catalog.get(&a.name).map_err(ToolError::from).and_then(|tool| {
         let (raw, context) = args::arguments(tool, a.input.as_deref(), &a.args)
-            .and_then(|raw| Ok((raw, args::context(&a.context, agent)?)))
+            .and_then(|raw| Ok((raw, args::context(&a.context, base)?)))
             // A bad --arg, --context or JSON argument is the caller's mistake, like a validation error.
             .map_err(|e| ToolError::InvalidArguments { tool: tool.name().to_owned(), message: format!("{e:#}") })?;
         let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
@@ -186,7 +185,7 @@ fn dry_run_text(tool: &Tool, plan: &Plan, decision: &Decision, as_json: bool) ->
         Decision::Deny(r) => (None, Some(r.clone())),
     };
     let masked: Vec<String> = plan.invocation.argv.iter().map(|a| plan.mask(a)).collect();
-    let env: Vec<(String, String)> = plan.invocation.env.iter().map(|(k, v)| (k.clone(), plan.mask(v))).collect();
+    let env: Vec<(String, String)> = plan.env_changes.iter().map(|(k, v)| (k.clone(), plan.mask(v))).collect();
     let inv = &plan.invocation;
     if as_json {
         let env: serde_json::Map<String, Value> =

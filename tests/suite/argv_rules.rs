@@ -324,8 +324,10 @@ fn dry_run_json_shape() {
 
 #[test]
 fn dry_run_command_is_safe_to_paste_into_a_shell() {
-    let packs =
-        Packs::new().manifest("echo_all", printf_tool("echo_all", json!({"vs": {"type": "array"}}), json!(["{{vs}}"])));
+    let packs = Packs::new().manifest(
+        "echo_all",
+        printf_tool("echo_all", json!({"vs": {"type": "array", "allow_leading_dash": true}}), json!(["{{vs}}"])),
+    );
     let values = json!({"vs": ["a b", "$(id)", "`id`", "'q'", "\"dq\"", "x\ny", "*", "~", "-n", "", "é🦀", "a\\b"]});
     let real = Test::new().packs_dir(&packs).args(["run", "echo_all"]).arg(values.to_string()).run();
     real.success();

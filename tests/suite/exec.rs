@@ -37,7 +37,7 @@ fn exec_runs_with_one_json_argument() {
     // An argument starting with a dash is still the arguments, not an option.
     let packs = Packs::new().manifest(
         "echo_v",
-        json!({"name": "echo_v", "description": "d", "parameters": {"v": {"type": "string"}}, "command": "printf %s {{v}}"}),
+        json!({"name": "echo_v", "description": "d", "parameters": {"v": {"type": "string", "allow_leading_dash": true}}, "command": "printf %s {{v}}"}),
     );
     Test::new()
         .args(["exec"])

@@ -68,7 +68,12 @@ fn hostile_values_arrive_verbatim_through_json_arguments() {
 fn hostile_values_splat_one_element_each() {
     let packs = Packs::new().manifest(
         "splat",
-        printf_tool("splat", json!({"vs": {"type": "array", "items": {"type": "string"}}}), json!(["{{vs}}"])),
+        printf_tool(
+            "splat",
+            // printf reads its arguments after the format as data, so a leading `-` is safe here.
+            json!({"vs": {"type": "array", "items": {"type": "string"}, "allow_leading_dash": true}}),
+            json!(["{{vs}}"]),
+        ),
     );
     let out = Test::new().packs_dir(&packs).args(["run", "splat"]).arg(json!({ "vs": HOSTILE }).to_string()).run();
     out.success();
