@@ -76,13 +76,19 @@ pub fn find_calls(input: &str, format: CallFormat) -> Result<(CallFormat, Vec<Fo
         return gemma_calls(input).map(|c| (format, c));
     }
     let v: Value = serde_json::from_str(input).map_err(|e| ReadError(format!("the input is not JSON: {e}")))?;
-    let calls = match format {
+    let mut calls = match format {
         CallFormat::Openai => openai_calls(&v),
         CallFormat::OpenaiResponses => responses_calls(&v),
         CallFormat::Anthropic => anthropic_calls(&v),
         CallFormat::Ollama => ollama_calls(&v),
         CallFormat::Auto | CallFormat::Gemma => Vec::new(),
     };
+    // Strict-mode models send `null` for optional arguments they leave out.
+    for c in &mut calls {
+        if let Ok(args) = &mut c.args {
+            crate::formats::openai::strip_nulls(args);
+        }
+    }
     Ok((format, calls))
 }
 

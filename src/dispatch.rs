@@ -25,6 +25,7 @@ pub struct Context {
     values: Map<String, Value>,
     agent: Option<std::sync::Arc<Agent>>,
     workspace: Option<PathBuf>,
+    audit: Option<std::sync::Arc<crate::audit::AuditLog>>,
 }
 
 impl Context {
@@ -63,6 +64,17 @@ impl Context {
     /// The workspace root: as set, else the current directory.
     pub fn workspace(&self) -> PathBuf {
         self.workspace.clone().or_else(|| std::env::current_dir().ok()).unwrap_or_else(|| PathBuf::from("."))
+    }
+
+    /// Record every call in `log`.
+    pub fn with_audit(mut self, log: crate::audit::AuditLog) -> Self {
+        self.audit = Some(std::sync::Arc::new(log));
+        self
+    }
+
+    /// The audit log, if calls are recorded.
+    pub fn audit(&self) -> Option<&crate::audit::AuditLog> {
+        self.audit.as_deref()
     }
 
     /// The agent calls are made for, if any.
@@ -707,9 +719,104 @@ pub fn call(
     approver: &dyn Approver,
     on_chunk: impl Fn(Stream, &[u8]) + Sync,
 ) -> Result<ToolResult, ToolError> {
-    check_allowed(tool, context)?;
-    let args = prepare(tool, args, context)?;
-    let plan = plan(tool, &args, context)?;
-    authorize(tool, &plan, context, approver)?;
-    execute(tool, &plan, context, on_chunk)
+    call_with_status(tool, args, context, approver, |s| {
+        if let Status::Output { stream, chunk } = s {
+            on_chunk(stream, chunk);
+        }
+    })
+}
+
+/// The phases of a call, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Checking the arguments.
+    Validate,
+    /// Applying the rules, asking for approval if needed.
+    Authorize,
+    /// The tool is running.
+    Execute,
+    /// The call is over (whatever the outcome).
+    Complete,
+}
+
+/// What a status callback hears about a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status<'a> {
+    /// A phase begins.
+    Phase(Phase),
+    /// Output as it arrives, secrets masked.
+    Output {
+        /// stdout or stderr.
+        stream: Stream,
+        /// The bytes.
+        chunk: &'a [u8],
+    },
+}
+
+/// Like [`call`], reporting each phase and each output chunk to `on_status`, and
+/// recording the call in the context's audit log, if it has one.
+pub fn call_with_status(
+    tool: &Tool,
+    args: Value,
+    context: &Context,
+    approver: &dyn Approver,
+    on_status: impl Fn(Status<'_>) + Sync,
+) -> Result<ToolResult, ToolError> {
+    let mut argv: Vec<String> = Vec::new();
+    let mut decision = "allowed";
+    let result = (|| {
+        on_status(Status::Phase(Phase::Validate));
+        check_allowed(tool, context).inspect_err(|_| decision = "denied")?;
+        let args = prepare(tool, args, context)?;
+        let plan = plan(tool, &args, context)?;
+        argv = plan.invocation.argv.iter().map(|a| plan.mask(a)).collect();
+        on_status(Status::Phase(Phase::Authorize));
+        let asked = approval_needed(tool, &plan, context).is_some();
+        authorize(tool, &plan, context, approver).inspect_err(|_| decision = "denied")?;
+        if asked {
+            decision = "approved";
+        }
+        on_status(Status::Phase(Phase::Execute));
+        execute(tool, &plan, context, |stream, chunk| {
+            if plan.secrets.is_empty() {
+                on_status(Status::Output { stream, chunk });
+            } else {
+                let masked = plan.mask(&String::from_utf8_lossy(chunk));
+                on_status(Status::Output { stream, chunk: masked.as_bytes() });
+            }
+        })
+    })();
+    on_status(Status::Phase(Phase::Complete));
+    if let Some(log) = context.audit() {
+        let (exit_code, duration_ms, outcome, error) = match &result {
+            Ok(r) => (
+                r.exit_code,
+                Some(r.duration_ms),
+                if r.ok {
+                    "ok"
+                } else if r.timed_out {
+                    "timeout"
+                } else {
+                    "failed"
+                },
+                r.error.clone(),
+            ),
+            Err(e) => (None, None, if decision == "denied" { "denied" } else { e.kind() }, Some(e.to_string())),
+        };
+        // The log was opened before the call; a failed write is reported with the result.
+        let _ = log.record(&crate::audit::Entry {
+            time: crate::audit::now(),
+            agent: context.agent().map(|a| a.id.as_str()),
+            tool: tool.name(),
+            tier: tool.tier().as_str(),
+            decision,
+            argv,
+            exit_code,
+            duration_ms,
+            outcome,
+            error,
+        });
+    }
+    result
 }

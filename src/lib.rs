@@ -16,6 +16,7 @@
 
 pub mod agent;
 pub mod argv;
+pub mod audit;
 pub mod calls;
 pub mod catalog;
 pub mod cli;
@@ -36,6 +37,9 @@ pub mod tool;
 
 pub use catalog::{Catalog, LookupError, SearchPath};
 pub use describe::Describe;
-pub use dispatch::{ApprovalRequest, ApproveAll, Approver, Context, DenyAll, ToolError, ToolResult, call, dispatch};
+pub use dispatch::{
+    ApprovalRequest, ApproveAll, Approver, Context, DenyAll, Phase, Status, ToolError, ToolResult, call,
+    call_with_status, dispatch,
+};
 pub use source::{Diagnostic, Severity};
 pub use tool::{Tool, ToolKind};

@@ -103,6 +103,23 @@ pub fn tools_section(tools: &[&Tool]) -> String {
     s
 }
 
+/// FunctionGemma's developer turn for `tools`, then each tool's few-shot examples with
+/// their `{{url}}`-style placeholders filled from `context` (an unknown one is left as is).
+pub fn gemma(tools: &[&Tool], context: &crate::dispatch::Context) -> String {
+    use crate::formats::functiongemma;
+    let mut out = format!("{}{}", functiongemma::START_DEVELOPER_TURN, functiongemma::developer_turn(tools));
+    for example in tools.iter().filter_map(|t| t.manifest()).flat_map(|m| &m.examples) {
+        let mut text = example.clone();
+        for (key, value) in context.values() {
+            text = text.replace(&format!("{{{{{key}}}}}"), value.as_str().unwrap_or_default());
+        }
+        out.push_str("\n\n");
+        out.push_str(&text);
+    }
+    out.push_str(functiongemma::END_TURN);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,8 @@ mod common;
 mod exec;
 #[path = "suite/executables.rs"]
 mod executables;
+#[path = "suite/formats.rs"]
+mod formats;
 #[path = "suite/frontends.rs"]
 mod frontends;
 #[path = "suite/injection.rs"]

@@ -4,7 +4,9 @@ use anyhow::Result;
 use serde_json::{Value, json};
 
 use super::{exit, print};
+use crate::agent::Agent;
 use crate::catalog::Catalog;
+use crate::formats::{self, Export, ExportFormat};
 use crate::output::truncate;
 
 pub(super) fn list(catalog: &Catalog, as_json: bool) -> Result<i32> {
@@ -72,9 +74,13 @@ pub(super) fn describe(catalog: &Catalog, name: &str, prompt_entry: bool) -> Res
     Ok(exit::OK)
 }
 
-pub(super) fn catalog(catalog: &Catalog) -> Result<i32> {
-    let all: Vec<_> = catalog.tools().map(|t| t.describe()).collect();
-    print(&format!("{}\n", serde_json::to_string_pretty(&all)?))?;
+/// Every tool (the agent's, with `--agent`) in `format`.
+pub(super) fn catalog(catalog: &Catalog, format: ExportFormat, agent: Option<&Agent>) -> Result<i32> {
+    let tools: Vec<_> = catalog.tools().filter(|t| agent.is_none_or(|a| a.allows(t.name()))).collect();
+    match formats::export(&tools, format) {
+        Export::Json(v) => print(&format!("{}\n", serde_json::to_string_pretty(&v)?))?,
+        Export::Text(t) => print(&t)?,
+    }
     Ok(exit::OK)
 }
 

@@ -52,6 +52,14 @@ struct Cli {
     #[arg(long, value_name = "DIR", global = true, env = "PACKS_WORKSPACE")]
     workspace: Option<PathBuf>,
 
+    /// Append one JSON line per call to this file (secrets masked)
+    #[arg(long, value_name = "FILE", global = true, env = "PACKS_LOG")]
+    log: Option<PathBuf>,
+
+    /// Read `{{secret.NAME}}` values from this file of KEY=value lines (as well as the environment)
+    #[arg(long, value_name = "FILE", global = true)]
+    secrets_file: Option<PathBuf>,
+
     /// Act as this agent (agents/ID, or $PACKS_AGENTS/ID): its pack directories and tool rules
     #[arg(long, value_name = "ID", global = true, env = "PACKS_AGENT")]
     agent: Option<String>,
@@ -77,7 +85,11 @@ enum Command {
         prompt: bool,
     },
     /// Print the --describe JSON of every tool as an array
-    Catalog,
+    Catalog {
+        /// The format: describe JSON, or tool definitions for a model API
+        #[arg(long, value_enum, default_value = "describe")]
+        format: crate::formats::ExportFormat,
+    },
     /// Run a tool
     Run(run::RunArgs),
     /// Read a model's response on stdin, run the tool calls in it, print the results for that API
@@ -133,7 +145,22 @@ pub fn main() -> i32 {
                 _ => cli.packs.clone(),
             };
             let catalog = load_catalog(&dirs, cli.quiet, only);
+            if let Some(file) = &cli.secrets_file {
+                if let Err(e) = load_secrets(file) {
+                    report(&e);
+                    return exit::USAGE;
+                }
+            }
             let mut base = crate::dispatch::Context::new();
+            if let Some(path) = &cli.log {
+                match crate::audit::AuditLog::open(path) {
+                    Ok(log) => base = base.with_audit(log),
+                    Err(e) => {
+                        report(&anyhow::anyhow!("cannot write the audit log {}: {e}", path.display()));
+                        return exit::USAGE;
+                    }
+                }
+            }
             if let Some(a) = &agent {
                 base = base.with_agent(a.clone());
             }
@@ -144,7 +171,7 @@ pub fn main() -> i32 {
             let result = match command {
                 Command::List { json } => list::list(&catalog, *json),
                 Command::Describe { name, prompt } => list::describe(&catalog, name, *prompt),
-                Command::Catalog => list::catalog(&catalog),
+                Command::Catalog { format } => list::catalog(&catalog, *format, agent),
                 Command::Run(args) => run::run(&catalog, args, &base),
                 Command::Call(args) => call::call(&catalog, args, &base),
                 Command::Prompt(args) => prompt::prompt(&catalog, args, agent),
@@ -164,6 +191,32 @@ pub fn main() -> i32 {
             exit::USAGE
         }
     }
+}
+
+/// Read `KEY=value` lines (blank lines and `#` comments skipped) into packs' own
+/// environment, where `{{secret.NAME}}` looks. Tools never see them unless a manifest
+/// passes one on explicitly.
+fn load_secrets(path: &std::path::Path) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read secrets file {}", path.display()))?;
+    let mut pairs = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (k, v) = line
+            .split_once('=')
+            .filter(|(k, _)| crate::manifest::is_identifier(k.trim()))
+            .with_context(|| format!("{}:{}: expected KEY=value", path.display(), i + 1))?;
+        pairs.push((k.trim().to_owned(), v.to_owned()));
+    }
+    for (k, v) in pairs {
+        // SAFETY: called from `main` before any thread is started, so nothing reads the
+        // environment concurrently.
+        unsafe { std::env::set_var(k, v) };
+    }
+    Ok(())
 }
 
 /// The agent named by `--agent` (for `packs prompt`, `default` when none is named).

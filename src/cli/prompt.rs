@@ -10,6 +10,15 @@ use crate::catalog::Catalog;
 use crate::prompt;
 use crate::tool::Tool;
 
+/// What `packs prompt` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum PromptFormat {
+    /// soul.md, the context modules, and with --tools a tools section.
+    Text,
+    /// FunctionGemma's developer turn: declarations, then the tools' examples.
+    Gemma,
+}
+
 #[derive(clap::Args, Debug)]
 pub(super) struct PromptArgs {
     /// Append a tools section: each tool the agent may use, tersely
@@ -18,6 +27,9 @@ pub(super) struct PromptArgs {
     /// Keep only tools whose `modes` include this mode or `Global` (default: the agent's `mode`)
     #[arg(long)]
     mode: Option<String>,
+    /// `text` (soul, context modules, tools) or `gemma` (FunctionGemma's developer turn)
+    #[arg(long, value_enum, default_value = "text")]
+    format: PromptFormat,
     /// Set a context value used by `--format gemma` examples (url, selection, ...)
     #[arg(long = "context", value_name = "KEY=VALUE")]
     context: Vec<String>,
@@ -34,12 +46,18 @@ pub(super) fn agent_tools<'c>(catalog: &'c Catalog, agent: Option<&Agent>, mode:
 
 pub(super) fn prompt(catalog: &Catalog, a: &PromptArgs, agent: Option<&Agent>) -> Result<i32> {
     let Some(agent) = agent else { anyhow::bail!("no agent") };
-    let _context = args::context(&a.context, &crate::dispatch::Context::new())?;
-    let mut text = prompt::compose(&agent.dir)?;
-    if a.tools {
-        let mode = a.mode.as_deref().or(agent.config.mode.as_deref());
-        text.push_str(&prompt::tools_section(&agent_tools(catalog, Some(agent), mode)));
-    }
+    let context = args::context(&a.context, &crate::dispatch::Context::new())?;
+    let mode = a.mode.as_deref().or(agent.config.mode.as_deref());
+    let text = match a.format {
+        PromptFormat::Gemma => prompt::gemma(&agent_tools(catalog, Some(agent), mode), &context),
+        PromptFormat::Text => {
+            let mut text = prompt::compose(&agent.dir)?;
+            if a.tools {
+                text.push_str(&prompt::tools_section(&agent_tools(catalog, Some(agent), mode)));
+            }
+            text
+        }
+    };
     // Byte for byte: no newline is added.
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;

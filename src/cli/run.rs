@@ -8,7 +8,10 @@ use serde_json::{Value, json};
 
 use super::{args, exit, print, print_diagnostics};
 use crate::catalog::Catalog;
-use crate::dispatch::{self, ApprovalRequest, ApproveAll, Approver, Context, Decision, Plan, ToolError, ToolResult};
+use crate::dispatch::{
+    self, ApprovalRequest, ApproveAll, Approver, Context, Decision, Plan, Status, ToolError, ToolResult,
+};
+use crate::runner::Stream;
 use crate::tool::Tool;
 
 #[derive(clap::Args, Debug)]
@@ -33,6 +36,9 @@ pub(super) struct RunArgs {
     /// Approve calls that need confirmation without asking (needed without a terminal)
     #[arg(short = 'y', long)]
     yes: bool,
+    /// Print the tool's stdout and stderr as they arrive (raw, secrets masked), not the shaped output
+    #[arg(long, conflicts_with_all = ["json", "dry_run"])]
+    stream: bool,
 }
 
 impl RunArgs {
@@ -106,7 +112,7 @@ pub(super) fn run(catalog: &Catalog, a: &RunArgs, base: &Context) -> Result<i32>
             // A bad --arg, --context or JSON argument is the caller's mistake, like a validation error.
             .map_err(|e| ToolError::InvalidArguments { tool: tool.name().to_owned(), message: format!("{e:#}") })?;
         let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
-        plan_and_run(tool, raw, &context, a.dry_run, approver)
+        plan_and_run(tool, raw, &context, a, approver)
     });
     match outcome {
         Err(e) => {
@@ -124,6 +130,11 @@ pub(super) fn run(catalog: &Catalog, a: &RunArgs, base: &Context) -> Result<i32>
         Ok(Outcome::Ran(r)) => {
             if a.json {
                 print(&format!("{}\n", serde_json::to_string_pretty(&r)?))?;
+            } else if a.stream {
+                // Everything was printed as it arrived.
+                if let Some(e) = &r.error {
+                    eprintln!("error: tool `{}`: {e}", r.tool);
+                }
             } else {
                 let mut out = r.output.clone();
                 if !out.is_empty() && !out.ends_with('\n') {
@@ -154,20 +165,25 @@ fn plan_and_run<'t>(
     tool: &'t Tool,
     raw: Value,
     context: &Context,
-    dry_run: bool,
+    a: &RunArgs,
     approver: &dyn Approver,
 ) -> Result<Outcome<'t>, ToolError> {
-    if !dry_run {
-        // A call the rules deny is denied before its arguments are even looked at.
-        dispatch::check_allowed(tool, context)?;
-    }
-    let prepared = dispatch::prepare(tool, raw, context)?;
-    let plan = dispatch::plan(tool, &prepared, context)?;
-    if dry_run {
+    if a.dry_run {
+        let prepared = dispatch::prepare(tool, raw, context)?;
+        let plan = dispatch::plan(tool, &prepared, context)?;
         return Ok(Outcome::DryRun(tool, plan, dispatch::decide(tool, context)));
     }
-    dispatch::authorize(tool, &plan, context, approver)?;
-    dispatch::execute(tool, &plan, context, |_, _| {}).map(Outcome::Ran)
+    let stream = a.stream;
+    dispatch::call_with_status(tool, raw, context, approver, |status| {
+        if let (true, Status::Output { stream, chunk }) = (stream, status) {
+            // Chunks go out as they arrive; a closed pipe is not worth a crash.
+            let _ = match stream {
+                Stream::Stdout => std::io::stdout().lock().write_all(chunk).and_then(|()| std::io::stdout().flush()),
+                Stream::Stderr => std::io::stderr().lock().write_all(chunk),
+            };
+        }
+    })
+    .map(Outcome::Ran)
 }
 
 /// The command as a person would type it (quoted for reading, never for running).

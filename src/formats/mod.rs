@@ -1,3 +1,103 @@
 //! The formats front-ends speak: exports of tool definitions and parsing of model calls.
+//!
+//! Every export is a pure function of the tools it is given (tool data in, JSON or text
+//! out), in the order given. One module per model API; each has a `tool` function that
+//! converts one tool, and [`export`] converts a list. The rules each export applies, and
+//! the sources they come from, are in `docs/FORMATS.md`.
 
+use serde_json::{Value, json};
+
+use crate::tool::Tool;
+
+pub mod anthropic;
 pub mod functiongemma;
+pub mod gemini;
+pub mod mcp;
+pub mod openai;
+
+/// The tool-definition formats `packs catalog --format` can print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// The tools' describe JSON, as `packs describe` prints it.
+    Describe,
+    /// OpenAI Chat Completions `tools`.
+    Openai,
+    /// OpenAI Chat Completions `tools` in strict mode (Structured Outputs).
+    OpenaiStrict,
+    /// Anthropic Messages API `tools`.
+    Anthropic,
+    /// Gemini API `tools[].functionDeclarations`.
+    Gemini,
+    /// MCP `tools/list` result entries.
+    Mcp,
+    /// FunctionGemma function declarations (text).
+    Gemma,
+}
+
+/// An export is JSON, except FunctionGemma's, which is text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Export {
+    /// A JSON document.
+    Json(serde_json::Value),
+    /// Text, printed as is.
+    Text(String),
+}
+
+impl Export {
+    /// The JSON document, for a JSON export.
+    pub fn as_json(&self) -> Option<&Value> {
+        match self {
+            Self::Json(v) => Some(v),
+            Self::Text(_) => None,
+        }
+    }
+
+    /// The text, for a text export.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Self::Json(_) => None,
+            Self::Text(t) => Some(t),
+        }
+    }
+}
+
+/// JSON exports print pretty (no trailing newline); text prints as is.
+impl std::fmt::Display for Export {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Json(v) => {
+                let text = serde_json::to_string_pretty(v).map_err(|_| std::fmt::Error)?;
+                f.write_str(&text)
+            }
+            Self::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+/// The tool definitions of `tools`, in the order given, in `format`.
+pub fn export(tools: &[&Tool], format: ExportFormat) -> Export {
+    let each = |convert: fn(&Tool) -> Value| Value::Array(tools.iter().map(|t| convert(t)).collect());
+    match format {
+        ExportFormat::Describe => Export::Json(each(describe)),
+        ExportFormat::Openai => Export::Json(each(openai::tool)),
+        ExportFormat::OpenaiStrict => Export::Json(each(openai::strict_tool)),
+        ExportFormat::Anthropic => Export::Json(each(anthropic::tool)),
+        ExportFormat::Gemini => Export::Json(gemini::tools(tools)),
+        ExportFormat::Mcp => Export::Json(each(mcp::tool)),
+        ExportFormat::Gemma => Export::Text(functiongemma::declarations(tools)),
+    }
+}
+
+/// A tool's describe JSON, as a value.
+pub fn describe(t: &Tool) -> Value {
+    serde_json::to_value(t.describe()).expect("a describe value always serializes")
+}
+
+/// The parameters schema offered to the model: the describe `parameters`, or an empty
+/// object schema when a tool states none that is an object.
+pub(crate) fn parameters(t: &Tool) -> Value {
+    match &t.describe().parameters {
+        p @ Value::Object(m) if !m.is_empty() => p.clone(),
+        _ => json!({"type": "object", "properties": {}}),
+    }
+}

@@ -169,3 +169,117 @@ fn tools_get_a_minimal_environment() {
         .success()
         .stdout_contains("PACKS_TEST_PASS=ok\n");
 }
+
+#[test]
+fn audit_log_has_one_line_per_call_with_secrets_masked() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let packs = Packs::new()
+        .manifest(
+            "greet",
+            json!({"name": "greet", "description": "d", "parameters": {"who": {"type": "string"}},
+                   "command": {"program": "echo", "args": ["--", "{{who:world}}", "{{secret.PACKS_TEST_KEY}}"]}}),
+        )
+        .manifest(
+            "careful",
+            json!({"name": "careful", "description": "d", "command": "true", "policy": {"confirm_before_run": true}}),
+        );
+    let run = |args: &[&str]| {
+        Test::new().packs_dir(&packs).env("PACKS_TEST_KEY", "hunter2").arg("--log").arg(&log).args(args).run()
+    };
+    run(&["run", "greet", "--arg", "who=you"]).success().stdout_eq("-- you ***\n");
+    run(&["run", "careful"]).code(3);
+    run(&["run", "careful", "--yes"]).success();
+    run(&["run", "greet", "--arg", "nope=1"]).code(1);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains("hunter2"), "a secret reached the audit log: {text}");
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert_eq!(lines[0]["tool"], "greet");
+    assert_eq!(lines[0]["decision"], "allowed");
+    assert_eq!(lines[0]["outcome"], "ok");
+    assert_eq!(lines[0]["exit_code"], 0);
+    assert_eq!(lines[0]["argv"], json!(["echo", "--", "you", "***"]));
+    assert!(lines[0]["time"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(lines[1]["decision"], "denied");
+    assert_eq!(lines[1]["outcome"], "denied");
+    assert_eq!(lines[1]["tier"], "elevated");
+    assert_eq!(lines[2]["decision"], "approved");
+    assert_eq!(lines[3]["outcome"], "validation");
+    // A log that cannot be written stops the call before it runs.
+    let marker = dir.path().join("ran");
+    let touch = Packs::new().manifest(
+        "touch",
+        json!({"name": "touch", "description": "d", "parameters": {"f": {"type": "string"}}, "command": "touch -- {{f}}"}),
+    );
+    Test::new()
+        .packs_dir(&touch)
+        .args(["--log", "/nonexistent-dir/audit.jsonl", "run", "touch", "--arg"])
+        .arg(format!("f={}", marker.display()))
+        .run()
+        .code(1)
+        .stderr_contains("cannot write the audit log");
+    assert!(!marker.exists());
+}
+
+#[test]
+fn stream_prints_chunks_as_they_arrive() {
+    let packs = Packs::new().manifest(
+        "slow",
+        json!({"name": "slow", "description": "d", "command": {"program": "sh", "args": ["-c", "echo one; sleep 0.3; echo two >&2; sleep 0.3; echo three"]},
+               "output": {"template": "shaped: {{output}}"}}),
+    );
+    let out = Test::new().packs_dir(&packs).args(["run", "slow", "--stream"]).run();
+    out.success().stdout_eq("one\nthree\n").stderr_eq("two\n");
+    Test::new().packs_dir(&packs).args(["run", "slow"]).run().success().stdout_eq("shaped: one\nthree\n");
+}
+
+#[test]
+fn secrets_file_feeds_secret_placeholders() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("secrets");
+    std::fs::write(&file, "# test secrets\nPACKS_FILE_TOKEN=from-file\n\n").unwrap();
+    let packs = Packs::new().manifest(
+        "show",
+        json!({"name": "show", "description": "d", "command": {"program": "sh", "args": ["-c", "echo \"got $1\"", "sh", "{{secret.PACKS_FILE_TOKEN}}"]}}),
+    );
+    Test::new()
+        .packs_dir(&packs)
+        .arg("--secrets-file")
+        .arg(&file)
+        .args(["run", "show"])
+        .run()
+        .success()
+        .stdout_eq("got ***\n");
+    Test::new().packs_dir(&packs).args(["run", "show"]).run().code(1).stderr_contains("PACKS_FILE_TOKEN");
+    std::fs::write(&file, "not a pair\n").unwrap();
+    Test::new()
+        .packs_dir(&packs)
+        .arg("--secrets-file")
+        .arg(&file)
+        .args(["run", "show"])
+        .run()
+        .code(1)
+        .stderr_contains(":1: expected KEY=value");
+}
+
+#[test]
+fn status_callback_reports_phases_and_chunks_in_order() {
+    use std::sync::Mutex;
+    let packs = Packs::new().manifest(
+        "two",
+        json!({"name": "two", "description": "d", "command": {"program": "sh", "args": ["-c", "printf a; sleep 0.2; printf b"]}}),
+    );
+    let catalog = packs::Catalog::load(&packs::SearchPath::dirs([packs.path()]));
+    let tool = catalog.get("two").unwrap();
+    let seen = Mutex::new(Vec::new());
+    let r = packs::call_with_status(tool, json!({}), &packs::Context::new(), &packs::DenyAll, |s| {
+        seen.lock().unwrap().push(match s {
+            packs::Status::Phase(p) => format!("{p:?}"),
+            packs::Status::Output { chunk, .. } => String::from_utf8_lossy(chunk).into_owned(),
+        });
+    })
+    .unwrap();
+    assert!(r.ok);
+    assert_eq!(seen.into_inner().unwrap(), ["Validate", "Authorize", "Execute", "a", "b", "Complete"]);
+}

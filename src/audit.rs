@@ -1,0 +1,71 @@
+//! The audit log: one JSON line per call (`--log FILE` or `PACKS_LOG`).
+//!
+//! Each line is written with a single `write` on a file opened for appending, so
+//! concurrent packs processes never interleave within a line. A log that cannot be
+//! opened stops the call before anything runs.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+/// An open audit log.
+#[derive(Debug)]
+pub struct AuditLog {
+    path: PathBuf,
+    file: Mutex<File>,
+}
+
+/// One call, as logged. Secrets in `argv` are already masked.
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry<'a> {
+    /// RFC 3339 UTC time the call ended.
+    pub time: String,
+    /// The agent the call was made for.
+    pub agent: Option<&'a str>,
+    /// The tool.
+    pub tool: &'a str,
+    /// Its tier.
+    pub tier: &'a str,
+    /// `allowed`, `approved` or `denied`.
+    pub decision: &'a str,
+    /// The argv that ran (or would have), secrets masked; empty when the call failed before planning.
+    pub argv: Vec<String>,
+    /// The tool's exit code.
+    pub exit_code: Option<i32>,
+    /// Wall time of the process.
+    pub duration_ms: Option<u64>,
+    /// `ok`, `failed`, `timeout`, `denied`, or the error kind.
+    pub outcome: &'a str,
+    /// The error message, when there is one (secrets masked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl AuditLog {
+    /// Open (creating if needed) `path` for appending.
+    pub fn open(path: &Path) -> std::io::Result<Self> {
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(Self { path: path.to_owned(), file: Mutex::new(file) })
+    }
+
+    /// Where the log is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Append one line.
+    pub fn record(&self, entry: &Entry<'_>) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        let mut file = self.file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        file.write_all(&line)
+    }
+}
+
+/// Now, as RFC 3339 UTC with milliseconds.
+pub fn now() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}

@@ -1,0 +1,287 @@
+//! OpenAI Chat Completions tool definitions, plain and strict (Structured Outputs).
+//!
+//! Plain: `{"type": "function", "function": {"name", "description", "parameters"}}` with
+//! the describe schema as is. Strict adds `"strict": true` and rewrites the schema to the
+//! subset strict mode accepts (see [`strict_schema`] and `docs/FORMATS.md`).
+
+use serde_json::{Map, Value, json};
+
+use crate::tool::Tool;
+
+/// The string `format` values strict mode accepts; any other `format` is dropped.
+pub const STRICT_STRING_FORMATS: &[&str] =
+    &["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"];
+
+/// The keywords a strict schema keeps; every other keyword is dropped.
+///
+/// `required` and `additionalProperties` are rewritten on every object schema, and
+/// `format` is kept only when its value is one of [`STRICT_STRING_FORMATS`].
+pub const STRICT_KEYWORDS: &[&str] = &[
+    // Any schema.
+    "type",
+    "description",
+    "enum",
+    "const",
+    "anyOf",
+    "$ref",
+    "$defs",
+    // Objects.
+    "properties",
+    "required",
+    "additionalProperties",
+    // Arrays.
+    "items",
+    "minItems",
+    "maxItems",
+    // Strings.
+    "pattern",
+    "format",
+    // Numbers.
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+];
+
+/// One tool for Chat Completions `tools`.
+pub fn tool(t: &Tool) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": t.name(),
+            "description": t.description(),
+            "parameters": super::parameters(t),
+        },
+    })
+}
+
+/// One tool for Chat Completions `tools` with `"strict": true`.
+pub fn strict_tool(t: &Tool) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": t.name(),
+            "description": t.description(),
+            "parameters": strict_schema(&super::parameters(t)),
+            "strict": true,
+        },
+    })
+}
+
+/// Rewrite a parameters schema for strict mode, recursively:
+///
+/// - every object schema gets `additionalProperties: false` and lists every property in
+///   `required` (in property order);
+/// - a property that was optional becomes nullable: `"type": "string"` becomes
+///   `["string", "null"]`, `null` is added to its `enum`, and a schema without a `type`
+///   becomes `anyOf: [schema, {"type": "null"}]`; its `default` moves into the
+///   description (`(default: …)`), since strict mode has no defaults. A caller strips the
+///   nulls ([`strip_nulls`]) before dispatch, so packs applies the default;
+/// - keywords outside [`STRICT_KEYWORDS`] are dropped (`default`, `minLength`,
+///   `maxLength`, `title`, `examples`, `$schema`, …), and so is a `format` strict mode
+///   does not know (such as `path`);
+/// - the root is always `"type": "object"`.
+pub fn strict_schema(schema: &Value) -> Value {
+    let mut root = node(schema, false);
+    if let Value::Object(m) = &mut root {
+        m.insert("type".into(), "object".into());
+        if !m.contains_key("properties") {
+            m.insert("properties".into(), Value::Object(Map::new()));
+            m.insert("required".into(), Value::Array(Vec::new()));
+            m.insert("additionalProperties".into(), Value::Bool(false));
+        }
+    }
+    root
+}
+
+/// Remove every object member whose value is `null`, recursively: what a strict-mode
+/// model sends for an optional argument it leaves out.
+pub fn strip_nulls(args: &mut Value) {
+    match args {
+        Value::Object(m) => {
+            m.retain(|_, v| !v.is_null());
+            m.values_mut().for_each(strip_nulls);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_nulls),
+        _ => {}
+    }
+}
+
+fn types(schema: &Map<String, Value>) -> Vec<&str> {
+    match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// One schema node; `nullable` when it is an optional property.
+fn node(schema: &Value, nullable: bool) -> Value {
+    let Value::Object(src) = schema else { return schema.clone() };
+    let is_object = types(src).contains(&"object") || src.contains_key("properties");
+    let required: Vec<&str> = src
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut out = Map::new();
+    for (key, value) in src {
+        let kept = match key.as_str() {
+            "properties" => {
+                let props = value.as_object().map(|props| {
+                    props
+                        .iter()
+                        .map(|(name, p)| (name.clone(), node(p, !required.contains(&name.as_str()))))
+                        .collect::<Map<_, _>>()
+                });
+                props.map(Value::Object)
+            }
+            "items" if value.is_object() => Some(node(value, false)),
+            "anyOf" => value.as_array().map(|a| Value::Array(a.iter().map(|s| node(s, false)).collect())),
+            "$defs" => value
+                .as_object()
+                .map(|d| Value::Object(d.iter().map(|(name, s)| (name.clone(), node(s, false))).collect())),
+            "format" => value.as_str().filter(|f| STRICT_STRING_FORMATS.contains(f)).map(Value::from),
+            // Rewritten below.
+            "required" | "additionalProperties" => None,
+            k if STRICT_KEYWORDS.contains(&k) => Some(value.clone()),
+            _ => None,
+        };
+        if let Some(v) = kept {
+            out.insert(key.clone(), v);
+        }
+    }
+    if is_object {
+        let props = out.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+        let all: Vec<Value> =
+            props.as_object().map(|p| p.keys().cloned().map(Value::from).collect()).unwrap_or_default();
+        out.insert("required".into(), Value::Array(all));
+        out.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    if nullable {
+        if let Some(default) = src.get("default") {
+            let note = format!("(default: {default})");
+            let description = match out.get("description").and_then(Value::as_str) {
+                Some(d) if !d.is_empty() => format!("{d} {note}"),
+                _ => note,
+            };
+            out.insert("description".into(), description.into());
+        }
+        out = make_nullable(out);
+    }
+    Value::Object(out)
+}
+
+/// Let a schema also accept `null`.
+fn make_nullable(mut out: Map<String, Value>) -> Map<String, Value> {
+    if let Some(c) = out.remove("const") {
+        let mut values = vec![c];
+        if let Some(Value::Array(e)) = out.remove("enum") {
+            values.extend(e);
+        }
+        out.insert("enum".into(), Value::Array(values));
+    }
+    if let Some(Value::Array(e)) = out.get_mut("enum") {
+        if !e.contains(&Value::Null) {
+            e.push(Value::Null);
+        }
+    }
+    match out.get_mut("type") {
+        Some(Value::String(t)) => {
+            if t != "null" {
+                let t = std::mem::take(t);
+                out.insert("type".into(), json!([t, "null"]));
+            }
+        }
+        Some(Value::Array(a)) => {
+            if !a.iter().any(|t| t == "null") {
+                a.push("null".into());
+            }
+        }
+        _ => {
+            let null = json!({"type": "null"});
+            match out.get_mut("anyOf") {
+                Some(Value::Array(branches)) => {
+                    if !branches.contains(&null) {
+                        branches.push(null);
+                    }
+                }
+                _ => {
+                    // An untyped schema (`$ref`, an `enum` alone, …): wrap it, keeping the
+                    // description outside where the model reads it.
+                    if out.contains_key("enum") {
+                        return out;
+                    }
+                    let description = out.remove("description");
+                    let mut wrapped = Map::new();
+                    if let Some(d) = description {
+                        wrapped.insert("description".into(), d);
+                    }
+                    wrapped.insert("anyOf".into(), Value::Array(vec![Value::Object(out), null]));
+                    return wrapped;
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn optional_properties_become_nullable_and_required() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Where", "format": "path"},
+                "unit": {"type": "string", "enum": ["c", "f"], "default": "c", "minLength": 1},
+                "n": {"type": ["integer"], "minimum": 1},
+                "any": {"description": "Anything"},
+                "tags": {"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"}}}}
+            },
+            "required": ["path"],
+            "additionalProperties": false,
+            "$schema": "https://json-schema.org/draft/2020-12/schema"
+        });
+        assert_eq!(
+            strict_schema(&schema),
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Where"},
+                    "unit": {"type": ["string", "null"], "enum": ["c", "f", null], "description": "(default: \"c\")"},
+                    "n": {"type": ["integer", "null"], "minimum": 1},
+                    "any": {"description": "Anything", "anyOf": [{}, {"type": "null"}]},
+                    "tags": {
+                        "type": ["array", "null"],
+                        "items": {
+                            "type": "object",
+                            "properties": {"k": {"type": ["string", "null"]}},
+                            "required": ["k"],
+                            "additionalProperties": false
+                        }
+                    }
+                },
+                "required": ["path", "unit", "n", "any", "tags"],
+                "additionalProperties": false
+            })
+        );
+    }
+
+    #[test]
+    fn an_empty_schema_is_an_empty_object() {
+        let empty = json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false});
+        assert_eq!(strict_schema(&json!({})), empty);
+        assert_eq!(strict_schema(&json!({"type": "object"})), empty);
+    }
+
+    #[test]
+    fn nulls_are_stripped_recursively() {
+        let mut v = json!({"a": null, "b": 1, "c": {"d": null, "e": [null, {"f": null}]}});
+        strip_nulls(&mut v);
+        assert_eq!(v, json!({"b": 1, "c": {"e": [null, {}]}}));
+    }
+}
