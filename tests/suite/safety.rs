@@ -283,3 +283,37 @@ fn status_callback_reports_phases_and_chunks_in_order() {
     assert!(r.ok);
     assert_eq!(seen.into_inner().unwrap(), ["Validate", "Authorize", "Execute", "a", "b", "Complete"]);
 }
+
+#[test]
+fn approval_on_a_pseudo_terminal() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    if !crate::common::on_path("script") {
+        eprintln!("skipped: `script` (util-linux) is not installed");
+        return;
+    }
+    let packs = Packs::new().manifest(
+        "careful",
+        json!({"name": "careful", "description": "d", "command": "echo ran", "policy": {"confirm_before_run": true}}),
+    );
+    for (answer, code, ran) in [("y\n", 0, true), ("n\n", 3, false)] {
+        // `script` gives packs a pseudo-terminal, so it asks; the answer is typed after the prompt.
+        let command = format!("{} --packs {} run careful", crate::common::PACKS, packs.path().display());
+        let mut child = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env_remove("PACKS_PATH")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        child.stdin.take().unwrap().write_all(answer.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("`careful` needs approval"), "{text}");
+        assert!(text.contains("Run it? [y/N]"), "{text}");
+        assert_eq!(text.contains("\nran"), ran, "{text}");
+        assert_eq!(out.status.code(), Some(code), "{text}");
+    }
+}
