@@ -651,7 +651,8 @@ pub fn decide(tool: &Tool, context: &Context) -> Decision {
             return Decision::Ask(format!("agent `{}` asks for approval of it (agent.toml `ask`)", agent.id));
         }
     }
-    if tier == Tier::Elevated {
+    // `confirm_before_run` always asks, whatever tier a manifest states.
+    if tier == Tier::Elevated || tool.policy().confirm_before_run {
         let why = if tool.policy().confirm_before_run {
             "it asks to be confirmed before each run (policy.confirm_before_run)"
         } else {

@@ -32,5 +32,10 @@ pub(super) fn test(catalog: &Catalog, a: &TestArgs) -> anyhow::Result<i32> {
     }
     out.push_str(&format!("{passed} passed, {failed} failed\n"));
     print(&out)?;
-    Ok(if failed > 0 { 1 } else { 0 })
+    // A manifest that does not load cannot run its tests: that fails the run too.
+    let broken = catalog.diagnostics.iter().filter(|d| d.severity == crate::source::Severity::Error).count();
+    if broken > 0 {
+        eprintln!("error: {broken} problem(s) kept manifests from loading; their tests did not run");
+    }
+    Ok(if failed > 0 || broken > 0 { 1 } else { 0 })
 }

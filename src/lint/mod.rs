@@ -32,6 +32,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("unknown-key", "a key the format does not know (a typo is ignored silently otherwise)"),
     ("invalid-name", "the tool name is not snake_case or is longer than 64 characters"),
     ("empty-description", "the description is empty"),
+    ("empty-program", "command.program is empty"),
     ("long-description", "the description is longer than 1,024 characters"),
     ("duplicate-name", "two tools in one pack directory have the same name"),
     ("shadowed-name", "a tool is hidden by one of the same name earlier on the search path"),
