@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::describe;
@@ -89,7 +90,7 @@ pub struct Shadowed {
 }
 
 enum Entry {
-    Tool(Box<Tool>),
+    Tool(Arc<Tool>),
     Ambiguous(PathBuf, PathBuf),
 }
 
@@ -187,7 +188,7 @@ impl Catalog {
             } else {
                 self.index.insert(name.clone(), self.entries.len());
                 here.insert(name.clone(), self.entries.len());
-                self.entries.push((name, Entry::Tool(Box::new(tool))));
+                self.entries.push((name, Entry::Tool(Arc::new(tool))));
             }
         }
     }
@@ -215,6 +216,32 @@ impl Catalog {
             Entry::Tool(t) => Some(&**t),
             Entry::Ambiguous(..) => None,
         })
+    }
+
+    /// The tool named `name`, shared (a reloading server hands it to a running call).
+    pub fn get_shared(&self, name: &str) -> Result<Arc<Tool>, LookupError> {
+        self.get(name)?;
+        match self.index.get(name).map(|&i| &self.entries[i].1) {
+            Some(Entry::Tool(t)) => Ok(Arc::clone(t)),
+            _ => Err(LookupError::NotFound { name: name.to_owned(), suggestion: None }),
+        }
+    }
+
+    /// After reloading: every tool of `previous` whose file is now broken (an error
+    /// diagnostic names it) and that this catalog lacks is kept in its last good version.
+    /// Returns the names kept.
+    pub fn keep_last_good(&mut self, previous: &Catalog) -> Vec<String> {
+        let mut kept = Vec::new();
+        for (name, entry) in &previous.entries {
+            let Entry::Tool(tool) = entry else { continue };
+            let broken = self.diagnostics.iter().any(|d| d.severity == Severity::Error && d.file == tool.source());
+            if broken && !self.index.contains_key(name) {
+                self.index.insert(name.clone(), self.entries.len());
+                self.entries.push((name.clone(), Entry::Tool(Arc::clone(tool))));
+                kept.push(name.clone());
+            }
+        }
+        kept
     }
 
     /// How many usable tools there are.

@@ -216,6 +216,25 @@ pub struct ToolResult {
     pub error: Option<String>,
 }
 
+impl ToolResult {
+    /// A failed run as the error a model can act on: `{"error": {"kind": "execution" |
+    /// "timeout", "message", "exit_code", "stderr" (its last 2,000 characters), "output",
+    /// "retryable"}}`.
+    pub fn error_json(&self) -> Value {
+        let kind = if self.timed_out { "timeout" } else { "execution" };
+        let chars: Vec<char> = self.stderr.chars().collect();
+        let tail: String = chars[chars.len().saturating_sub(2000)..].iter().collect();
+        serde_json::json!({"error": {
+            "kind": kind,
+            "message": self.error,
+            "exit_code": self.exit_code,
+            "stderr": tail,
+            "output": self.display,
+            "retryable": self.timed_out,
+        }})
+    }
+}
+
 /// Arguments after context filling, validation, literals and defaults.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Arguments {
@@ -508,7 +527,19 @@ pub fn execute(
     context: &Context,
     on_chunk: impl Fn(Stream, &[u8]) + Sync,
 ) -> Result<ToolResult, ToolError> {
-    let mut result = run_and_shape(tool, &plan.invocation, context, on_chunk)?;
+    execute_observed(tool, plan, context, |_| {}, on_chunk)
+}
+
+/// Like [`execute`], calling `on_spawn(pid)` when the tool's process started (its pid
+/// is its process group id, for cancelling).
+pub fn execute_observed(
+    tool: &Tool,
+    plan: &Plan,
+    context: &Context,
+    on_spawn: impl FnOnce(u32),
+    on_chunk: impl Fn(Stream, &[u8]) + Sync,
+) -> Result<ToolResult, ToolError> {
+    let mut result = run_and_shape(tool, &plan.invocation, context, on_spawn, on_chunk)?;
     if !plan.secrets.is_empty() {
         for field in [&mut result.output, &mut result.display, &mut result.stderr] {
             *field = plan.mask(field);
@@ -522,6 +553,7 @@ fn run_and_shape(
     tool: &Tool,
     invocation: &Invocation,
     context: &Context,
+    on_spawn: impl FnOnce(u32),
     on_chunk: impl Fn(Stream, &[u8]) + Sync,
 ) -> Result<ToolResult, ToolError> {
     let spawn_error = |source| ToolError::Spawn { tool: tool.name().to_owned(), source };
@@ -532,7 +564,7 @@ fn run_and_shape(
             source: std::io::Error::new(std::io::ErrorKind::NotFound, message),
         }));
     }
-    let out = runner::run_streaming(invocation, on_chunk).map_err(spawn_error)?;
+    let out = runner::run_observed(invocation, on_spawn, on_chunk).map_err(spawn_error)?;
     let policy = tool.policy();
     let mut result = ToolResult {
         tool: tool.name().to_owned(),
@@ -746,6 +778,11 @@ pub enum Phase {
 pub enum Status<'a> {
     /// A phase begins.
     Phase(Phase),
+    /// The tool's process started; `pid` is also its process group id.
+    Spawned {
+        /// The process id.
+        pid: u32,
+    },
     /// Output as it arrives, secrets masked.
     Output {
         /// stdout or stderr.
@@ -779,14 +816,20 @@ pub fn call_with_status(
             decision = "approved";
         }
         on_status(Status::Phase(Phase::Execute));
-        execute(tool, &plan, context, |stream, chunk| {
-            if plan.secrets.is_empty() {
-                on_status(Status::Output { stream, chunk });
-            } else {
-                let masked = plan.mask(&String::from_utf8_lossy(chunk));
-                on_status(Status::Output { stream, chunk: masked.as_bytes() });
-            }
-        })
+        execute_observed(
+            tool,
+            &plan,
+            context,
+            |pid| on_status(Status::Spawned { pid }),
+            |stream, chunk| {
+                if plan.secrets.is_empty() {
+                    on_status(Status::Output { stream, chunk });
+                } else {
+                    let masked = plan.mask(&String::from_utf8_lossy(chunk));
+                    on_status(Status::Output { stream, chunk: masked.as_bytes() });
+                }
+            },
+        )
     })();
     on_status(Status::Phase(Phase::Complete));
     if let Some(log) = context.audit() {

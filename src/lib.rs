@@ -26,6 +26,7 @@ pub mod formats;
 pub mod help;
 pub mod lint;
 pub mod manifest;
+pub mod mcp;
 pub mod output;
 pub mod policy;
 pub mod prompt;

@@ -107,6 +107,17 @@ pub fn run(inv: &Invocation) -> Result<RunOutcome, SpawnError> {
 /// as data arrives (for streaming front-ends). A panic in `on_chunk` is
 /// propagated to the caller once the child is gone.
 pub fn run_streaming(inv: &Invocation, on_chunk: impl Fn(Stream, &[u8]) + Sync) -> Result<RunOutcome, SpawnError> {
+    run_observed(inv, |_| {}, on_chunk)
+}
+
+/// Same as [`run_streaming`], also calling `on_spawn(pid)` once the child started.
+/// The pid is the child's process group id too: a caller may kill the group
+/// (`kill(-pid, SIGKILL)`) to cancel the run while `run_observed` is still waiting.
+pub fn run_observed(
+    inv: &Invocation,
+    on_spawn: impl FnOnce(u32),
+    on_chunk: impl Fn(Stream, &[u8]) + Sync,
+) -> Result<RunOutcome, SpawnError> {
     let (program, args) = inv.argv.split_first().ok_or(SpawnError::EmptyArgv)?;
     let start_error = |source| SpawnError::Start { program: program.clone(), source };
     if let Some((name, _)) = inv.env.iter().find(|(k, _)| k.is_empty() || k.contains('=')) {
@@ -134,6 +145,7 @@ pub fn run_streaming(inv: &Invocation, on_chunk: impl Fn(Stream, &[u8]) + Sync) 
     // std hands out a pid_t as u32, so this cast round-trips. With
     // `process_group(0)` the child's pid is also its process group id.
     let pid = child.id();
+    on_spawn(pid);
     let pgid = pid as libc::pid_t;
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         kill_group(pgid);

@@ -41,5 +41,8 @@ mod runner_limits;
 mod safety;
 #[path = "suite/schemas.rs"]
 mod schemas;
+#[path = "suite/serve.rs"]
+mod serve;
+
 #[path = "suite/validation.rs"]
 mod validation;

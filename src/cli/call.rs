@@ -9,7 +9,7 @@ use super::run::TerminalApprover;
 use super::{args, print};
 use crate::calls::{self, CallFormat, CallResult, FoundCall};
 use crate::catalog::Catalog;
-use crate::dispatch::{self, ApproveAll, Approver, Context, ToolError, ToolResult};
+use crate::dispatch::{self, ApproveAll, Approver, Context, ToolError};
 use crate::output::OutputFormat;
 
 #[derive(clap::Args, Debug)]
@@ -58,7 +58,7 @@ fn answer(catalog: &Catalog, call: FoundCall, context: &Context, approver: &dyn 
             CallResult { call, ok: false, content: value.to_string(), value }
         }
         Ok((_, r)) if !r.ok => {
-            let value = failure(&r);
+            let value = r.error_json();
             CallResult { call, ok: false, content: value.to_string(), value }
         }
         Ok((tool, r)) => {
@@ -69,21 +69,4 @@ fn answer(catalog: &Catalog, call: FoundCall, context: &Context, approver: &dyn 
             CallResult { call, ok: true, content: r.output, value }
         }
     }
-}
-
-/// A tool that ran and failed, as the model sees it.
-fn failure(r: &ToolResult) -> Value {
-    let kind = if r.timed_out { "timeout" } else { "execution" };
-    let tail: String = {
-        let chars: Vec<char> = r.stderr.chars().collect();
-        chars[chars.len().saturating_sub(2000)..].iter().collect()
-    };
-    json!({"error": {
-        "kind": kind,
-        "message": r.error,
-        "exit_code": r.exit_code,
-        "stderr": tail,
-        "output": r.display,
-        "retryable": r.timed_out,
-    }})
 }

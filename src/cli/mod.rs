@@ -94,6 +94,15 @@ enum Command {
     Run(run::RunArgs),
     /// Read a model's response on stdin, run the tool calls in it, print the results for that API
     Call(call::CallArgs),
+    /// Serve the tools over the Model Context Protocol (stdio)
+    Serve {
+        /// Reload when manifests or executables change (and tell the client)
+        #[arg(long)]
+        watch: bool,
+        /// Approve calls that need approval when the client cannot be asked (no elicitation)
+        #[arg(short = 'y', long)]
+        yes: bool,
+    },
     /// Print an agent's system prompt: soul.md, then its context modules (and tools)
     Prompt(prompt::PromptArgs),
     /// Check pack directories and manifests: every problem with file, line, column and a stable code
@@ -135,16 +144,6 @@ pub fn main() -> i32 {
                     return exit::USAGE;
                 }
             };
-            let only = match command {
-                Command::Describe { name, .. } | Command::Help { name: Some(name) } => Some(name.as_str()),
-                Command::Run(args) => Some(args.name()),
-                _ => None,
-            };
-            let dirs = match (&agent, cli.packs.is_empty()) {
-                (Some(a), true) => a.pack_dirs(),
-                _ => cli.packs.clone(),
-            };
-            let catalog = load_catalog(&dirs, cli.quiet, only);
             if let Some(file) = &cli.secrets_file {
                 if let Err(e) = load_secrets(file) {
                     report(&e);
@@ -167,6 +166,31 @@ pub fn main() -> i32 {
             if let Some(w) = &cli.workspace {
                 base = base.with_workspace(w.clone());
             }
+            let dirs = match (&agent, cli.packs.is_empty()) {
+                (Some(a), true) => a.pack_dirs(),
+                _ => cli.packs.clone(),
+            };
+            if let Command::Serve { watch, yes } = command {
+                let options = crate::mcp::Options {
+                    search: SearchPath::resolve(&dirs, std::env::var_os("PACKS_PATH").as_deref()),
+                    context: base.clone(),
+                    yes: *yes,
+                    watch: *watch,
+                };
+                return match crate::mcp::serve(options, std::io::stdin().lock(), std::io::stdout()) {
+                    Ok(()) => exit::OK,
+                    Err(e) => {
+                        report(&e.into());
+                        exit::USAGE
+                    }
+                };
+            }
+            let only = match command {
+                Command::Describe { name, .. } | Command::Help { name: Some(name) } => Some(name.as_str()),
+                Command::Run(args) => Some(args.name()),
+                _ => None,
+            };
+            let catalog = load_catalog(&dirs, cli.quiet, only);
             let agent = agent.as_ref();
             let result = match command {
                 Command::List { json } => list::list(&catalog, *json),
@@ -177,7 +201,9 @@ pub fn main() -> i32 {
                 Command::Prompt(args) => prompt::prompt(&catalog, args, agent),
                 Command::Test(args) => test::test(&catalog, args),
                 Command::Help { name: Some(name) } => list::help(&catalog, name),
-                Command::Exec(_) | Command::Lint(_) | Command::Help { name: None } => unreachable!("handled above"),
+                Command::Exec(_) | Command::Lint(_) | Command::Help { name: None } | Command::Serve { .. } => {
+                    unreachable!("handled above")
+                }
             };
             // The process exits next: freeing thousands of small allocations one by one is wasted time.
             std::mem::forget(catalog);

@@ -277,11 +277,15 @@ fn status_callback_reports_phases_and_chunks_in_order() {
         seen.lock().unwrap().push(match s {
             packs::Status::Phase(p) => format!("{p:?}"),
             packs::Status::Output { chunk, .. } => String::from_utf8_lossy(chunk).into_owned(),
+            packs::Status::Spawned { pid } => {
+                assert!(pid > 0);
+                "spawned".into()
+            }
         });
     })
     .unwrap();
     assert!(r.ok);
-    assert_eq!(seen.into_inner().unwrap(), ["Validate", "Authorize", "Execute", "a", "b", "Complete"]);
+    assert_eq!(seen.into_inner().unwrap(), ["Validate", "Authorize", "Execute", "spawned", "a", "b", "Complete"]);
 }
 
 #[test]

@@ -1,0 +1,371 @@
+//! `packs serve`: a pack directory as a Model Context Protocol server over stdio.
+//!
+//! Newline-delimited JSON-RPC 2.0 on stdin/stdout (stdout carries protocol messages
+//! only; logs go to stderr). Hand-written rather than built on the official SDK: the
+//! server needs six methods and three notifications, and owning the loop keeps calls
+//! on packs' own threads and dispatcher (see docs/ARCHITECTURE.md).
+//!
+//! Every `tools/call` runs on its own thread through the same pipeline as
+//! `packs run`, so a slow tool never blocks `ping` or other calls; cancellation kills
+//! the call's process group; approval uses MCP elicitation when the client offers it.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+
+use crate::catalog::{Catalog, LookupError, SearchPath};
+use crate::dispatch::{self, ApprovalRequest, Approver, Context, Status, ToolError};
+use crate::output::OutputFormat;
+
+/// Protocol versions this server speaks, newest first.
+pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// Tools per `tools/list` page.
+pub const PAGE_SIZE: usize = 100;
+
+/// How often `--watch` looks for changed files.
+const WATCH_INTERVAL: Duration = Duration::from_millis(300);
+
+/// How long an approval question waits for the client's answer.
+const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// JSON-RPC error codes.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+
+/// How `packs serve` was started.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Where the tools come from.
+    pub search: SearchPath,
+    /// Agent, workspace and audit log for every call.
+    pub context: Context,
+    /// Approve calls that need approval when the client cannot be asked.
+    pub yes: bool,
+    /// Reload the catalog when files change.
+    pub watch: bool,
+}
+
+/// One in-flight call: its process once started, and whether it was cancelled.
+#[derive(Default)]
+struct Flight {
+    pid: Option<u32>,
+    cancelled: bool,
+}
+
+struct Server {
+    out: Mutex<Box<dyn Write + Send>>,
+    catalog: RwLock<Arc<Catalog>>,
+    options: Options,
+    elicitation: AtomicBool,
+    flights: Mutex<HashMap<String, Flight>>,
+    pending: Mutex<HashMap<String, mpsc::Sender<Value>>>,
+    next_id: AtomicU64,
+}
+
+/// Serve until `input` ends; then wait for calls still running to answer.
+pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 'static) -> std::io::Result<()> {
+    let catalog = load(&options.search, None);
+    let server = Arc::new(Server {
+        out: Mutex::new(Box::new(output)),
+        catalog: RwLock::new(Arc::new(catalog)),
+        options,
+        elicitation: AtomicBool::new(false),
+        flights: Mutex::new(HashMap::new()),
+        pending: Mutex::new(HashMap::new()),
+        next_id: AtomicU64::new(1),
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = server.options.watch.then(|| {
+        let (server, stop) = (Arc::clone(&server), Arc::clone(&stop));
+        std::thread::spawn(move || watch(&server, &stop))
+    });
+    let mut calls = Vec::new();
+    for line in input.lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(&line) {
+            Ok(msg) => {
+                if let Some(handle) = server.handle(msg) {
+                    calls.push(handle);
+                }
+            }
+            Err(e) => server.error(&Value::Null, PARSE_ERROR, &format!("not JSON: {e}")),
+        }
+        calls.retain(|h: &std::thread::JoinHandle<()>| !h.is_finished());
+    }
+    for h in calls {
+        let _ = h.join();
+    }
+    stop.store(true, Ordering::Relaxed);
+    if let Some(w) = watcher {
+        let _ = w.join();
+    }
+    Ok(())
+}
+
+/// Load the catalog, logging its problems to stderr.
+fn load(search: &SearchPath, previous: Option<&Catalog>) -> Catalog {
+    let mut catalog = Catalog::load(search);
+    for d in &catalog.diagnostics {
+        eprintln!("{d}");
+    }
+    if let Some(previous) = previous {
+        for name in catalog.keep_last_good(previous) {
+            eprintln!("packs serve: keeping the last good version of `{name}` until its file is fixed");
+        }
+    }
+    catalog
+}
+
+/// Files that make up the catalog, with their modification times and sizes.
+fn fingerprint(search: &SearchPath) -> Vec<(std::path::PathBuf, Option<SystemTime>, u64)> {
+    let mut files = Vec::new();
+    for dir in &search.dirs {
+        let found = crate::catalog::discover(dir);
+        for path in found.manifests.into_iter().chain(found.executables) {
+            let meta = std::fs::metadata(&path).ok();
+            let modified = meta.as_ref().and_then(|m| m.modified().ok());
+            files.push((path, modified, meta.map_or(0, |m| m.len())));
+        }
+    }
+    files
+}
+
+fn watch(server: &Server, stop: &AtomicBool) {
+    let mut last = fingerprint(&server.options.search);
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(WATCH_INTERVAL);
+        let now = fingerprint(&server.options.search);
+        if now == last {
+            continue;
+        }
+        last = now;
+        let previous = server.catalog.read().map(|c| Arc::clone(&c)).ok();
+        let catalog = Arc::new(load(&server.options.search, previous.as_deref()));
+        if let Ok(mut slot) = server.catalog.write() {
+            *slot = catalog;
+        }
+        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+    }
+}
+
+impl Server {
+    fn send(&self, msg: &Value) {
+        let mut line = msg.to_string();
+        line.push('\n');
+        let mut out = self.out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A client that went away cannot be told anything; the loop ends with its stdin.
+        let _ = out.write_all(line.as_bytes()).and_then(|()| out.flush());
+    }
+
+    fn reply(&self, id: &Value, result: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn error(&self, id: &Value, code: i64, message: &str) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}));
+    }
+
+    /// Handle one message; a `tools/call` returns the thread running it.
+    fn handle(self: &Arc<Self>, msg: Value) -> Option<std::thread::JoinHandle<()>> {
+        let id = msg.get("id").cloned();
+        let Some(method) = msg.get("method").and_then(Value::as_str) else {
+            // A response to a request of ours (elicitation).
+            if let Some(id) = &id {
+                if let Some(tx) = self.pending.lock().ok().and_then(|mut p| p.remove(&id.to_string())) {
+                    let _ = tx.send(msg);
+                }
+            }
+            return None;
+        };
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        let Some(id) = id else {
+            self.notification(method, &params);
+            return None;
+        };
+        match method {
+            "initialize" => self.initialize(&id, &params),
+            "ping" => self.reply(&id, json!({})),
+            "tools/list" => self.list(&id, &params),
+            "tools/call" => {
+                let server = Arc::clone(self);
+                self.flights.lock().ok()?.insert(id.to_string(), Flight::default());
+                return Some(std::thread::spawn(move || server.call(&id, &params)));
+            }
+            _ if id.is_null() => self.error(&id, INVALID_REQUEST, "a request needs an id"),
+            other => self.error(&id, METHOD_NOT_FOUND, &format!("unknown method `{other}`")),
+        }
+        None
+    }
+
+    fn notification(&self, method: &str, params: &Value) {
+        if method == "notifications/cancelled" {
+            let Some(request) = params.get("requestId") else { return };
+            let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(flight) = flights.get_mut(&request.to_string()) {
+                flight.cancelled = true;
+                if let Some(pid) = flight.pid {
+                    kill_group(pid);
+                }
+            }
+        }
+    }
+
+    fn initialize(&self, id: &Value, params: &Value) {
+        let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
+        let version = PROTOCOL_VERSIONS.iter().find(|v| **v == asked).unwrap_or(&PROTOCOL_VERSIONS[0]);
+        let elicitation = params.pointer("/capabilities/elicitation").is_some();
+        self.elicitation.store(elicitation, Ordering::Relaxed);
+        self.reply(
+            id,
+            json!({
+                "protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": true}},
+                "serverInfo": {"name": "packs", "title": "packs", "version": env!("CARGO_PKG_VERSION")},
+                "instructions": "Tools from packs pack directories. Arguments are validated against each tool's inputSchema; a result with isError explains what to fix.",
+            }),
+        );
+    }
+
+    fn list(&self, id: &Value, params: &Value) {
+        let catalog = self.catalog.read().map(|c| Arc::clone(&c));
+        let Ok(catalog) = catalog else { return self.error(id, INVALID_REQUEST, "the catalog is unavailable") };
+        let start = match params.get("cursor").and_then(Value::as_str) {
+            None => 0,
+            Some(c) => match c.parse::<usize>() {
+                Ok(n) => n,
+                Err(_) => return self.error(id, INVALID_PARAMS, &format!("invalid cursor `{c}`")),
+            },
+        };
+        let agent = self.options.context.agent();
+        let tools: Vec<_> = catalog.tools().filter(|t| agent.is_none_or(|a| a.allows(t.name()))).collect();
+        let page: Vec<Value> = tools.iter().skip(start).take(PAGE_SIZE).map(|t| crate::formats::mcp::tool(t)).collect();
+        let mut result = json!({"tools": page});
+        if start + PAGE_SIZE < tools.len() {
+            result["nextCursor"] = Value::String((start + PAGE_SIZE).to_string());
+        }
+        self.reply(id, result);
+    }
+
+    fn call(self: &Arc<Self>, id: &Value, params: &Value) {
+        let key = id.to_string();
+        let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+        let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+        let progress = params.pointer("/_meta/progressToken").cloned();
+        let catalog = self.catalog.read().map(|c| Arc::clone(&c)).ok();
+        let tool = match catalog.as_deref().map(|c| c.get_shared(name)) {
+            Some(Ok(t)) => t,
+            Some(Err(e)) => {
+                self.finish(&key);
+                let hint = match e {
+                    LookupError::NotFound { suggestion: Some(s), .. } => format!("; did you mean `{s}`?"),
+                    _ => String::new(),
+                };
+                return self.error(id, INVALID_PARAMS, &format!("Unknown tool: {name}{hint}"));
+            }
+            None => return self.error(id, INVALID_REQUEST, "the catalog is unavailable"),
+        };
+        let sent = AtomicU64::new(0);
+        let approver = Elicitor { server: self, yes: self.options.yes };
+        let result = dispatch::call_with_status(&tool, args, &self.options.context, &approver, |status| match status {
+            Status::Spawned { pid } => {
+                let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some(f) = flights.get_mut(&key) {
+                    f.pid = Some(pid);
+                    if f.cancelled {
+                        kill_group(pid);
+                    }
+                }
+            }
+            Status::Output { chunk, .. } => {
+                if let Some(token) = &progress {
+                    let total = sent.fetch_add(chunk.len() as u64, Ordering::Relaxed) + chunk.len() as u64;
+                    self.send(&json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+                        "progressToken": token,
+                        "progress": total,
+                        "message": String::from_utf8_lossy(chunk),
+                    }}));
+                }
+            }
+            Status::Phase(_) => {}
+        });
+        if self.finish(&key) {
+            return; // cancelled: the client no longer expects an answer
+        }
+        let content =
+            |text: String, is_error: bool| json!({"content": [{"type": "text", "text": text}], "isError": is_error});
+        let response = match result {
+            Ok(r) if r.ok => {
+                let mut v = content(r.output.clone(), false);
+                if tool.output_spec().format == OutputFormat::Json {
+                    if let Ok(structured @ Value::Object(_)) = serde_json::from_str::<Value>(&r.output) {
+                        v["structuredContent"] = structured;
+                    }
+                }
+                v
+            }
+            Ok(r) => content(r.error_json().to_string(), true),
+            Err(e @ ToolError::NotFound(_)) => return self.error(id, INVALID_PARAMS, &e.to_string()),
+            Err(e) => content(e.to_json().to_string(), true),
+        };
+        self.reply(id, response);
+    }
+
+    /// The call is over; returns whether it had been cancelled.
+    fn finish(&self, key: &str) -> bool {
+        self.flights.lock().ok().and_then(|mut f| f.remove(key)).is_some_and(|f| f.cancelled)
+    }
+
+    /// Ask the client (MCP elicitation) whether a call may run.
+    fn elicit(&self, request: &ApprovalRequest) -> bool {
+        let id = format!("packs-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = mpsc::channel();
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.insert(Value::String(id.clone()).to_string(), tx);
+        }
+        let command =
+            shlex::try_join(request.argv.iter().map(String::as_str)).unwrap_or_else(|_| request.argv.join(" "));
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": {
+            "message": format!("Run `{}`? {}.\n\n{command}", request.tool, request.reason),
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"approve": {"type": "boolean", "title": "Run it", "description": command}},
+                "required": ["approve"],
+            },
+        }}));
+        let Ok(answer) = rx.recv_timeout(ELICITATION_TIMEOUT) else { return false };
+        answer.pointer("/result/action").and_then(Value::as_str) == Some("accept")
+            && answer.pointer("/result/content/approve").and_then(Value::as_bool) != Some(false)
+    }
+}
+
+/// Approval for MCP calls: elicitation when the client declared it, else `--yes`, else deny.
+struct Elicitor<'s> {
+    server: &'s Server,
+    yes: bool,
+}
+
+impl Approver for Elicitor<'_> {
+    fn approve(&self, request: &ApprovalRequest) -> bool {
+        if self.server.elicitation.load(Ordering::Relaxed) { self.server.elicit(request) } else { self.yes }
+    }
+}
+
+/// Kill a call's whole process group.
+fn kill_group(pid: u32) {
+    let Ok(pgid) = libc::pid_t::try_from(pid) else { return };
+    // SAFETY: kill(2) with a negative pid signals that process group; no memory is involved.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}

@@ -1,0 +1,178 @@
+"""`packs serve` driven by the official MCP Python SDK (a client nobody here wrote).
+
+Run by .ci/run with the SDK installed in a virtualenv:
+    PACKS_BIN=target/debug/packs python tests/mcp/test_serve.py
+Prints one line per check and closes with `N passed, N failed`; exits 1 on a failure.
+"""
+
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+
+PACKS = os.environ.get("PACKS_BIN", "target/debug/packs")
+RESULTS = []
+
+
+def manifest(directory, name, **body):
+    path = Path(directory) / f"{name}.tool.json"
+    path.write_text(json.dumps({"name": name, "description": f"The {name} tool", **body}))
+    return path
+
+
+def make_packs():
+    d = tempfile.mkdtemp(prefix="packs-mcp-")
+    manifest(d, "echo_words", parameters={"words": {"type": "string", "required": True}},
+             command={"program": "echo", "args": ["--", "{{words}}"]})
+    manifest(d, "count", parameters={"n": {"type": "integer", "required": True}},
+             command={"program": "printf", "args": ['{"n": %s}', "{{n}}"]}, output={"format": "json"})
+    # A slow tool whose grandchild records its pid, so cancellation can be checked.
+    manifest(d, "slow", parameters={"pidfile": {"type": "string", "required": True}},
+             command={"program": "sh", "args": ["-c", 'echo started; sleep 30 & echo $! > "$1"; wait', "sh", "{{pidfile}}"]},
+             policy={"timeout_secs": 60})
+    manifest(d, "careful", command="echo approved-and-ran", policy={"confirm_before_run": True})
+    return d
+
+
+async def check(name, fn):
+    try:
+        await fn()
+        RESULTS.append((name, None))
+        print(f"PASS {name}")
+    except Exception:  # noqa: BLE001 - report every failure and go on
+        RESULTS.append((name, traceback.format_exc()))
+        print(f"FAIL {name}\n{traceback.format_exc()}")
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie counts as gone.
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "zombie" in status.read_text())
+
+
+async def main():
+    packs_dir = make_packs()
+    changes = []
+    elicited = []
+
+    async def on_message(message):
+        if isinstance(message, types.ServerNotification) or hasattr(message, "root"):
+            root = getattr(message, "root", message)
+            if isinstance(root, types.ToolListChangedNotification):
+                changes.append(time.monotonic())
+        elif isinstance(message, types.ToolListChangedNotification):
+            changes.append(time.monotonic())
+
+    async def on_elicit(context, params):
+        elicited.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    server = StdioServerParameters(command=PACKS, args=["--packs", packs_dir, "serve", "--watch"],
+                                   env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")})
+    async with stdio_client(server) as (read, write):
+        async with ClientSession(read, write, message_handler=on_message, elicitation_callback=on_elicit) as s:
+            init = await s.initialize()
+
+            async def initialized():
+                assert init.server_info.name == "packs", init
+                assert init.capabilities.tools is not None
+
+            async def lists_tools():
+                names = {t.name for t in (await s.list_tools()).tools}
+                assert {"echo_words", "count", "slow", "careful"} <= names, names
+                tool = next(t for t in (await s.list_tools()).tools if t.name == "echo_words")
+                assert tool.input_schema["type"] == "object"
+                assert tool.input_schema["required"] == ["words"]
+                assert tool.annotations.read_only_hint is True
+
+            async def calls_a_tool():
+                r = await s.call_tool("echo_words", {"words": "hi; $(id) `x`"})
+                assert not r.is_error, r
+                assert r.content[0].text == "-- hi; $(id) `x`\n", r.content
+
+            async def structured_content_for_json():
+                r = await s.call_tool("count", {"n": 3})
+                assert not r.is_error, r
+                assert r.structured_content == {"n": 3}, r
+
+            async def validation_error_is_an_error_result():
+                r = await s.call_tool("echo_words", {"words": 5})
+                assert r.is_error, r
+                body = json.loads(r.content[0].text)
+                assert body["error"]["kind"] == "validation", body
+                assert body["error"]["errors"][0]["field"] == "words", body
+
+            async def ping_while_a_call_runs():
+                pidfile = Path(packs_dir) / "ping.pid"
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(lambda: s.call_tool("slow", {"pidfile": str(pidfile)}))
+                    await anyio.sleep(0.5)
+                    started = time.monotonic()
+                    await s.send_ping()
+                    assert time.monotonic() - started < 1.0
+                    tg.cancel_scope.cancel()
+
+            async def cancel_kills_the_process_group():
+                pidfile = Path(packs_dir) / "cancel.pid"
+                with anyio.move_on_after(1.0):
+                    await s.call_tool("slow", {"pidfile": str(pidfile)})
+                deadline = time.monotonic() + 5
+                while not pidfile.exists() and time.monotonic() < deadline:
+                    await anyio.sleep(0.05)
+                pid = int(pidfile.read_text())
+                while alive(pid) and time.monotonic() < deadline:
+                    await anyio.sleep(0.05)
+                assert not alive(pid), f"grandchild {pid} survived the cancellation"
+
+            async def approval_through_elicitation():
+                r = await s.call_tool("careful", {})
+                assert elicited, "the server did not ask"
+                assert not r.is_error, r
+                assert r.content[0].text == "approved-and-ran\n"
+
+            async def list_changed_after_editing_a_manifest():
+                before = len(changes)
+                manifest(packs_dir, "added_later", command="echo new")
+                deadline = time.monotonic() + 5
+                while len(changes) == before and time.monotonic() < deadline:
+                    await anyio.sleep(0.05)
+                assert len(changes) > before, "no notifications/tools/list_changed"
+                names = {t.name for t in (await s.list_tools()).tools}
+                assert "added_later" in names, names
+                # A broken edit keeps the last good version.
+                (Path(packs_dir) / "added_later.tool.json").write_text("{ not json")
+                deadline = time.monotonic() + 5
+                while len(changes) == before + 1 and time.monotonic() < deadline:
+                    await anyio.sleep(0.05)
+                r = await s.call_tool("added_later", {})
+                assert not r.is_error and r.content[0].text == "new\n", r
+
+            for name, fn in [
+                ("initialize", initialized),
+                ("tools/list", lists_tools),
+                ("tools/call", calls_a_tool),
+                ("structuredContent", structured_content_for_json),
+                ("validation error as isError", validation_error_is_an_error_result),
+                ("ping during a slow call", ping_while_a_call_runs),
+                ("cancel kills the process group", cancel_kills_the_process_group),
+                ("approval through elicitation", approval_through_elicitation),
+                ("list_changed after an edit", list_changed_after_editing_a_manifest),
+            ]:
+                await check(name, fn)
+
+
+anyio.run(main)
+failed = sum(1 for _, e in RESULTS if e)
+print(f"{len(RESULTS) - failed} passed, {failed} failed")
+sys.exit(1 if failed else 0)

@@ -1,0 +1,129 @@
+//! `packs serve` spoken to directly (newline-delimited JSON-RPC); the official SDK
+//! client drives it in tests/mcp/test_serve.py.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::common::{PACKS, Packs};
+
+/// Send `requests`, close stdin, and collect every message the server wrote.
+fn session(packs: &Packs, extra: &[&str], requests: &[Value]) -> Vec<Value> {
+    let mut child = Command::new(PACKS)
+        .arg("--packs")
+        .arg(packs.path())
+        .arg("serve")
+        .args(extra)
+        .env_remove("PACKS_PATH")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start packs serve");
+    let mut stdin = child.stdin.take().unwrap();
+    for r in requests {
+        writeln!(stdin, "{r}").unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("stdout carries only JSON-RPC ({e}): {l}")))
+        .collect()
+}
+
+fn by_id(messages: &[Value], id: i64) -> &Value {
+    messages.iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("no response {id} in {messages:#?}"))
+}
+
+fn tools() -> Packs {
+    Packs::new()
+        .manifest("echo_words", json!({"name": "echo_words", "description": "d", "parameters": {"w": {"type": "string"}}, "command": "echo -- {{w:x}}"}))
+        .manifest("careful", json!({"name": "careful", "description": "d", "command": "echo ran", "policy": {"confirm_before_run": true}}))
+}
+
+#[test]
+fn negotiates_the_protocol_version() {
+    let packs = tools();
+    let init = |v: &str, id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {"protocolVersion": v, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let m = session(&packs, &[], &[init("2024-11-05", 1), init("1999-01-01", 2)]);
+    assert_eq!(by_id(&m, 1)["result"]["protocolVersion"], "2024-11-05");
+    assert_eq!(by_id(&m, 2)["result"]["protocolVersion"], packs::mcp::PROTOCOL_VERSIONS[0]);
+    assert_eq!(by_id(&m, 1)["result"]["capabilities"]["tools"]["listChanged"], true);
+}
+
+#[test]
+fn errors_follow_json_rpc() {
+    let packs = tools();
+    let mut child_requests = vec![
+        json!({"jsonrpc": "2.0", "id": 1, "method": "nope"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "missing", "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"cursor": "zz"}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}),
+    ];
+    child_requests.push(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let m = session(&packs, &[], &child_requests);
+    assert_eq!(by_id(&m, 1)["error"]["code"], -32601);
+    assert_eq!(by_id(&m, 2)["error"]["code"], -32602);
+    assert_eq!(by_id(&m, 3)["error"]["code"], -32602);
+    assert_eq!(by_id(&m, 4)["result"], json!({}));
+    assert_eq!(m.len(), 4, "a notification gets no answer: {m:#?}");
+}
+
+#[test]
+fn tools_list_paginates() {
+    let mut packs = Packs::new();
+    for i in 0..150 {
+        packs = packs
+            .manifest(&format!("t{i:03}"), json!({"name": format!("t{i:03}"), "description": "d", "command": "true"}));
+    }
+    let m = session(
+        &packs,
+        &[],
+        &[
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "100"}}),
+        ],
+    );
+    let first = &by_id(&m, 1)["result"];
+    assert_eq!(first["tools"].as_array().unwrap().len(), packs::mcp::PAGE_SIZE);
+    assert_eq!(first["nextCursor"], "100");
+    let second = &by_id(&m, 2)["result"];
+    assert_eq!(second["tools"].as_array().unwrap().len(), 50);
+    assert!(second.get("nextCursor").is_none());
+    assert_eq!(second["tools"][0]["name"], "t100");
+}
+
+#[test]
+fn approval_without_elicitation_needs_yes() {
+    let packs = tools();
+    let call =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "careful", "arguments": {}}});
+    let m = session(&packs, &[], std::slice::from_ref(&call));
+    let r = &by_id(&m, 1)["result"];
+    assert_eq!(r["isError"], true);
+    let body: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(body["error"]["kind"], "permission_denied");
+    let m = session(&packs, &["--yes"], &[call]);
+    assert_eq!(by_id(&m, 1)["result"]["content"][0]["text"], "ran\n");
+}
+
+#[test]
+fn progress_notifications_carry_output() {
+    let packs = tools();
+    let m = session(
+        &packs,
+        &[],
+        &[
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo_words", "arguments": {"w": "hello"}, "_meta": {"progressToken": "tok"}}}),
+        ],
+    );
+    let progress: Vec<&Value> = m.iter().filter(|x| x["method"] == "notifications/progress").collect();
+    assert!(!progress.is_empty(), "{m:#?}");
+    assert_eq!(progress[0]["params"]["progressToken"], "tok");
+    assert_eq!(progress[0]["params"]["message"], "-- hello\n");
+    assert_eq!(by_id(&m, 7)["result"]["content"][0]["text"], "-- hello\n");
+}
