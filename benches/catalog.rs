@@ -125,5 +125,86 @@ fn lint(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, load, run_overhead, lint);
+/// A running `packs serve` with a request counter.
+struct Server {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    next: u64,
+}
+
+impl Server {
+    fn start(dir: &Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_packs"))
+            .arg("--packs")
+            .arg(dir)
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("packs serve");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        Self { child, stdin, stdout, next: 0 }
+    }
+
+    /// Send `n` calls of the trivial tool at once, then wait for all `n` answers.
+    fn calls(&mut self, n: u64) {
+        use std::io::{BufRead, Write};
+        for _ in 0..n {
+            self.next += 1;
+            let req = format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"tools/call\",\"params\":{{\"name\":\"noop\",\"arguments\":{{}}}}}}\n",
+                self.next
+            );
+            self.stdin.write_all(req.as_bytes()).expect("write");
+        }
+        self.stdin.flush().expect("flush");
+        let mut line = String::new();
+        let mut answered = 0;
+        while answered < n {
+            line.clear();
+            self.stdout.read_line(&mut line).expect("read");
+            assert!(line.contains("\"isError\":false"), "{line}");
+            answered += 1;
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(c: &mut Criterion) {
+    let mut group = c.benchmark_group("serve");
+    group.sample_size(60);
+    let dir = pack_dir(99);
+    trivial_pack(dir.path());
+    group.bench_function("direct_true", |b| {
+        b.iter(|| {
+            let s = Command::new("true").stdin(Stdio::null()).status().expect("spawn");
+            assert!(s.success());
+        })
+    });
+    let mut server = Server::start(dir.path());
+    server.calls(1); // warm up: the first call compiles the tool's validator
+    group.bench_function("tools_call_1_caller", |b| b.iter(|| server.calls(1)));
+    // 8 callers in flight at once: time per call.
+    group.bench_function("tools_call_8_in_flight_per_call", |b| {
+        b.iter_custom(|iters| {
+            let start = std::time::Instant::now();
+            for _ in 0..iters {
+                server.calls(8);
+            }
+            start.elapsed() / 8
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, load, run_overhead, lint, serve);
 criterion_main!(benches);

@@ -386,6 +386,12 @@ fn reject_leading_dashes(tool: &Tool, given: &Map<String, Value>) -> Result<(), 
 }
 
 fn validate(tool: &Tool, args: &Map<String, Value>) -> Result<(), ToolError> {
+    // A synthesized schema only constrains properties it lists: no arguments are valid
+    // exactly when nothing is required. Skipping the validator then saves its one-time
+    // preparation (about half a millisecond) for argument-less calls.
+    if args.is_empty() && tool.manifest().is_some_and(|m| !m.parameters.values().any(|p| p.required)) {
+        return Ok(());
+    }
     let validator =
         tool.validator().map_err(|message| ToolError::BrokenTool { tool: tool.name().to_owned(), message })?;
     let instance = Value::Object(args.clone());
