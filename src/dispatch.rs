@@ -627,6 +627,8 @@ pub struct ApprovalRequest {
     pub tool: String,
     /// Why approval is needed (e.g. `confirm_before_run`).
     pub reason: String,
+    /// The tool's permission tier.
+    pub tier: Tier,
     /// The argv that would run, with secret values replaced by `***`.
     pub argv: Vec<String>,
     /// The working directory, when set.
@@ -707,6 +709,7 @@ pub fn approval_needed(tool: &Tool, plan: &Plan, context: &Context) -> Option<Ap
         Decision::Ask(reason) => Some(ApprovalRequest {
             tool: tool.name().to_owned(),
             reason,
+            tier: tool.tier(),
             argv: plan.invocation.argv.iter().map(|a| plan.mask(a)).collect(),
             cwd: plan.invocation.cwd.clone(),
         }),

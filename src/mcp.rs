@@ -336,7 +336,7 @@ impl Server {
         let command =
             shlex::try_join(request.argv.iter().map(String::as_str)).unwrap_or_else(|_| request.argv.join(" "));
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": {
-            "message": format!("Run `{}`? {}.\n\n{command}", request.tool, request.reason),
+            "message": format!("Run `{}` (tier {})? {}.\n\n{command}", request.tool, request.tier, request.reason),
             "requestedSchema": {
                 "type": "object",
                 "properties": {"approve": {"type": "boolean", "title": "Run it", "description": command}},

@@ -90,7 +90,7 @@ impl Approver for TerminalApprover {
             return false;
         }
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "packs: `{}` needs approval: {}", request.tool, request.reason);
+        let _ = writeln!(err, "packs: `{}` (tier {}) needs approval: {}", request.tool, request.tier, request.reason);
         let _ = writeln!(err, "  {}", quoted(&request.argv));
         if let Some(cwd) = &request.cwd {
             let _ = writeln!(err, "  in {}", cwd.display());

@@ -315,9 +315,42 @@ fn approval_on_a_pseudo_terminal() {
         child.stdin.take().unwrap().write_all(answer.as_bytes()).unwrap();
         let out = child.wait_with_output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains("`careful` needs approval"), "{text}");
+        assert!(text.contains("`careful` (tier elevated) needs approval"), "{text}");
         assert!(text.contains("Run it? [y/N]"), "{text}");
         assert_eq!(text.contains("\nran"), ran, "{text}");
         assert_eq!(out.status.code(), Some(code), "{text}");
     }
+}
+
+#[test]
+fn agent_packs_are_its_search_path() {
+    let tools =
+        Packs::new().manifest("only_here", json!({"name": "only_here", "description": "d", "command": "echo here"}));
+    let agents = Packs::new()
+        .file("a/soul.md", "S")
+        .file("a/agent.toml", &format!("packs = [{:?}]\n", tools.path().display().to_string()));
+    // No --packs: the agent's directories are the search path.
+    Test::new()
+        .env("PACKS_AGENTS", agents.path())
+        .args(["--agent", "a", "run", "only_here"])
+        .run()
+        .success()
+        .stdout_eq("here\n");
+}
+
+#[test]
+fn secrets_are_masked_in_streamed_output() {
+    let packs = Packs::new().manifest(
+        "leak",
+        json!({"name": "leak", "description": "d",
+               "command": {"program": "sh", "args": ["-c", "echo \"out $1\"; echo \"err $1\" >&2", "sh", "{{secret.PACKS_STREAM_KEY}}"]}}),
+    );
+    Test::new()
+        .packs_dir(&packs)
+        .env("PACKS_STREAM_KEY", "s3cr3t-value")
+        .args(["run", "leak", "--stream"])
+        .run()
+        .success()
+        .stdout_eq("out ***\n")
+        .stderr_eq("err ***\n");
 }
