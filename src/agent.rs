@@ -122,6 +122,12 @@ impl Agent {
         self.allow.as_ref().is_none_or(|a| a.is_match(name)) && !self.deny.is_match(name)
     }
 
+    /// Whether the agent can ever use `tool`: allowed by name and within `max_tier`. Only
+    /// these are offered to a model (prompts, exports, `tools/list`).
+    pub fn offers(&self, tool: &crate::tool::Tool) -> bool {
+        self.allows(tool.name()) && self.max_tier.is_none_or(|max| tool.tier() <= max)
+    }
+
     /// Whether calls of `name` always need approval (`ask`).
     pub fn asks(&self, name: &str) -> bool {
         self.ask.is_match(name)

@@ -29,7 +29,8 @@ pub struct Entry<'a> {
     pub tool: &'a str,
     /// Its tier.
     pub tier: &'a str,
-    /// `allowed`, `approved` or `denied`.
+    /// `allowed`, `approved`, `denied`, or `none` when the call failed before the rules
+    /// were applied (bad arguments).
     pub decision: &'a str,
     /// The argv that ran (or would have), secrets masked; empty when the call failed before planning.
     pub argv: Vec<String>,

@@ -23,6 +23,8 @@ pub enum CallFormat {
     Anthropic,
     /// Ollama chat (`message.tool_calls`, arguments as an object or a JSON string).
     Ollama,
+    /// Gemini `generateContent` (`functionCall` parts).
+    Gemini,
     /// FunctionGemma text (`call:NAME{...}`).
     Gemma,
 }
@@ -49,6 +51,9 @@ pub fn detect(input: &str) -> CallFormat {
     let items = v.get("output").or(Some(&v)).and_then(Value::as_array);
     if items.is_some_and(|items| items.iter().any(|i| i.get("type").and_then(Value::as_str) == Some("function_call"))) {
         return CallFormat::OpenaiResponses;
+    }
+    if v.get("candidates").is_some() || v.get("parts").and_then(Value::as_array).is_some() {
+        return CallFormat::Gemini;
     }
     if v.get("content").and_then(Value::as_array).is_some() || v.get("stop_reason").is_some() {
         return CallFormat::Anthropic;
@@ -81,6 +86,7 @@ pub fn find_calls(input: &str, format: CallFormat) -> Result<(CallFormat, Vec<Fo
         CallFormat::OpenaiResponses => responses_calls(&v),
         CallFormat::Anthropic => anthropic_calls(&v),
         CallFormat::Ollama => ollama_calls(&v),
+        CallFormat::Gemini => gemini_calls(&v),
         CallFormat::Auto | CallFormat::Gemma => Vec::new(),
     };
     // Strict-mode models send `null` for optional arguments they leave out.
@@ -173,6 +179,21 @@ fn ollama_calls(v: &Value) -> Vec<FoundCall> {
         .collect()
 }
 
+fn gemini_calls(v: &Value) -> Vec<FoundCall> {
+    let parts = v.pointer("/candidates/0/content/parts").or_else(|| v.get("parts"));
+    parts
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.get("functionCall"))
+        .map(|c| FoundCall {
+            id: str_of(c, "id").to_owned(),
+            name: str_of(c, "name").to_owned(),
+            args: arguments(c.get("args")),
+        })
+        .collect()
+}
+
 fn gemma_calls(text: &str) -> Result<Vec<FoundCall>, ReadError> {
     match functiongemma::parse_calls(text) {
         Ok(calls) => Ok(calls
@@ -236,6 +257,24 @@ pub fn render_results(results: &[CallResult], format: CallFormat) -> String {
                 .collect();
             format!("{:#}\n", Value::Array(msgs))
         }
+        CallFormat::Gemini => {
+            let parts: Vec<Value> = results
+                .iter()
+                .map(|r| {
+                    let response = match (&r.value, r.ok) {
+                        (Value::Object(_), _) => r.value.clone(),
+                        (_, true) => json!({"output": r.content}),
+                        (_, false) => json!({"error": r.content}),
+                    };
+                    let mut f = json!({"name": r.call.name, "response": response});
+                    if !r.call.id.is_empty() {
+                        f["id"] = Value::String(r.call.id.clone());
+                    }
+                    json!({"functionResponse": f})
+                })
+                .collect();
+            format!("{:#}\n", json!({"role": "user", "parts": parts}))
+        }
         CallFormat::Gemma => results
             .iter()
             .map(|r| {
@@ -265,6 +304,9 @@ mod tests {
         assert_eq!(detect(anthropic), CallFormat::Anthropic);
         assert_eq!(detect(ollama), CallFormat::Ollama);
         assert_eq!(detect("call:t{a:1}"), CallFormat::Gemma);
+        let gemini = r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"},{"functionCall":{"name":"t","args":{"a":1}}}]}}]}"#;
+        assert_eq!(detect(gemini), CallFormat::Gemini);
+        assert_eq!(find_calls(gemini, CallFormat::Auto).unwrap().1[0].args, Ok(json!({"a": 1})));
         for input in [openai, anthropic, ollama] {
             let (_, calls) = find_calls(input, CallFormat::Auto).unwrap();
             assert_eq!(calls[0].name, "t");

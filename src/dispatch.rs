@@ -4,6 +4,7 @@
 //! a [`ToolResult`] with `ok: false`, never a crash of the caller.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -287,7 +288,6 @@ pub fn prepare(tool: &Tool, args: Value, context: &Context) -> Result<Arguments,
     }
     validate(tool, &given)?;
     reject_leading_dashes(tool, &given)?;
-    confine_paths(tool, &given, &context.workspace())?;
     let mut resolved = given.clone();
     if let Some(m) = tool.manifest() {
         for (name, p) in &m.parameters {
@@ -304,10 +304,18 @@ pub fn prepare(tool: &Tool, args: Value, context: &Context) -> Result<Arguments,
     Ok(Arguments { given, resolved })
 }
 
-/// Every `format: path` value must resolve (symlinks followed) inside the workspace.
-fn confine_paths(tool: &Tool, given: &Map<String, Value>, workspace: &Path) -> Result<(), ToolError> {
+/// Every `format: path` value must resolve (symlinks followed) inside the workspace. A
+/// relative value is resolved where the tool will read it: its working directory.
+fn confine_paths(
+    tool: &Tool,
+    given: &Map<String, Value>,
+    workspace: &Path,
+    cwd: Option<&Path>,
+) -> Result<(), ToolError> {
     let Some(m) = tool.manifest() else { return Ok(()) };
     let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_owned());
+    let here = std::env::current_dir().unwrap_or_else(|_| root.clone());
+    let base = cwd.map_or_else(|| here.clone(), |c| here.join(c));
     let mut errors = Vec::new();
     for (name, _) in m.parameters.iter().filter(|(_, p)| p.format.as_deref() == Some("path")) {
         let values: Vec<&str> = match given.get(name) {
@@ -316,7 +324,7 @@ fn confine_paths(tool: &Tool, given: &Map<String, Value>, workspace: &Path) -> R
             _ => Vec::new(),
         };
         for v in values {
-            if let Err(why) = confined(&root, v) {
+            if let Err(why) = confined(&root, &base, v) {
                 errors.push(FieldError {
                     field: name.clone(),
                     message: format!("{v:?} {why}; paths must stay inside the workspace {}", root.display()),
@@ -330,9 +338,9 @@ fn confine_paths(tool: &Tool, given: &Map<String, Value>, workspace: &Path) -> R
 
 /// Resolve `value` against `root` (following symlinks as far as the path exists) and
 /// check it stays inside.
-fn confined(root: &Path, value: &str) -> Result<PathBuf, String> {
+fn confined(root: &Path, base: &Path, value: &str) -> Result<PathBuf, String> {
     use std::path::Component;
-    let candidate = root.join(value);
+    let candidate = base.join(value);
     // The longest part that exists is resolved by the OS (symlinks included); the rest
     // is taken lexically and may not climb with `..`.
     let mut existing = candidate.clone();
@@ -511,6 +519,7 @@ fn plan_with(tool: &Tool, args: &Arguments, context: &Context, placeholder_secre
         }
     };
     let cwd = cwd.or_else(|| context.workspace.clone());
+    confine_paths(tool, &args.given, &context.workspace(), cwd.as_deref())?;
     let env_changes = env.clone();
     let env = minimal_env(&policy.env_passthrough, env);
     let invocation = Invocation {
@@ -768,6 +777,62 @@ pub fn call(
     })
 }
 
+/// Masks secrets in a stream that arrives in chunks: a secret split across two chunks
+/// is still caught, because the last `longest secret - 1` bytes wait for the next chunk.
+struct Masker {
+    secrets: Vec<Vec<u8>>,
+    held: Vec<u8>,
+}
+
+impl Masker {
+    fn new(secrets: &[String]) -> Self {
+        Self {
+            secrets: secrets.iter().filter(|s| !s.is_empty()).map(|s| s.as_bytes().to_vec()).collect(),
+            held: Vec::new(),
+        }
+    }
+
+    /// Add a chunk; returns what can be shown now, masked.
+    fn push(&mut self, chunk: &[u8]) -> Vec<u8> {
+        self.held.extend_from_slice(chunk);
+        let keep = self.secrets.iter().map(Vec::len).max().unwrap_or(1).saturating_sub(1);
+        let mut cut = self.held.len().saturating_sub(keep);
+        // A secret that starts before the cut ends inside what is held: release all of it.
+        for s in &self.secrets {
+            for start in 0..cut.min(self.held.len()) {
+                if self.held[start..].starts_with(s) {
+                    cut = cut.max(start + s.len());
+                }
+            }
+        }
+        let ready: Vec<u8> = self.held.drain(..cut).collect();
+        self.mask(&ready)
+    }
+
+    /// Everything still held, masked.
+    fn finish(&mut self) -> Vec<u8> {
+        let rest = std::mem::take(&mut self.held);
+        self.mask(&rest)
+    }
+
+    fn mask(&self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        'outer: while i < bytes.len() {
+            for s in &self.secrets {
+                if bytes[i..].starts_with(s) {
+                    out.extend_from_slice(b"***");
+                    i += s.len();
+                    continue 'outer;
+                }
+            }
+            out.push(bytes[i]);
+            i += 1;
+        }
+        out
+    }
+}
+
 /// The phases of a call, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -784,6 +849,7 @@ pub enum Phase {
 
 /// What a status callback hears about a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Status<'a> {
     /// A phase begins.
     Phase(Phase),
@@ -811,7 +877,8 @@ pub fn call_with_status(
     on_status: impl Fn(Status<'_>) + Sync,
 ) -> Result<ToolResult, ToolError> {
     let mut argv: Vec<String> = Vec::new();
-    let mut decision = "allowed";
+    // Until the rules are applied, no decision was taken.
+    let mut decision = "none";
     let result = (|| {
         on_status(Status::Phase(Phase::Validate));
         check_allowed(tool, context).inspect_err(|_| decision = "denied")?;
@@ -821,11 +888,11 @@ pub fn call_with_status(
         on_status(Status::Phase(Phase::Authorize));
         let asked = approval_needed(tool, &plan, context).is_some();
         authorize(tool, &plan, context, approver).inspect_err(|_| decision = "denied")?;
-        if asked {
-            decision = "approved";
-        }
+        decision = if asked { "approved" } else { "allowed" };
         on_status(Status::Phase(Phase::Execute));
-        execute_observed(
+        let maskers = [Mutex::new(Masker::new(&plan.secrets)), Mutex::new(Masker::new(&plan.secrets))];
+        let masker = |stream: Stream| maskers[usize::from(stream == Stream::Stderr)].lock();
+        let result = execute_observed(
             tool,
             &plan,
             context,
@@ -833,12 +900,20 @@ pub fn call_with_status(
             |stream, chunk| {
                 if plan.secrets.is_empty() {
                     on_status(Status::Output { stream, chunk });
-                } else {
-                    let masked = plan.mask(&String::from_utf8_lossy(chunk));
-                    on_status(Status::Output { stream, chunk: masked.as_bytes() });
+                } else if let Ok(mut m) = masker(stream) {
+                    let ready = m.push(chunk);
+                    if !ready.is_empty() {
+                        on_status(Status::Output { stream, chunk: &ready });
+                    }
                 }
             },
-        )
+        );
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            if let Some(rest) = masker(stream).ok().map(|mut m| m.finish()).filter(|r| !r.is_empty()) {
+                on_status(Status::Output { stream, chunk: &rest });
+            }
+        }
+        result
     })();
     on_status(Status::Phase(Phase::Complete));
     if let Some(log) = context.audit() {

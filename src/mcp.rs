@@ -248,7 +248,7 @@ impl Server {
             },
         };
         let agent = self.options.context.agent();
-        let tools: Vec<_> = catalog.tools().filter(|t| agent.is_none_or(|a| a.allows(t.name()))).collect();
+        let tools: Vec<_> = catalog.tools().filter(|t| agent.is_none_or(|a| a.offers(t))).collect();
         let page: Vec<Value> = tools.iter().skip(start).take(PAGE_SIZE).map(|t| crate::formats::mcp::tool(t)).collect();
         let mut result = json!({"tools": page});
         if start + PAGE_SIZE < tools.len() {
@@ -345,7 +345,7 @@ impl Server {
         }}));
         let Ok(answer) = rx.recv_timeout(ELICITATION_TIMEOUT) else { return false };
         answer.pointer("/result/action").and_then(Value::as_str) == Some("accept")
-            && answer.pointer("/result/content/approve").and_then(Value::as_bool) != Some(false)
+            && answer.pointer("/result/content/approve").and_then(Value::as_bool) == Some(true)
     }
 }
 

@@ -76,7 +76,7 @@ pub(super) fn describe(catalog: &Catalog, name: &str, prompt_entry: bool) -> Res
 
 /// Every tool (the agent's, with `--agent`) in `format`.
 pub(super) fn catalog(catalog: &Catalog, format: ExportFormat, agent: Option<&Agent>) -> Result<i32> {
-    let tools: Vec<_> = catalog.tools().filter(|t| agent.is_none_or(|a| a.allows(t.name()))).collect();
+    let tools: Vec<_> = catalog.tools().filter(|t| agent.is_none_or(|a| a.offers(t))).collect();
     match formats::export(&tools, format) {
         Export::Json(v) => print(&format!("{}\n", serde_json::to_string_pretty(&v)?))?,
         Export::Text(t) => print(&t)?,

@@ -151,7 +151,9 @@ pub fn main() -> i32 {
                 }
             }
             let mut base = crate::dispatch::Context::new();
-            if let Some(path) = &cli.log {
+            // Only commands that run tools write the log (and need it writable).
+            let runs_tools = matches!(command, Command::Run(_) | Command::Call(_) | Command::Serve { .. });
+            if let Some(path) = cli.log.as_ref().filter(|_| runs_tools) {
                 match crate::audit::AuditLog::open(path) {
                     Ok(log) => base = base.with_audit(log),
                     Err(e) => {

@@ -1,7 +1,5 @@
 //! `packs prompt`.
 
-use std::io::Write;
-
 use anyhow::Result;
 
 use super::args;
@@ -39,7 +37,7 @@ pub(super) struct PromptArgs {
 pub(super) fn agent_tools<'c>(catalog: &'c Catalog, agent: Option<&Agent>, mode: Option<&str>) -> Vec<&'c Tool> {
     catalog
         .tools()
-        .filter(|t| agent.is_none_or(|a| a.allows(t.name())))
+        .filter(|t| agent.is_none_or(|a| a.offers(t)))
         .filter(|t| mode.is_none_or(|m| prompt::in_mode(t, m)))
         .collect()
 }
@@ -59,8 +57,6 @@ pub(super) fn prompt(catalog: &Catalog, a: &PromptArgs, agent: Option<&Agent>) -
         }
     };
     // Byte for byte: no newline is added.
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
+    super::print(&text)?;
     Ok(0)
 }

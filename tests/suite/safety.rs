@@ -281,6 +281,7 @@ fn status_callback_reports_phases_and_chunks_in_order() {
                 assert!(pid > 0);
                 "spawned".into()
             }
+            _ => "other".into(),
         });
     })
     .unwrap();
@@ -353,4 +354,38 @@ fn secrets_are_masked_in_streamed_output() {
         .success()
         .stdout_eq("out ***\n")
         .stderr_eq("err ***\n");
+}
+
+#[test]
+fn a_secret_split_across_writes_is_still_masked_when_streaming() {
+    let packs = Packs::new().manifest(
+        "split",
+        json!({"name": "split", "description": "d",
+               "command": {"program": "sh", "args": ["-c", "printf 'key=%s' \"${1%????}\"; sleep 0.2; printf '%s done\\n' \"${1#????}\"", "sh", "{{secret.PACKS_SPLIT_KEY}}"]}}),
+    );
+    Test::new()
+        .packs_dir(&packs)
+        .env("PACKS_SPLIT_KEY", "hunter22")
+        .args(["run", "split", "--stream"])
+        .run()
+        .success()
+        .stdout_eq("key=*** done\n");
+}
+
+#[test]
+fn relative_paths_are_confined_where_the_tool_reads_them() {
+    let ws = tempfile::tempdir().unwrap();
+    let packs = Packs::new().manifest(
+        "rooted",
+        json!({"name": "rooted", "description": "d", "parameters": {"p": {"type": "string", "format": "path", "required": true}},
+               "command": {"program": "ls", "args": ["-d", "--", "{{p}}"], "cwd": "/"}}),
+    );
+    Test::new()
+        .packs_dir(&packs)
+        .arg("--workspace")
+        .arg(ws.path())
+        .args(["run", "rooted", "--arg", "p=etc/passwd"])
+        .run()
+        .code(1)
+        .stderr_contains("outside the workspace");
 }
