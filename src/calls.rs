@@ -116,7 +116,11 @@ fn arguments(v: Option<&Value>) -> Result<Value, String> {
 }
 
 fn openai_calls(v: &Value) -> Vec<FoundCall> {
-    let message = v.pointer("/choices/0/message").unwrap_or(v);
+    tool_calls(v.pointer("/choices/0/message").unwrap_or(v))
+}
+
+/// `tool_calls` of a chat message: `[{id, function: {name, arguments}}]` (OpenAI and Ollama).
+fn tool_calls(message: &Value) -> Vec<FoundCall> {
     message
         .get("tool_calls")
         .and_then(Value::as_array)
@@ -162,21 +166,7 @@ fn anthropic_calls(v: &Value) -> Vec<FoundCall> {
 }
 
 fn ollama_calls(v: &Value) -> Vec<FoundCall> {
-    let message = v.get("message").unwrap_or(v);
-    message
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            let f = c.get("function").unwrap_or(&Value::Null);
-            FoundCall {
-                id: str_of(c, "id").to_owned(),
-                name: str_of(f, "name").to_owned(),
-                args: arguments(f.get("arguments")),
-            }
-        })
-        .collect()
+    tool_calls(v.get("message").unwrap_or(v))
 }
 
 fn gemini_calls(v: &Value) -> Vec<FoundCall> {
