@@ -219,8 +219,9 @@ pub struct ToolResult {
 
 impl ToolResult {
     /// A failed run as the error a model can act on: `{"error": {"kind": "execution" |
-    /// "timeout", "message", "exit_code", "stderr" (its last 2,000 characters), "output",
-    /// "retryable"}}`.
+    /// "timeout", "message", "exit_code", "elapsed_ms", "stderr" (its last 2,000
+    /// characters), "output", "retryable"}}`. A timeout may succeed on retry; a tool that
+    /// failed will fail the same way.
     pub fn error_json(&self) -> Value {
         let kind = if self.timed_out { "timeout" } else { "execution" };
         let chars: Vec<char> = self.stderr.chars().collect();
@@ -229,6 +230,7 @@ impl ToolResult {
             "kind": kind,
             "message": self.error,
             "exit_code": self.exit_code,
+            "elapsed_ms": self.duration_ms,
             "stderr": tail,
             "output": self.display,
             "retryable": self.timed_out,

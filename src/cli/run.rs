@@ -129,7 +129,12 @@ pub(super) fn run(catalog: &Catalog, a: &RunArgs, base: &Context) -> Result<i32>
         }
         Ok(Outcome::Ran(r)) => {
             if a.json {
-                print(&format!("{}\n", serde_json::to_string_pretty(&r)?))?;
+                let mut v = serde_json::to_value(&r)?;
+                if !r.ok {
+                    // The structured error too: kind execution or timeout, and whether to retry.
+                    v["failure"] = r.error_json()["error"].clone();
+                }
+                print(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
             } else if a.stream {
                 // Everything was printed as it arrived.
                 if let Some(e) = &r.error {

@@ -389,3 +389,24 @@ fn relative_paths_are_confined_where_the_tool_reads_them() {
         .code(1)
         .stderr_contains("outside the workspace");
 }
+
+#[test]
+fn failures_carry_a_structured_error() {
+    let packs = Packs::new()
+        .manifest("fails", json!({"name": "fails", "description": "d", "command": {"program": "sh", "args": ["-c", "echo boom >&2; exit 4"]}}))
+        .manifest("hangs", json!({"name": "hangs", "description": "d", "command": "sleep 5", "policy": {"timeout_secs": 1}}));
+    let out = Test::new().packs_dir(&packs).args(["run", "fails", "--json"]).run();
+    let v = out.code(2).json();
+    assert_eq!(v["failure"]["kind"], "execution");
+    assert_eq!(v["failure"]["exit_code"], 4);
+    assert_eq!(v["failure"]["stderr"], "boom\n");
+    assert_eq!(v["failure"]["retryable"], false);
+    let out = Test::new().packs_dir(&packs).args(["run", "hangs", "--json"]).run();
+    let v = out.code(124).json();
+    assert_eq!(v["failure"]["kind"], "timeout");
+    assert_eq!(v["failure"]["retryable"], true);
+    assert!(v["failure"]["elapsed_ms"].as_u64().unwrap() >= 900);
+    // A success has no failure.
+    let ok = Packs::new().manifest("fine", json!({"name": "fine", "description": "d", "command": "true"}));
+    assert!(Test::new().packs_dir(&ok).args(["run", "fine", "--json"]).run().success().json().get("failure").is_none());
+}
