@@ -144,6 +144,19 @@ fn check(expect: &Expect, observed: &Observed) -> Vec<String> {
             if let Some(e) = &expect.error {
                 fail("error", e.clone(), "no error (the call planned)".into());
             }
+            let needs_a_run = expect.exit_code.is_some()
+                || expect.ok.is_some()
+                || expect.stdout_contains.is_some()
+                || expect.stdout_matches.is_some()
+                || expect.output_equals.is_some();
+            if needs_a_run {
+                fail(
+                    "expectations a dry run can check",
+                    "only `argv` or `error`".into(),
+                    "`exit_code`, `ok` or output expectations, which need the tool to run; drop `dry_run` or them"
+                        .into(),
+                );
+            }
             return failures;
         }
     };

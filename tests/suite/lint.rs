@@ -174,7 +174,8 @@ fn packs_test_reports_failures_with_expected_and_got() {
                 {"name": "wrong output", "args": {"w": "hi"}, "expect": {"output_equals": "bye"}},
                 {"name": "wrong argv", "dry_run": true, "args": {"w": "a"}, "expect": {"argv": ["echo", "a"]}},
                 {"name": "validation", "args": {}, "expect": {"error": "validation"}},
-                {"name": "unexpected error", "args": {"x": 1}, "expect": {"ok": true}}
+                {"name": "unexpected error", "args": {"x": 1}, "expect": {"ok": true}},
+                {"name": "dry run cannot check output", "dry_run": true, "args": {"w": "a"}, "expect": {"ok": true}}
             ]
         }),
     );
@@ -185,7 +186,8 @@ fn packs_test_reports_failures_with_expected_and_got() {
         .stdout_contains("FAIL echoer / wrong argv\n    argv\n      expected: [\"echo\", \"a\"]\n      got:      [\"echo\", \"--\", \"a\"]\n")
         .stdout_contains("PASS echoer / validation\n")
         .stdout_contains("FAIL echoer / unexpected error\n")
-        .stdout_contains("\n2 passed, 3 failed\n");
+        .stdout_contains("FAIL echoer / dry run cannot check output\n    expectations a dry run can check\n")
+        .stdout_contains("\n2 passed, 4 failed\n");
     Test::new()
         .arg("--packs")
         .arg(packs.path())
