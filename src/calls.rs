@@ -64,8 +64,12 @@ pub fn detect(input: &str) -> CallFormat {
     if v.get("message").is_some() && v.get("model").is_some() {
         return CallFormat::Ollama;
     }
-    if v.get("tool_calls").is_some() {
-        return CallFormat::Openai;
+    if let Some(calls) = v.get("tool_calls").and_then(Value::as_array) {
+        // Ollama's calls carry no id and give arguments as an object.
+        let ollama = calls
+            .iter()
+            .all(|c| c.get("id").is_none() && c.pointer("/function/arguments").is_some_and(Value::is_object));
+        return if ollama && !calls.is_empty() { CallFormat::Ollama } else { CallFormat::Openai };
     }
     if v.get("message").is_some() {
         return CallFormat::Ollama;
@@ -293,6 +297,8 @@ mod tests {
         assert_eq!(detect(responses), CallFormat::OpenaiResponses);
         assert_eq!(detect(anthropic), CallFormat::Anthropic);
         assert_eq!(detect(ollama), CallFormat::Ollama);
+        let bare_ollama = r#"{"role":"assistant","tool_calls":[{"function":{"name":"t","arguments":{"a":1}}}]}"#;
+        assert_eq!(detect(bare_ollama), CallFormat::Ollama);
         assert_eq!(detect("call:t{a:1}"), CallFormat::Gemma);
         let gemini = r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"},{"functionCall":{"name":"t","args":{"a":1}}}]}}]}"#;
         assert_eq!(detect(gemini), CallFormat::Gemini);

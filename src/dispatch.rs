@@ -869,6 +869,25 @@ pub enum Status<'a> {
     },
 }
 
+/// Record, in the context's audit log, a call whose tool could not be resolved (or
+/// whose arguments could not be read) before any tool was involved.
+pub fn audit_unresolved(context: &Context, name: &str, error: &ToolError) {
+    if let Some(log) = context.audit() {
+        let _ = log.record(&crate::audit::Entry {
+            time: crate::audit::now(),
+            agent: context.agent().map(|a| a.id.as_str()),
+            tool: name,
+            tier: "unknown",
+            decision: "none",
+            argv: Vec::new(),
+            exit_code: None,
+            duration_ms: None,
+            outcome: error.kind(),
+            error: Some(error.to_string()),
+        });
+    }
+}
+
 /// Like [`call`], reporting each phase and each output chunk to `on_status`, and
 /// recording the call in the context's audit log, if it has one.
 pub fn call_with_status(

@@ -44,6 +44,8 @@ fn answer(catalog: &Catalog, call: FoundCall, context: &Context, approver: &dyn 
     let args = match &call.args {
         Ok(args) => args.clone(),
         Err(message) => {
+            let e = ToolError::InvalidArguments { tool: call.name.clone(), message: message.clone() };
+            dispatch::audit_unresolved(context, &call.name, &e);
             let value = json!({"error": {"kind": "validation", "message": message, "retryable": true}});
             return CallResult { call, ok: false, content: value.to_string(), value };
         }
@@ -51,6 +53,7 @@ fn answer(catalog: &Catalog, call: FoundCall, context: &Context, approver: &dyn 
     let outcome = catalog
         .get(&call.name)
         .map_err(ToolError::from)
+        .inspect_err(|e| dispatch::audit_unresolved(context, &call.name, e))
         .and_then(|tool| dispatch::call(tool, args, context, approver, |_, _| {}).map(|r| (tool, r)));
     match outcome {
         Err(e) => {

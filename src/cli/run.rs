@@ -106,11 +106,17 @@ impl Approver for TerminalApprover {
 }
 
 pub(super) fn run(catalog: &Catalog, a: &RunArgs, base: &Context) -> Result<i32> {
-    let outcome = catalog.get(&a.name).map_err(ToolError::from).and_then(|tool| {
+    // Failures before the dispatcher sees the call are logged here; the rest by the dispatcher.
+    let unresolved = |e: ToolError| {
+        dispatch::audit_unresolved(base, &a.name, &e);
+        e
+    };
+    let outcome = catalog.get(&a.name).map_err(ToolError::from).map_err(unresolved).and_then(|tool| {
         let (raw, context) = args::arguments(tool, a.input.as_deref(), &a.args)
             .and_then(|raw| Ok((raw, args::context(&a.context, base)?)))
             // A bad --arg, --context or JSON argument is the caller's mistake, like a validation error.
-            .map_err(|e| ToolError::InvalidArguments { tool: tool.name().to_owned(), message: format!("{e:#}") })?;
+            .map_err(|e| ToolError::InvalidArguments { tool: tool.name().to_owned(), message: format!("{e:#}") })
+            .map_err(unresolved)?;
         let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
         plan_and_run(tool, raw, &context, a, approver)
     });

@@ -191,10 +191,11 @@ fn audit_log_has_one_line_per_call_with_secrets_masked() {
     run(&["run", "careful"]).code(3);
     run(&["run", "careful", "--yes"]).success();
     run(&["run", "greet", "--arg", "nope=1"]).code(1);
+    run(&["run", "no_such_tool"]).code(1);
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(!text.contains("hunter2"), "a secret reached the audit log: {text}");
     let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(lines.len(), 4, "{text}");
+    assert_eq!(lines.len(), 5, "{text}");
     assert_eq!(lines[0]["tool"], "greet");
     assert_eq!(lines[0]["decision"], "allowed");
     assert_eq!(lines[0]["outcome"], "ok");
@@ -206,6 +207,9 @@ fn audit_log_has_one_line_per_call_with_secrets_masked() {
     assert_eq!(lines[1]["tier"], "elevated");
     assert_eq!(lines[2]["decision"], "approved");
     assert_eq!(lines[3]["outcome"], "validation");
+    assert_eq!(lines[3]["decision"], "none");
+    assert_eq!(lines[4]["tool"], "no_such_tool");
+    assert_eq!(lines[4]["outcome"], "not_found");
     // A log that cannot be written stops the call before it runs.
     let marker = dir.path().join("ran");
     let touch = Packs::new().manifest(
