@@ -60,6 +60,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("timeout-out-of-range", "timeout_secs is 0 or more than an hour"),
     ("invalid-exit-codes", "allowed_exit_codes is empty or outside 0-255"),
     ("invalid-example", "an example is not a FunctionGemma call of this tool with its parameters"),
+    ("invalid-test", "a test in `tests` cannot run as written"),
     ("bad-describe", "an executable's --describe fails, times out or prints an invalid description"),
     ("invalid-parameters-schema", "an executable's parameters are not a valid JSON Schema"),
     ("missing-pack-dir", "a pack directory does not exist"),

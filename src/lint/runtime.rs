@@ -62,6 +62,48 @@ pub(super) fn check(s: &Subject<'_>, options: &Options, programs: &mut ProgramCa
         }
     }
     examples(s, out);
+    tests(s, out);
+}
+
+/// The `tests` a manifest carries must be runnable as written.
+fn tests(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
+    for (i, t) in s.m.tests.iter().enumerate() {
+        let path = FieldPath::dotted("tests").index(i);
+        let mut bad = |at: FieldPath, message: String| {
+            out.push(s.diag(Severity::Error, "invalid-test", &at, Target::Value, message));
+        };
+        for key in t.context.keys() {
+            if !CONTEXT_KEYS.contains(&key.as_str()) {
+                bad(
+                    path.key("context"),
+                    format!("unknown context key `{key}`; known keys: {}", CONTEXT_KEYS.join(", ")),
+                );
+            }
+        }
+        if let Some(re) = &t.expect.stdout_matches {
+            if let Err(e) = regex::Regex::new(re) {
+                bad(
+                    path.key("expect").key("stdout_matches"),
+                    format!(
+                        "`stdout_matches` is not a valid regular expression: {}",
+                        e.to_string().lines().last().unwrap_or_default().trim_start_matches("error: ")
+                    ),
+                );
+            }
+        }
+        if t.expect.argv.is_some() && !t.dry_run {
+            bad(path.key("expect").key("argv"), "`expect.argv` is only checked by a `dry_run` test".into());
+        }
+        let e = &t.expect;
+        let run_only = e.exit_code.is_some()
+            || e.ok.is_some()
+            || e.stdout_contains.is_some()
+            || e.stdout_matches.is_some()
+            || e.output_equals.is_some();
+        if t.dry_run && run_only {
+            bad(path.key("dry_run"), "a `dry_run` test can check only `argv` and `error`; nothing runs".into());
+        }
+    }
 }
 
 fn examples(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {

@@ -91,6 +91,7 @@ fn every_rule_with_a_fixture_fires_where_expected() {
         ("timeout-out-of-range", "policy-ranges.tool.json"),
         ("invalid-exit-codes", "policy-ranges.tool.json"),
         ("invalid-example", "invalid-example.tool.json"),
+        ("invalid-test", "invalid-test.tool.json"),
         ("bad-describe", "lint/bad-describe"),
         ("invalid-parameters-schema", "lint/invalid-parameters-schema"),
     ] {
