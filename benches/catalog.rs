@@ -9,10 +9,6 @@ use std::process::{Command, Stdio};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use packs::{Catalog, Context, SearchPath};
 
-// The same allocator as the `packs` binary, so library figures match the CLI's.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// A realistic manifest: four parameters, a group, a block, policy and output.
 fn manifest(i: usize) -> String {
     format!(

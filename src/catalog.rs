@@ -312,13 +312,16 @@ fn load_dir(dir: &Path, only: Option<&str>) -> (Vec<Tool>, Vec<Diagnostic>, Vec<
     let Discovered { mut manifests, executables, mut diagnostics } = discover(dir);
     let mut skipped_names = Vec::new();
     if let Some(name) = only {
-        manifests.retain(|p| match quick_name(p) {
-            Some(n) if n != name => {
-                skipped_names.push(n);
-                false
+        // Sequential: for a hundred files, starting threads costs more than it saves.
+        let names: Vec<Option<String>> = manifests.iter().map(|p| quick_name(p)).collect();
+        let mut keep = Vec::new();
+        for (path, n) in manifests.into_iter().zip(names) {
+            match n {
+                Some(n) if n != name => skipped_names.push(n),
+                _ => keep.push(path),
             }
-            _ => true,
-        });
+        }
+        manifests = keep;
     }
     let mut tools = Vec::with_capacity(manifests.len() + executables.len());
     for loaded in load_manifests(&manifests) {
@@ -362,25 +365,35 @@ type Loaded = Result<(Tool, Vec<Diagnostic>), Vec<Diagnostic>>;
 /// Load manifests in order, spread over the machine's cores when there are many.
 fn load_manifests(paths: &[PathBuf]) -> Vec<Loaded> {
     let load = |p: &PathBuf| manifest::load(p).and_then(Tool::from_manifest);
+    parallel_map(paths, load)
+        .into_iter()
+        .zip(paths)
+        .map(|(r, p)| {
+            r.unwrap_or_else(|| {
+                Err(vec![Diagnostic::file(Severity::Error, "internal", p, "loading failed unexpectedly")])
+            })
+        })
+        .collect()
+}
+
+/// `f` over `items` in order, on all cores when there are 64 items or more;
+/// `None` for the items of a thread that panicked.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<Option<R>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-    if threads < 2 || paths.len() < 64 {
-        return paths.iter().map(load).collect();
+    if threads < 2 || items.len() < 64 {
+        return items.iter().map(|i| Some(f(i))).collect();
     }
-    let chunk = paths.len().div_ceil(threads);
+    let chunk = items.len().div_ceil(threads);
+    let f = &f;
     std::thread::scope(|s| {
         let handles: Vec<_> =
-            paths.chunks(chunk).map(|c| s.spawn(move || c.iter().map(load).collect::<Vec<_>>())).collect();
+            items.chunks(chunk).map(|c| s.spawn(move || c.iter().map(f).collect::<Vec<_>>())).collect();
         handles
             .into_iter()
-            .zip(paths.chunks(chunk))
-            .flat_map(|(h, c)| {
-                h.join().unwrap_or_else(|_| {
-                    c.iter()
-                        .map(|p| {
-                            Err(vec![Diagnostic::file(Severity::Error, "internal", p, "loading failed unexpectedly")])
-                        })
-                        .collect()
-                })
+            .zip(items.chunks(chunk))
+            .flat_map(|(h, c)| match h.join() {
+                Ok(results) => results.into_iter().map(Some).collect::<Vec<_>>(),
+                Err(_) => c.iter().map(|_| None).collect(),
             })
             .collect()
     })

@@ -315,6 +315,9 @@ fn confine_paths(
     cwd: Option<&Path>,
 ) -> Result<(), ToolError> {
     let Some(m) = tool.manifest() else { return Ok(()) };
+    if !m.parameters.values().any(|p| p.format.as_deref() == Some("path")) {
+        return Ok(());
+    }
     let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_owned());
     let here = std::env::current_dir().unwrap_or_else(|_| root.clone());
     let base = cwd.map_or_else(|| here.clone(), |c| here.join(c));
