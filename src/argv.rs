@@ -184,21 +184,24 @@ impl CommandTemplate {
     /// from packs' own environment; a secret that is not set is an error.
     pub fn render(&self, values: &Values<'_>) -> Result<Rendered, RenderFailure> {
         let templates = self.templates();
-        self.render_in(values, &Environment::read(templates.iter().flat_map(|(_, t)| t.refs())))
+        let environment = Environment::read(templates.iter().flat_map(|(_, t)| t.refs()));
+        self.render_in(values, &templates, &environment)
     }
 
     /// Render with every `{{secret.NAME}}` as `***` (dry-run tests).
     pub fn render_with_placeholder_secrets(&self, values: &Values<'_>) -> Result<Rendered, RenderFailure> {
         let templates = self.templates();
-        self.render_in(
-            values,
-            &Environment::read_with_placeholder_secrets(templates.iter().flat_map(|(_, t)| t.refs())),
-        )
+        let environment = Environment::read_with_placeholder_secrets(templates.iter().flat_map(|(_, t)| t.refs()));
+        self.render_in(values, &templates, &environment)
     }
 
-    fn render_in(&self, values: &Values<'_>, environment: &Environment) -> Result<Rendered, RenderFailure> {
-        let templates = self.templates();
-        for (path, t) in &templates {
+    fn render_in(
+        &self,
+        values: &Values<'_>,
+        templates: &[(FieldPath, &Template)],
+        environment: &Environment,
+    ) -> Result<Rendered, RenderFailure> {
+        for (path, t) in templates {
             for r in t.refs() {
                 if let Ref::Secret(name) = r {
                     if !environment.secrets.contains_key(name) {

@@ -222,34 +222,21 @@ pub struct CallResult {
 
 /// Render results as the messages (or text) to append for `format`.
 pub fn render_results(results: &[CallResult], format: CallFormat) -> String {
+    // One JSON value per result, in the API's shape.
+    let each = |f: &dyn Fn(&CallResult) -> Value| Value::Array(results.iter().map(f).collect());
+    let pretty = |v: Value| format!("{v:#}\n");
     match format {
         CallFormat::Openai | CallFormat::Auto => {
-            let msgs: Vec<Value> = results
-                .iter()
-                .map(|r| json!({"role": "tool", "tool_call_id": r.call.id, "content": r.content}))
-                .collect();
-            format!("{:#}\n", Value::Array(msgs))
+            pretty(each(&|r| json!({"role": "tool", "tool_call_id": r.call.id, "content": r.content})))
         }
         CallFormat::OpenaiResponses => {
-            let items: Vec<Value> = results
-                .iter()
-                .map(|r| json!({"type": "function_call_output", "call_id": r.call.id, "output": r.content}))
-                .collect();
-            format!("{:#}\n", Value::Array(items))
+            pretty(each(&|r| json!({"type": "function_call_output", "call_id": r.call.id, "output": r.content})))
         }
-        CallFormat::Anthropic => {
-            let blocks: Vec<Value> = results
-                .iter()
-                .map(|r| json!({"type": "tool_result", "tool_use_id": r.call.id, "content": r.content, "is_error": !r.ok}))
-                .collect();
-            format!("{:#}\n", json!({"role": "user", "content": blocks}))
-        }
+        CallFormat::Anthropic => pretty(json!({"role": "user", "content": each(&|r| {
+            json!({"type": "tool_result", "tool_use_id": r.call.id, "content": r.content, "is_error": !r.ok})
+        })})),
         CallFormat::Ollama => {
-            let msgs: Vec<Value> = results
-                .iter()
-                .map(|r| json!({"role": "tool", "tool_name": r.call.name, "content": r.content}))
-                .collect();
-            format!("{:#}\n", Value::Array(msgs))
+            pretty(each(&|r| json!({"role": "tool", "tool_name": r.call.name, "content": r.content})))
         }
         CallFormat::Gemini => {
             let parts: Vec<Value> = results
