@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -264,9 +263,7 @@ fn is_hidden(name: &OsStr) -> bool {
     name.to_str().is_some_and(|n| n.starts_with('.'))
 }
 
-pub(crate) fn is_executable_file(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
+pub(crate) use crate::runner::is_executable_file;
 
 /// Load one directory: manifests below it (in path order), executables at its top.
 /// The files of one pack directory: manifests anywhere below it (in path order),

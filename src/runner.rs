@@ -3,26 +3,29 @@
 //! No shell is involved: `argv[0]` is looked up in `PATH` and every other
 //! element reaches the child verbatim. The child gets `/dev/null` as stdin
 //! and leads its own process group, so a timeout (or plain exit) can kill
-//! everything it started. Output is read concurrently with bounded memory:
+//! everything it started. Both pipes are read as data arrives (one `poll` loop
+//! on the calling thread, no helper threads on Linux), with bounded memory:
 //! at most `max_output_bytes` of stdout and the last [`STDERR_TAIL_BYTES`]
 //! of stderr are kept, the rest is drained and counted.
 //!
 //! Unix only. The host process must not set `SIGCHLD` to `SIG_IGN` (that
 //! would make the kernel reap children behind our back).
 
-use std::io::{self, Read};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, Stdio};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 /// How many bytes of stderr [`RunOutcome::stderr`] keeps (the tail).
 pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
 
-/// Size of the buffer each reader thread reads into.
+/// Size of the buffer the output is read into.
 const READ_BUF_BYTES: usize = 64 * 1024;
 
 /// After the child is reaped and its group killed, how long the readers may
@@ -96,6 +99,15 @@ pub enum SpawnError {
         #[source]
         source: io::Error,
     },
+    /// the program started but waiting for it failed (it was killed)
+    #[error("lost track of `{program}`: {source}")]
+    Wait {
+        /// `argv[0]`
+        program: String,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
 }
 
 /// Runs `inv` to completion (or timeout) and returns what happened.
@@ -103,9 +115,9 @@ pub fn run(inv: &Invocation) -> Result<RunOutcome, SpawnError> {
     run_streaming(inv, |_, _| {})
 }
 
-/// Same as [`run`], calling `on_chunk(stream, bytes)` from the reader threads
-/// as data arrives (for streaming front-ends). A panic in `on_chunk` is
-/// propagated to the caller once the child is gone.
+/// Same as [`run`], calling `on_chunk(stream, bytes)` on the calling thread
+/// as data arrives (for streaming front-ends). A panic in `on_chunk` unwinds
+/// to the caller after the child's group is killed and the child reaped.
 pub fn run_streaming(inv: &Invocation, on_chunk: impl Fn(Stream, &[u8]) + Sync) -> Result<RunOutcome, SpawnError> {
     run_observed(inv, |_| {}, on_chunk)
 }
@@ -113,6 +125,9 @@ pub fn run_streaming(inv: &Invocation, on_chunk: impl Fn(Stream, &[u8]) + Sync) 
 /// Same as [`run_streaming`], also calling `on_spawn(pid)` once the child started.
 /// The pid is the child's process group id too: a caller may kill the group
 /// (`kill(-pid, SIGKILL)`) to cancel the run while `run_observed` is still waiting.
+///
+/// Everything happens on the calling thread: one `poll` loop reads both pipes
+/// and watches for the child's exit (a pidfd on Linux) and for the timeout.
 pub fn run_observed(
     inv: &Invocation,
     on_spawn: impl FnOnce(u32),
@@ -124,7 +139,16 @@ pub fn run_observed(
         let msg = format!("invalid environment variable name {name:?}");
         return Err(start_error(io::Error::new(io::ErrorKind::InvalidInput, msg)));
     }
-    let mut cmd = Command::new(program);
+    // Resolving the program here (with the child's PATH) lets std start it with
+    // posix_spawn (vfork) instead of fork + a PATH walk of failing execve calls.
+    let mut cmd = match resolve_program(program, inv) {
+        Some(path) => {
+            let mut cmd = Command::new(path);
+            cmd.arg0(program);
+            cmd
+        }
+        None => Command::new(program),
+    };
     if inv.clear_env {
         cmd.env_clear();
     }
@@ -137,109 +161,221 @@ pub fn run_observed(
     if let Some(cwd) = &inv.cwd {
         cmd.current_dir(cwd);
     }
-    // Dropping `stop_tx` makes `stop_rx` readable, which tells the readers to quit.
-    let (stop_tx, stop_rx) = UnixStream::pair().map_err(start_error)?;
 
     let start = Instant::now();
     let mut child = cmd.spawn().map_err(start_error)?;
     // std hands out a pid_t as u32, so this cast round-trips. With
     // `process_group(0)` the child's pid is also its process group id.
     let pid = child.id();
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let mut reaper = Reaper { child, pgid: pid as libc::pid_t, reaped: false };
     on_spawn(pid);
-    let pgid = pid as libc::pid_t;
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        kill_group(pgid);
-        let _ = child.wait();
+    let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
         return Err(start_error(io::Error::other("child pipes are missing")));
     };
+    let exit = ExitWatch::new(pid).map_err(start_error)?;
 
-    let (on_chunk, stop_rx) = (&on_chunk, &stop_rx);
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    let (exit_tx, exit_rx) = mpsc::channel::<bool>();
-    thread::scope(|s| {
-        let done = done_tx.clone();
-        let out = spawn_named(s, "runner-stdout", move || {
-            let _done = done;
-            read_head(stdout, stop_rx, inv.max_output_bytes, on_chunk)
-        });
-        let done = done_tx;
-        let err = spawn_named(s, "runner-stderr", move || {
-            let _done = done;
-            read_tail(stderr, stop_rx, on_chunk)
-        });
-        let waiter = spawn_named(s, "runner-wait", move || {
-            let _ = exit_tx.send(wait_for_exit(pid));
-        });
-        let (out, err) = match (out, err, waiter) {
-            (Ok(out), Ok(err), Ok(_)) => (out, err),
-            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-                kill_group(pgid);
-                let _ = child.wait();
-                drop(stop_tx);
-                return Err(start_error(e));
-            }
+    let mut pipes = [Some(Pipe::new(stdout, Stream::Stdout)), Some(Pipe::new(stderr, Stream::Stderr))];
+    let mut kept = Kept::new(inv.max_output_bytes);
+    let mut buf = vec![0; READ_BUF_BYTES];
+    let deadline = start.checked_add(inv.timeout);
+    let mut timed_out = false;
+    let mut finished: Option<(Option<ExitStatus>, Duration, Instant)> = None;
+    loop {
+        let open: Vec<usize> = (0..pipes.len()).filter(|&i| pipes[i].is_some()).collect();
+        let wait = match &finished {
+            Some(_) if open.is_empty() => break,
+            Some((_, _, drain_until)) => Some(drain_until.saturating_duration_since(Instant::now())),
+            None if timed_out => None,
+            None => deadline.map(|d| d.saturating_duration_since(Instant::now())),
         };
-
-        let (exited, timed_out) = match exit_rx.recv_timeout(inv.timeout) {
-            Ok(exited) => (exited, false),
-            Err(RecvTimeoutError::Timeout) => {
-                kill_group(pgid);
-                (exit_rx.recv().unwrap_or(false), true)
-            }
-            Err(RecvTimeoutError::Disconnected) => (false, false),
-        };
-        // The child has exited but is not reaped yet, so its pgid cannot have
-        // been reused: kill leftovers that would hold the pipes open.
-        if exited {
-            kill_group(pgid);
+        let mut fds: Vec<libc::pollfd> = open.iter().filter_map(|&i| pipes[i].as_ref()).map(Pipe::pollfd).collect();
+        if finished.is_none() {
+            fds.push(pollfd(exit.fd()));
         }
-        let status = child.wait().ok();
-        let duration = start.elapsed();
-
-        // Let the readers drain what is left, but do not wait forever for a
-        // writer that escaped the group (setsid) and still holds a pipe.
-        let _ = done_rx.recv_timeout(DRAIN_GRACE);
-        drop(stop_tx);
-        let (stdout, stdout_total_bytes) = out.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-        let (stderr, stderr_total_bytes) = err.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-
-        Ok(RunOutcome {
-            exit_code: status.and_then(|s| s.code()),
-            signal: status.and_then(|s| s.signal()),
-            stdout_truncated: stdout_total_bytes > stdout.len() as u64,
-            stdout,
-            stdout_total_bytes,
-            stderr,
-            stderr_total_bytes,
-            timed_out,
-            duration,
-        })
+        let ready = match poll(&mut fds, wait) {
+            Ok(n) => n,
+            Err(e) => {
+                drop(reaper);
+                return Err(SpawnError::Wait { program: program.clone(), source: e });
+            }
+        };
+        if ready == 0 {
+            if finished.is_some() {
+                // Drain grace over: a writer escaped the group (setsid) and
+                // still holds a pipe; stop waiting for it.
+                break;
+            }
+            if !timed_out && deadline.is_some_and(|d| Instant::now() >= d) {
+                reaper.kill_group();
+                timed_out = true;
+            }
+            continue;
+        }
+        for (slot, fd) in open.iter().zip(&fds) {
+            if fd.revents != 0 {
+                let pipe = pipes[*slot].as_mut().expect("polled pipes are open");
+                match pipe.read(&mut buf) {
+                    Read::Data(n) => {
+                        on_chunk(pipe.stream, &buf[..n]);
+                        kept.add(pipe.stream, &buf[..n]);
+                    }
+                    Read::Again => {}
+                    Read::Closed => pipes[*slot] = None,
+                }
+            }
+        }
+        if finished.is_none() && fds.last().is_some_and(|fd| fd.revents != 0) {
+            // The child has exited but is not reaped yet, so its pgid cannot
+            // have been reused: kill leftovers that would hold the pipes open.
+            reaper.kill_group();
+            let status = reaper.reap();
+            finished = Some((status, start.elapsed(), Instant::now() + DRAIN_GRACE));
+        }
+    }
+    let (status, duration, _) = finished.expect("the loop ends only after the child exited");
+    let (stdout, stdout_total_bytes, stderr, stderr_total_bytes) = kept.finish();
+    Ok(RunOutcome {
+        exit_code: status.and_then(|s| s.code()),
+        signal: status.and_then(|s| s.signal()),
+        stdout_truncated: stdout_total_bytes > stdout.len() as u64,
+        stdout,
+        stdout_total_bytes,
+        stderr,
+        stderr_total_bytes,
+        timed_out,
+        duration,
     })
 }
 
-/// Spawns a named scoped thread, reporting failure instead of panicking.
-fn spawn_named<'scope, T: Send + 'scope>(
-    s: &'scope thread::Scope<'scope, '_>,
-    name: &str,
-    f: impl FnOnce() -> T + Send + 'scope,
-) -> io::Result<thread::ScopedJoinHandle<'scope, T>> {
-    thread::Builder::new().name(name.to_owned()).spawn_scoped(s, f)
+/// The absolute path `execvp` would run for `program` with the child's `PATH`,
+/// or `None` to leave the lookup to the system (a path with a slash, no `PATH`,
+/// a relative `PATH` entry whose meaning depends on the child's cwd, not found).
+fn resolve_program(program: &str, inv: &Invocation) -> Option<PathBuf> {
+    if program.is_empty() || program.contains('/') {
+        return None;
+    }
+    let path = match inv.env.iter().rev().find(|(k, _)| k == "PATH") {
+        Some((_, v)) => OsString::from(v),
+        None if inv.clear_env => return None,
+        None => std::env::var_os("PATH")?,
+    };
+    for dir in std::env::split_paths(&path) {
+        if !dir.is_absolute() {
+            return None;
+        }
+        let candidate = dir.join(program);
+        if is_executable_file(&candidate) {
+            return Some(candidate);
+        }
+    }
+    None
 }
 
-/// Blocks until the child `pid` has exited, without reaping it. Returns
-/// whether the exit was observed.
-fn wait_for_exit(pid: u32) -> bool {
+/// Where `program` is found on `PATH` (the current process's), for checks
+/// like `packs lint` that ask whether a tool could start here.
+pub(crate) fn program_exists(program: &str) -> bool {
+    if program.contains('/') {
+        return is_executable_file(Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|dir| is_executable_file(&dir.join(program))))
+}
+
+/// A regular file with an execute bit (what `execvp` would try to run).
+pub(crate) fn is_executable_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Owns the child until it is reaped; dropping it early (an error, or a panic
+/// in `on_chunk`) kills the child's group and reaps it, so nothing is left behind.
+struct Reaper {
+    child: Child,
+    pgid: libc::pid_t,
+    reaped: bool,
+}
+
+impl Reaper {
+    /// Sends SIGKILL to every process in the group; only valid before reaping,
+    /// while the leader (a zombie at worst) keeps the pgid ours.
+    fn kill_group(&self) {
+        if !self.reaped {
+            kill_group(self.pgid);
+        }
+    }
+
+    fn reap(&mut self) -> Option<ExitStatus> {
+        let status = self.child.wait().ok();
+        self.reaped = true;
+        status
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if !self.reaped {
+            self.kill_group();
+            let _ = self.reap();
+        }
+    }
+}
+
+/// Something `poll` reports readable once the child has exited, without
+/// reaping it (so its pid and pgid stay ours until [`Reaper::reap`]).
+enum ExitWatch {
+    /// A pidfd (Linux 5.3 and later).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    PidFd(OwnedFd),
+    /// Elsewhere, or when pidfds are not allowed: a thread blocks in
+    /// `waitid(WNOWAIT)` and then drops the peer of this socket.
+    Thread(UnixStream),
+}
+
+impl ExitWatch {
+    fn new(pid: u32) -> io::Result<Self> {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: pidfd_open takes a pid and flags and returns a new
+            // descriptor or -1; `pid` is our unreaped child, so it cannot be reused.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+            if let Ok(fd) = RawFd::try_from(fd)
+                && fd >= 0
+            {
+                // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+                return Ok(Self::PidFd(unsafe { OwnedFd::from_raw_fd(fd) }));
+            }
+        }
+        Self::waiter(pid)
+    }
+
+    /// The portable watch: a thread that waits and then hangs up.
+    fn waiter(pid: u32) -> io::Result<Self> {
+        let (ours, theirs) = UnixStream::pair()?;
+        thread::Builder::new().name("runner-wait".into()).spawn(move || {
+            wait_for_exit(pid);
+            drop(theirs);
+        })?;
+        Ok(Self::Thread(ours))
+    }
+
+    fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Self::PidFd(fd) => fd.as_fd(),
+            Self::Thread(s) => s.as_fd(),
+        }
+    }
+}
+
+/// Blocks until the child `pid` has exited (or was reaped), without reaping it.
+fn wait_for_exit(pid: u32) {
     loop {
         // SAFETY: siginfo_t is plain old data, for which all-zero bytes are valid.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: `info` is a valid, writable siginfo_t that outlives the call.
         // WNOWAIT leaves the child a zombie, so `pid` stays ours until reaped.
         let rc = unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
-        if rc == 0 {
-            return true;
-        }
-        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return false;
+        if rc == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return;
         }
     }
 }
@@ -253,70 +389,103 @@ fn kill_group(pgid: libc::pid_t) {
     }
 }
 
-/// Keeps the first `cap` bytes of `src`, counting (and dropping) the rest.
-fn read_head(
-    src: impl Read + AsFd,
-    stop: &UnixStream,
-    cap: u64,
-    on_chunk: &(dyn Fn(Stream, &[u8]) + Sync),
-) -> (Vec<u8>, u64) {
-    let (mut kept, mut total) = (Vec::new(), 0u64);
-    pump(src, stop, |chunk| {
-        on_chunk(Stream::Stdout, chunk);
-        total += chunk.len() as u64;
-        let room = cap.saturating_sub(kept.len() as u64);
-        let take = usize::try_from(room).unwrap_or(usize::MAX).min(chunk.len());
-        kept.extend_from_slice(&chunk[..take]);
-    });
-    (kept, total)
+/// One of the child's output pipes.
+struct Pipe {
+    src: Box<dyn ReadFd>,
+    stream: Stream,
 }
 
-/// Keeps the last [`STDERR_TAIL_BYTES`] bytes of `src`, counting all of it.
-fn read_tail(src: impl Read + AsFd, stop: &UnixStream, on_chunk: &(dyn Fn(Stream, &[u8]) + Sync)) -> (Vec<u8>, u64) {
-    let (mut tail, mut total) = (Vec::new(), 0u64);
-    pump(src, stop, |chunk| {
-        on_chunk(Stream::Stderr, chunk);
-        total += chunk.len() as u64;
-        tail.extend_from_slice(chunk);
-        if tail.len() > 2 * STDERR_TAIL_BYTES {
-            tail.drain(..tail.len() - STDERR_TAIL_BYTES);
-        }
-    });
-    if tail.len() > STDERR_TAIL_BYTES {
-        tail.drain(..tail.len() - STDERR_TAIL_BYTES);
+/// A readable descriptor (`ChildStdout`, `ChildStderr`).
+trait ReadFd: io::Read + AsFd {}
+impl<T: io::Read + AsFd> ReadFd for T {}
+
+/// The outcome of one read from a pipe that `poll` reported ready.
+enum Read {
+    Data(usize),
+    Again,
+    Closed,
+}
+
+impl Pipe {
+    fn new(src: impl ReadFd + 'static, stream: Stream) -> Self {
+        Self { src: Box::new(src), stream }
     }
-    (tail, total)
-}
 
-/// Feeds every chunk read from `src` to `sink` until EOF, a read error, or
-/// `stop` becoming readable (its peer was dropped).
-fn pump(mut src: impl Read + AsFd, stop: &UnixStream, mut sink: impl FnMut(&[u8])) {
-    let mut buf = vec![0; READ_BUF_BYTES];
-    while let Ok(true) = wait_readable(src.as_fd(), stop.as_fd()) {
-        match src.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => sink(&buf[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
+    fn pollfd(&self) -> libc::pollfd {
+        pollfd(self.src.as_fd())
+    }
+
+    /// One read: poll said there is data or EOF, so this does not block.
+    fn read(&mut self, buf: &mut [u8]) -> Read {
+        match self.src.read(buf) {
+            Ok(0) => Read::Closed,
+            Ok(n) => Read::Data(n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Read::Again,
+            Err(_) => Read::Closed,
         }
     }
 }
 
-/// Blocks until `fd` is readable or at EOF (`true`), or `stop` is readable (`false`).
-fn wait_readable(fd: BorrowedFd<'_>, stop: BorrowedFd<'_>) -> io::Result<bool> {
-    let pollfd = |fd: BorrowedFd<'_>| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    let mut fds = [pollfd(fd), pollfd(stop)];
+fn pollfd(fd: BorrowedFd<'_>) -> libc::pollfd {
+    libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }
+}
+
+/// Waits for any of `fds` (`None`: no time limit); returns how many are ready.
+fn poll(fds: &mut [libc::pollfd], wait: Option<Duration>) -> io::Result<usize> {
+    // Round up, so a wake-up never comes before the deadline.
+    let ms = wait.map_or(-1, |d| i32::try_from(d.as_micros().div_ceil(1000)).unwrap_or(i32::MAX));
     loop {
-        // SAFETY: `fds` is an array of two initialised pollfd structs that
-        // outlives the call, and both descriptors are borrowed, hence open.
-        let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-        if rc >= 0 {
-            return Ok(fds[1].revents == 0);
+        // SAFETY: `fds` is a slice of initialised pollfd structs that outlives
+        // the call, and every descriptor in it is borrowed, hence open.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if let Ok(n) = usize::try_from(rc) {
+            return Ok(n);
         }
         let err = io::Error::last_os_error();
         if err.kind() != io::ErrorKind::Interrupted {
             return Err(err);
         }
+    }
+}
+
+/// What is kept of the output: the head of stdout, the tail of stderr, and
+/// how much of each there was.
+struct Kept {
+    cap: u64,
+    stdout: Vec<u8>,
+    stdout_total: u64,
+    stderr: Vec<u8>,
+    stderr_total: u64,
+}
+
+impl Kept {
+    fn new(cap: u64) -> Self {
+        Self { cap, stdout: Vec::new(), stdout_total: 0, stderr: Vec::new(), stderr_total: 0 }
+    }
+
+    fn add(&mut self, stream: Stream, chunk: &[u8]) {
+        match stream {
+            Stream::Stdout => {
+                self.stdout_total += chunk.len() as u64;
+                let room = self.cap.saturating_sub(self.stdout.len() as u64);
+                let take = usize::try_from(room).unwrap_or(usize::MAX).min(chunk.len());
+                self.stdout.extend_from_slice(&chunk[..take]);
+            }
+            Stream::Stderr => {
+                self.stderr_total += chunk.len() as u64;
+                self.stderr.extend_from_slice(chunk);
+                if self.stderr.len() > 2 * STDERR_TAIL_BYTES {
+                    self.stderr.drain(..self.stderr.len() - STDERR_TAIL_BYTES);
+                }
+            }
+        }
+    }
+
+    fn finish(mut self) -> (Vec<u8>, u64, Vec<u8>, u64) {
+        if self.stderr.len() > STDERR_TAIL_BYTES {
+            self.stderr.drain(..self.stderr.len() - STDERR_TAIL_BYTES);
+        }
+        (self.stdout, self.stdout_total, self.stderr, self.stderr_total)
     }
 }
 
@@ -557,6 +726,58 @@ mod tests {
         assert_eq!(joined(Stream::Stderr), b"err1err2");
         assert_eq!(out.stdout, b"out1out2");
         assert_eq!(out.stderr, b"err1err2");
+    }
+
+    #[test]
+    fn argv0_is_the_program_as_written() {
+        let out = run(&inv(&["cat", "/proc/self/cmdline"])).unwrap();
+        assert_eq!(out.stdout, b"cat\0/proc/self/cmdline\0");
+    }
+
+    #[test]
+    fn the_childs_path_decides_which_program_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("packs-runner-which-test");
+        std::fs::write(&script, "#!/bin/sh\necho mine\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut i = inv(&["packs-runner-which-test"]);
+        i.env.push(("PATH".into(), format!("{}:/usr/bin:/bin", dir.path().display())));
+        assert_eq!(run(&i).unwrap().stdout, b"mine\n");
+        assert_eq!(resolve_program("packs-runner-which-test", &i), Some(script));
+
+        // A relative PATH entry depends on the child's cwd: left to the system.
+        i.env = vec![("PATH".into(), "bin:/usr/bin".into())];
+        assert_eq!(resolve_program("true", &i), None);
+        i.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
+        assert!(resolve_program("true", &i).is_some_and(|p| p.is_absolute()));
+        assert_eq!(resolve_program("./true", &i), None);
+    }
+
+    #[test]
+    fn a_panicking_observer_leaves_no_process_behind() {
+        let pid = Mutex::new(None::<i32>);
+        let result = std::panic::catch_unwind(|| {
+            run_streaming(&inv(&["sh", "-c", "echo $$; exec sleep 30"]), |_, bytes| {
+                let text = String::from_utf8_lossy(bytes);
+                *pid.lock().unwrap() = text.trim().parse().ok();
+                panic!("observer failed");
+            })
+        });
+        assert!(result.is_err(), "the panic reaches the caller");
+        let pid = pid.into_inner().unwrap().expect("the child printed its pid");
+        // SAFETY: kill with signal 0 only checks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0;
+        assert!(!alive, "the child {pid} was killed and reaped");
+    }
+
+    #[test]
+    fn the_portable_exit_watch_fires_without_reaping() {
+        let mut child = Command::new("sh").args(["-c", "exit 7"]).spawn().unwrap();
+        let watch = ExitWatch::waiter(child.id()).unwrap();
+        let mut fds = [pollfd(watch.fd())];
+        assert_eq!(poll(&mut fds, Some(Duration::from_secs(10))).unwrap(), 1);
+        // Still a zombie for us to reap, with its status.
+        assert_eq!(child.wait().unwrap().code(), Some(7));
     }
 
     #[test]

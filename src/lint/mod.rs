@@ -437,12 +437,7 @@ impl ProgramCache {
         if let Some(&f) = self.found.get(program) {
             return f;
         }
-        let found = if program.contains('/') {
-            catalog::is_executable_file(Path::new(program))
-        } else {
-            std::env::var_os("PATH")
-                .is_some_and(|p| std::env::split_paths(&p).any(|dir| catalog::is_executable_file(&dir.join(program))))
-        };
+        let found = crate::runner::program_exists(program);
         self.found.insert(program.to_owned(), found);
         found
     }
