@@ -102,8 +102,9 @@ pub struct Catalog {
     pub diagnostics: Vec<Diagnostic>,
     /// Tools hidden by an earlier directory's tool of the same name.
     pub shadowed: Vec<Shadowed>,
-    /// Names of manifests not loaded by [`Catalog::load_named`] (for suggestions).
-    skipped_names: Vec<String>,
+    /// Manifests not loaded by [`Catalog::load_named`]: their names are read
+    /// again only to suggest one when the tool is not found.
+    skipped: Vec<PathBuf>,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -148,7 +149,7 @@ impl Catalog {
             }
             let (tools, diagnostics, skipped) = load_dir(dir, only);
             catalog.diagnostics.extend(diagnostics);
-            catalog.skipped_names.extend(skipped);
+            catalog.skipped.extend(skipped);
             catalog.add_dir(tools);
         }
         catalog
@@ -200,7 +201,9 @@ impl Catalog {
                 Err(LookupError::Ambiguous { name: name.to_owned(), first: a.clone(), second: b.clone() })
             }
             None => {
-                let names: Vec<&str> = self.index.keys().chain(&self.skipped_names).map(String::as_str).collect();
+                let mut buf = Vec::new();
+                let skipped: Vec<String> = self.skipped.iter().filter_map(|p| quick_name(p, &mut buf)).collect();
+                let names: Vec<&str> = self.index.keys().chain(&skipped).map(String::as_str).collect();
                 Err(LookupError::NotFound {
                     name: name.to_owned(),
                     suggestion: manifest::did_you_mean(name, &names).map(str::to_owned),
@@ -303,22 +306,15 @@ pub(crate) fn discover(dir: &Path) -> Discovered {
     found
 }
 
-/// Load one directory: the tools, the problems, and (with `only`) the names of the
-/// manifests that were skipped, for did-you-mean suggestions.
-fn load_dir(dir: &Path, only: Option<&str>) -> (Vec<Tool>, Vec<Diagnostic>, Vec<String>) {
+/// Load one directory: the tools, the problems, and (with `only`) the manifests
+/// that were skipped because they do not declare `only`.
+fn load_dir(dir: &Path, only: Option<&str>) -> (Vec<Tool>, Vec<Diagnostic>, Vec<PathBuf>) {
     let Discovered { mut manifests, executables, mut diagnostics } = discover(dir);
-    let mut skipped_names = Vec::new();
+    let mut skipped = Vec::new();
     if let Some(name) = only {
         // Sequential: for a hundred files, starting threads costs more than it saves.
-        let names: Vec<Option<String>> = manifests.iter().map(|p| quick_name(p)).collect();
-        let mut keep = Vec::new();
-        for (path, n) in manifests.into_iter().zip(names) {
-            match n {
-                Some(n) if n != name => skipped_names.push(n),
-                _ => keep.push(path),
-            }
-        }
-        manifests = keep;
+        let mut buf = Vec::new();
+        (manifests, skipped) = manifests.into_iter().partition(|p| may_declare(p, name, &mut buf));
     }
     let mut tools = Vec::with_capacity(manifests.len() + executables.len());
     for loaded in load_manifests(&manifests) {
@@ -339,17 +335,48 @@ fn load_dir(dir: &Path, only: Option<&str>) -> (Vec<Tool>, Vec<Diagnostic>, Vec<
             Err(d) => diagnostics.push(d),
         }
     }
-    (tools, diagnostics, skipped_names)
+    (tools, diagnostics, skipped)
 }
 
-/// The `name` of a manifest, parsing nothing else; None when it cannot be read.
-fn quick_name(path: &Path) -> Option<String> {
+/// Whether the manifest at `path` may declare the tool `name`: false only when it
+/// certainly does not. It is read (into `buf`, reused) but parsed only when the
+/// bytes of `name` appear in it, or an escape (`\u`, `\U`) might spell them.
+/// An unreadable or unparsable file may: loading it fully reports what is wrong.
+fn may_declare(path: &Path, name: &str, buf: &mut Vec<u8>) -> bool {
+    if read_into(path, buf).is_err() {
+        return true;
+    }
+    let spelled = |needle: &[u8]| memchr::memmem::find(buf, needle).is_some();
+    if !spelled(name.as_bytes()) && !spelled(b"\\u") && !spelled(b"\\U") {
+        return false;
+    }
+    parse_name(path, buf).is_none_or(|n| n == name)
+}
+
+/// Reads the whole file into `buf`, reusing its capacity (and skipping the
+/// `stat` that sizing a fresh buffer would cost).
+fn read_into(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    use std::io::Read;
+    buf.clear();
+    // Manifests are small: most are read with one call, plus the one that sees EOF.
+    buf.reserve(64 * 1024);
+    std::fs::File::open(path)?.take(u64::MAX).read_to_end(buf).map(drop)
+}
+
+/// The `name` a manifest declares; None when it cannot be read or parsed.
+fn quick_name(path: &Path, buf: &mut Vec<u8>) -> Option<String> {
+    read_into(path, buf).ok()?;
+    parse_name(path, buf)
+}
+
+/// The `name` in a manifest's text, parsing nothing else.
+fn parse_name(path: &Path, bytes: &[u8]) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct NameOnly {
         name: String,
     }
-    let text = std::fs::read_to_string(path).ok()?;
-    let body = if text.starts_with("#!") { text.find('\n').map_or("", |i| &text[i..]) } else { &text };
+    let text = std::str::from_utf8(bytes).ok()?;
+    let body = if text.starts_with("#!") { text.find('\n').map_or("", |i| &text[i..]) } else { text };
     let parsed: NameOnly = match Syntax::of_manifest(path)? {
         Syntax::Json => serde_json::from_str(body).ok()?,
         Syntax::Toml => toml::from_str(body).ok()?,

@@ -138,6 +138,32 @@ fn one_name_twice_in_one_directory_is_an_error() {
 }
 
 #[test]
+fn a_name_spelled_with_escapes_is_found_by_run_and_counts_as_a_duplicate() {
+    // `run` scans names without parsing files that cannot declare the name:
+    // one spelled with \u escapes (JSON, TOML) must still be found.
+    let escaped = r#"{"name": "\u0065scaped", "description": "d", "command": {"program": "echo", "args": ["json"]}}"#;
+    let toml = "name = \"t\\u006Fml_escaped\"\ndescription = \"d\"\ncommand = \"echo toml\"\n";
+    let packs =
+        Packs::new().file("a.tool.json", escaped).file("b.tool.toml", toml).manifest("other", simple("other", "other"));
+    Test::new().packs_dir(&packs).args(["run", "escaped"]).run().success().stdout_eq("json\n");
+    Test::new().packs_dir(&packs).args(["run", "toml_escaped"]).run().success().stdout_eq("toml\n");
+    Test::new()
+        .packs_dir(&packs)
+        .args(["run", "escapd"])
+        .run()
+        .code(1)
+        .stderr_eq("error: no tool named `escapd`; did you mean `escaped`?\n");
+
+    let dup = packs.file("c.tool.json", &serde_json::to_string(&simple("escaped", "plain")).unwrap());
+    let (first, second) = (dup.join("a.tool.json"), dup.join("c.tool.json"));
+    Test::new().packs_dir(&dup).args(["-q", "run", "escaped"]).run().code(1).stderr_eq(&format!(
+        "error: tool `escaped` is declared twice in one pack directory: {} and {}\n",
+        first.display(),
+        second.display()
+    ));
+}
+
+#[test]
 fn an_earlier_directory_shadows_a_later_one() {
     let a = Packs::new().manifest("same", simple("same", "from-a")).manifest("only_a", simple("only_a", "a"));
     let b = Packs::new().manifest("same", simple("same", "from-b")).manifest("only_b", simple("only_b", "b"));
