@@ -1,7 +1,7 @@
 //! The `--describe` value and its synthesis from a manifest.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::manifest::Manifest;
 use crate::output::OutputSpec;
@@ -44,10 +44,12 @@ pub fn validation_schema(m: &Manifest) -> Value {
 }
 
 fn schema(m: &Manifest, strict_required: bool) -> Value {
-    let mut properties = Map::new();
+    // Sized up front: describes are built for every tool of a catalog, and
+    // growing many small maps one key at a time was most of their cost.
+    let mut properties = Map::with_capacity(m.parameters.len());
     let mut required = Vec::new();
     for (name, p) in m.parameters.iter().filter(|(_, p)| p.is_offered()) {
-        let mut prop = Map::new();
+        let mut prop = Map::with_capacity(schema_keys(p));
         prop.insert("type".into(), p.kind.as_str().into());
         let mut put = |k: &str, v: Option<Value>| {
             if let Some(v) = v {
@@ -70,12 +72,29 @@ fn schema(m: &Manifest, strict_required: bool) -> Value {
             required.push(Value::from(name.as_str()));
         }
     }
-    json!({
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": false,
-    })
+    let mut schema = Map::with_capacity(4);
+    schema.insert("type".into(), "object".into());
+    schema.insert("properties".into(), Value::Object(properties));
+    schema.insert("required".into(), Value::Array(required));
+    schema.insert("additionalProperties".into(), Value::Bool(false));
+    Value::Object(schema)
+}
+
+/// How many keys a parameter's schema has: `type` and each keyword it states.
+fn schema_keys(p: &crate::manifest::Parameter) -> usize {
+    let stated = [
+        p.description.is_some(),
+        p.allowed.is_some(),
+        p.default.is_some(),
+        p.items.is_some(),
+        p.pattern.is_some(),
+        p.minimum.is_some(),
+        p.maximum.is_some(),
+        p.min_length.is_some(),
+        p.max_length.is_some(),
+        p.format.is_some(),
+    ];
+    1 + stated.iter().filter(|&&s| s).count()
 }
 
 /// Synthesize the describe value of a manifest.
