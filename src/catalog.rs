@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::describe;
+use crate::describe_cache::{DescribeCache, Identity};
 use crate::manifest;
 use crate::runner::{self, Invocation};
 use crate::source::{Diagnostic, Severity, Syntax};
@@ -30,26 +31,34 @@ pub struct SearchPath {
     pub dirs: Vec<PathBuf>,
     /// True when none was given (the `./packs` fallback), so a missing one is not worth a warning.
     pub implicit: bool,
+    /// Where executables' `--describe` answers are cached (none: ask them every time).
+    pub describe_cache: Option<DescribeCache>,
 }
 
 impl SearchPath {
     /// `--packs` directories if any, else `PACKS_PATH` (colon-separated), else `./packs`.
     pub fn resolve(explicit: &[PathBuf], packs_path: Option<&OsStr>) -> Self {
         if !explicit.is_empty() {
-            return Self { dirs: explicit.to_vec(), implicit: false };
+            return Self::dirs(explicit.iter().cloned());
         }
         if let Some(var) = packs_path {
             let dirs: Vec<PathBuf> = std::env::split_paths(var).filter(|p| !p.as_os_str().is_empty()).collect();
             if !dirs.is_empty() {
-                return Self { dirs, implicit: false };
+                return Self::dirs(dirs);
             }
         }
-        Self { dirs: vec![PathBuf::from("packs")], implicit: true }
+        Self { implicit: true, ..Self::dirs(["packs"]) }
     }
 
     /// Exactly these directories.
     pub fn dirs(dirs: impl IntoIterator<Item = impl Into<PathBuf>>) -> Self {
-        Self { dirs: dirs.into_iter().map(Into::into).collect(), implicit: false }
+        Self { dirs: dirs.into_iter().map(Into::into).collect(), implicit: false, describe_cache: None }
+    }
+
+    /// The same directories, caching executables' `--describe` answers in `cache`
+    /// (see [`crate::describe_cache`]).
+    pub fn with_describe_cache(self, cache: Option<DescribeCache>) -> Self {
+        Self { describe_cache: cache, ..self }
     }
 }
 
@@ -147,7 +156,7 @@ impl Catalog {
                 }
                 continue;
             }
-            let (tools, diagnostics, skipped) = load_dir(dir, only);
+            let (tools, diagnostics, skipped) = load_dir(dir, only, path.describe_cache.as_ref());
             catalog.diagnostics.extend(diagnostics);
             catalog.skipped.extend(skipped);
             catalog.add_dir(tools);
@@ -308,7 +317,11 @@ pub(crate) fn discover(dir: &Path) -> Discovered {
 
 /// Load one directory: the tools, the problems, and (with `only`) the manifests
 /// that were skipped because they do not declare `only`.
-fn load_dir(dir: &Path, only: Option<&str>) -> (Vec<Tool>, Vec<Diagnostic>, Vec<PathBuf>) {
+fn load_dir(
+    dir: &Path,
+    only: Option<&str>,
+    cache: Option<&DescribeCache>,
+) -> (Vec<Tool>, Vec<Diagnostic>, Vec<PathBuf>) {
     let Discovered { mut manifests, executables, mut diagnostics } = discover(dir);
     let mut skipped = Vec::new();
     if let Some(name) = only {
@@ -326,7 +339,7 @@ fn load_dir(dir: &Path, only: Option<&str>) -> (Vec<Tool>, Vec<Diagnostic>, Vec<
             Err(errors) => diagnostics.extend(errors),
         }
     }
-    for result in describe_all(&executables) {
+    for result in describe_all(&executables, cache) {
         match result {
             Ok((tool, warnings)) => {
                 diagnostics.extend(warnings);
@@ -424,9 +437,9 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
 }
 
 /// Run `--describe` on every executable, in parallel.
-fn describe_all(paths: &[PathBuf]) -> Vec<Result<(Tool, Vec<Diagnostic>), Diagnostic>> {
+fn describe_all(paths: &[PathBuf], cache: Option<&DescribeCache>) -> Vec<Result<(Tool, Vec<Diagnostic>), Diagnostic>> {
     std::thread::scope(|s| {
-        let handles: Vec<_> = paths.iter().map(|p| s.spawn(|| describe_executable(p))).collect();
+        let handles: Vec<_> = paths.iter().map(|p| s.spawn(move || describe_executable(p, cache))).collect();
         handles
             .into_iter()
             .zip(paths)
@@ -439,15 +452,25 @@ fn describe_all(paths: &[PathBuf]) -> Vec<Result<(Tool, Vec<Diagnostic>), Diagno
     })
 }
 
-/// Ask one executable for its describe JSON and build the tool.
 /// Environment variable counting how deeply `--describe` runs are nested, so an
 /// executable that runs packs on its own directory cannot recurse without end.
 const NESTING_VAR: &str = "PACKS_DESCRIBE_DEPTH";
 const MAX_NESTING: u32 = 4;
 
-pub(crate) fn describe_executable(path: &Path) -> Result<(Tool, Vec<Diagnostic>), Diagnostic> {
-    let skip =
-        |why: String| Diagnostic::file(Severity::Warning, "bad-describe", path, format!("skipped executable: {why}"));
+/// Ask one executable for its describe JSON (or take the answer `cache` kept for
+/// this very file) and build the tool.
+pub(crate) fn describe_executable(
+    path: &Path,
+    cache: Option<&DescribeCache>,
+) -> Result<(Tool, Vec<Diagnostic>), Diagnostic> {
+    let identity = cache.and_then(|_| Identity::of(path));
+    if let (Some(cache), Some(id)) = (cache, &identity)
+        && let Some(text) = cache.get(path, id)
+        && let Ok(found) = from_describe(path, text.as_bytes())
+    {
+        return Ok(found);
+    }
+    let skip = |why: String| skipped(path, why);
     let depth: u32 = std::env::var(NESTING_VAR).ok().and_then(|d| d.parse().ok()).unwrap_or(0);
     if depth >= MAX_NESTING {
         return Err(skip(format!(
@@ -475,7 +498,21 @@ pub(crate) fn describe_executable(path: &Path) -> Result<(Tool, Vec<Diagnostic>)
     if out.stdout_truncated {
         return Err(skip(format!("`--describe` printed more than {DESCRIBE_MAX_BYTES} bytes")));
     }
-    let (d, unknown) = describe::parse_executable_describe(&out.stdout).map_err(skip)?;
+    let found = from_describe(path, &out.stdout)?;
+    if let (Some(cache), Some(id), Ok(text)) = (cache, &identity, std::str::from_utf8(&out.stdout)) {
+        cache.put(path, id, text);
+    }
+    Ok(found)
+}
+
+fn skipped(path: &Path, why: String) -> Diagnostic {
+    Diagnostic::file(Severity::Warning, "bad-describe", path, format!("skipped executable: {why}"))
+}
+
+/// The tool an executable's describe output declares, with warnings for unknown keys.
+fn from_describe(path: &Path, stdout: &[u8]) -> Result<(Tool, Vec<Diagnostic>), Diagnostic> {
+    let skip = |why: String| skipped(path, why);
+    let (d, unknown) = describe::parse_executable_describe(stdout).map_err(skip)?;
     let tool = Tool::from_executable(path.to_owned(), d).map_err(skip)?;
     let warnings = unknown
         .into_iter()

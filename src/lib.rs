@@ -21,6 +21,7 @@ pub mod calls;
 pub mod catalog;
 pub mod cli;
 pub mod describe;
+pub mod describe_cache;
 pub mod dispatch;
 pub mod formats;
 pub mod help;

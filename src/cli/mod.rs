@@ -37,7 +37,9 @@ pub mod exit {
     version,
     about = "Declarative tool manifests as safe, self-describing tools for LLM agents",
     disable_help_subcommand = true,
-    after_help = "Run `packs help NAME` for a tool's manual page."
+    after_help = "Run `packs help NAME` for a tool's manual page.\n\n\
+        Environment: PACKS_PATH (pack directories), PACKS_AGENT, PACKS_WORKSPACE, PACKS_LOG,\n\
+        PACKS_CACHE_DIR (where executables' --describe answers are cached; empty: no cache)."
 )]
 struct Cli {
     /// A pack directory to search (repeatable, in order; default: $PACKS_PATH, else ./packs)
@@ -173,12 +175,8 @@ pub fn main() -> i32 {
                 _ => cli.packs.clone(),
             };
             if let Command::Serve { watch, yes } = command {
-                let options = crate::mcp::Options {
-                    search: SearchPath::resolve(&dirs, std::env::var_os("PACKS_PATH").as_deref()),
-                    context: base.clone(),
-                    yes: *yes,
-                    watch: *watch,
-                };
+                let options =
+                    crate::mcp::Options { search: search_path(&dirs), context: base.clone(), yes: *yes, watch: *watch };
                 return match crate::mcp::serve(options, std::io::stdin().lock(), std::io::stdout()) {
                     Ok(()) => exit::OK,
                     Err(e) => {
@@ -257,9 +255,16 @@ fn load_agent(id: Option<&str>, want_default: bool) -> anyhow::Result<Option<Age
     Ok(Some(Agent::load(&Agent::root(), id)?))
 }
 
+/// `--packs` directories, else `$PACKS_PATH`, else `./packs`; describes cached
+/// where `$PACKS_CACHE_DIR` (or the user's cache directory) says.
+fn search_path(dirs: &[PathBuf]) -> SearchPath {
+    SearchPath::resolve(dirs, std::env::var_os("PACKS_PATH").as_deref())
+        .with_describe_cache(crate::describe_cache::default_dir().map(crate::describe_cache::DescribeCache::new))
+}
+
 /// Load the catalog; with `only`, just enough of it to resolve that one name.
 fn load_catalog(dirs: &[PathBuf], quiet: bool, only: Option<&str>) -> Catalog {
-    let path = SearchPath::resolve(dirs, std::env::var_os("PACKS_PATH").as_deref());
+    let path = search_path(dirs);
     let catalog = match only {
         Some(name) => Catalog::load_named(&path, name),
         None => Catalog::load(&path),

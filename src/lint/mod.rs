@@ -407,7 +407,7 @@ fn pointer_path(pointer: &str) -> FieldPath {
 
 /// Lint an executable: its describe must answer and be valid.
 fn lint_executable(path: &Path) -> (Option<String>, Vec<Diagnostic>) {
-    match catalog::describe_executable(path) {
+    match catalog::describe_executable(path, None) {
         Err(mut d) => {
             d.severity = Severity::Error;
             (None, vec![d])

@@ -163,6 +163,8 @@ impl Test {
         for var in SCRUBBED {
             cmd.env_remove(var);
         }
+        // No describe cache unless a test asks for one: never write to the real home.
+        cmd.env("PACKS_CACHE_DIR", "");
         for (k, v) in &self.env {
             match v {
                 Some(v) => cmd.env(k, v),

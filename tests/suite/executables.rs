@@ -117,3 +117,48 @@ fn broken_describes_are_skipped_with_a_reason() {
         .stderr_contains(&format!("warning[bad-describe]: {}: skipped executable: ", at("no_shebang")));
     assert_eq!(out.stderr.lines().count(), 8, "{}", out.stderr);
 }
+
+/// A shell tool that notes each `--describe` it answers in `count`.
+fn counted(count: &std::path::Path, description: &str) -> String {
+    let describe =
+        json!({"name": "counted", "description": description, "parameters": {"type": "object", "properties": {}}});
+    format!(
+        "#!/bin/sh\nif [ \"$1\" = \"--describe\" ]; then\n  echo x >> '{}'\n  echo '{describe}'\n  exit 0\nfi\necho ran\n",
+        count.display()
+    )
+}
+
+#[test]
+fn describes_are_cached_while_the_executable_is_the_same_file() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (count, cache) = (scratch.path().join("count"), scratch.path().join("cache"));
+    let packs = Packs::new().executable("counted", &counted(&count, "first"));
+    let describes = || std::fs::read_to_string(&count).map_or(0, |s| s.lines().count());
+    let packs_with = |cache: &std::path::Path| Test::new().packs_dir(&packs).env("PACKS_CACHE_DIR", cache);
+    let describe = || packs_with(&cache).args(["describe", "counted"]).run().success().json()["description"].clone();
+
+    // Just written: asked, but not kept (a change in the same clock tick could go unseen).
+    assert_eq!(describe(), "first");
+    assert_eq!(describes(), 1);
+    assert!(!cache.exists(), "nothing is cached for a file that just changed");
+
+    std::thread::sleep(packs::describe_cache::SETTLE + Duration::from_millis(100));
+    assert_eq!(describe(), "first");
+    assert_eq!(describes(), 2);
+    // Kept now: describe, run and list take the answer from the cache.
+    assert_eq!(describe(), "first");
+    packs_with(&cache).args(["run", "counted"]).run().success().stdout_eq("ran\n");
+    packs_with(&cache).args(["list"]).run().success().stdout_contains("counted");
+    assert_eq!(describes(), 2);
+
+    // Changing the file makes packs ask again.
+    std::fs::write(packs.join("counted"), counted(&count, "second, longer")).unwrap();
+    assert_eq!(describe(), "second, longer");
+    assert_eq!(describes(), 3);
+
+    // An empty PACKS_CACHE_DIR turns the cache off; lint always asks.
+    let before = describes();
+    packs_with(std::path::Path::new("")).args(["describe", "counted"]).run().success();
+    Test::new().args(["lint"]).arg(packs.path()).env("PACKS_CACHE_DIR", &cache).run().success();
+    assert_eq!(describes(), before + 2);
+}

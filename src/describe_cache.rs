@@ -1,0 +1,199 @@
+//! A cache of what executables answered to `--describe`, so a `packs run` does not
+//! start every executable tool of a pack directory on every call.
+//!
+//! One small JSON file per executable, named by a hash of its absolute path, holding the
+//! path, the identity of the file it was (device, inode, size, modification and
+//! change times) and the bytes `--describe` printed. An entry is used only while
+//! the file still has that identity: editing, replacing, `chmod`ing or `touch`ing
+//! the executable makes packs ask it again. Only successful describes are kept,
+//! and never for a file changed in the last [`SETTLE`] (its timestamps could still
+//! miss a change made in the same clock tick). Nothing here is ever required:
+//! every error reading or writing the cache just means asking the executable.
+//!
+//! The cache cannot see files an executable reads to build its describe; after
+//! changing one, `touch` the executable (or set `PACKS_CACHE_DIR=` to turn the
+//! cache off). docs/TOOL_INTERFACE.md documents this for users.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the entry format; entries of another version are ignored.
+const FORMAT: u32 = 1;
+
+/// How long a file must have been left alone before its describe is kept.
+pub const SETTLE: Duration = Duration::from_secs(2);
+
+/// The cache directory packs uses: `$PACKS_CACHE_DIR` (set but empty turns the
+/// cache off), else `$XDG_CACHE_HOME/packs`, else `$HOME/.cache/packs`.
+pub fn default_dir() -> Option<PathBuf> {
+    dir_from(|k| std::env::var_os(k))
+}
+
+fn dir_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+    let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+    if let Some(dir) = var("PACKS_CACHE_DIR") {
+        return absolute(dir);
+    }
+    var("XDG_CACHE_HOME")
+        .and_then(absolute)
+        .or_else(|| var("HOME").and_then(absolute).map(|h| h.join(".cache")))
+        .map(|d| d.join("packs"))
+}
+
+/// What makes a file the same file: if any of this changes, its describe may have.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Identity {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Identity {
+    /// The identity of the file at `path` (symlinks followed).
+    pub(crate) fn of(path: &Path) -> Option<Self> {
+        let m = fs::metadata(path).ok()?;
+        Some(Self {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+
+    /// Changed so recently that a further change might not show in the timestamps.
+    fn is_settling(&self) -> bool {
+        let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+        let as_time = |(s, ns): (i64, i64)| {
+            Duration::new(u64::try_from(s).unwrap_or(0), u32::try_from(ns).unwrap_or(0).min(999_999_999))
+        };
+        // A time in the future (a clock set back) counts as recent too.
+        [self.mtime, self.ctime].into_iter().any(|t| as_time(t) + SETTLE > now)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    format: u32,
+    path: PathBuf,
+    identity: Identity,
+    describe: String,
+}
+
+/// The describe cache in one directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescribeCache {
+    dir: PathBuf,
+}
+
+impl DescribeCache {
+    /// A cache kept in `dir` (created when first written).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// The directory entries are kept in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn entry_path(&self, exe: &Path) -> PathBuf {
+        // Collisions are harmless: an entry records its path and is checked.
+        let mut h = std::hash::DefaultHasher::new();
+        exe.as_os_str().as_bytes().hash(&mut h);
+        self.dir.join(format!("describe-{:016x}.json", h.finish()))
+    }
+
+    /// What `exe` printed for `--describe` when it had identity `id`, if known.
+    pub(crate) fn get(&self, exe: &Path, id: &Identity) -> Option<String> {
+        let exe = std::path::absolute(exe).ok()?;
+        let path = self.entry_path(&exe);
+        let file = fs::File::open(&path).ok()?;
+        // Only our own entries: a shared cache directory must not let another user
+        // decide what a tool says about itself.
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if file.metadata().ok()?.uid() != unsafe { libc::geteuid() } {
+            return None;
+        }
+        let entry: Entry = serde_json::from_reader(std::io::BufReader::new(file)).ok()?;
+        (entry.format == FORMAT && entry.path == exe && entry.identity == *id).then_some(entry.describe)
+    }
+
+    /// Remember that `exe`, with identity `id` before it ran, printed `describe`.
+    /// Skipped when the file changed meanwhile or too recently to be sure.
+    pub(crate) fn put(&self, exe: &Path, id: &Identity, describe: &str) {
+        if id.is_settling() || Identity::of(exe).as_ref() != Some(id) {
+            return;
+        }
+        let Ok(exe) = std::path::absolute(exe) else { return };
+        let entry = Entry { format: FORMAT, path: exe.clone(), identity: id.clone(), describe: describe.to_owned() };
+        let _ = self.write(&self.entry_path(&exe), &entry);
+    }
+
+    fn write(&self, path: &Path, entry: &Entry) -> std::io::Result<()> {
+        fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir)?;
+        let name = path.file_name().unwrap_or(OsStr::new("entry"));
+        let tmp = self.dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+        let result = (|| {
+            let mut f = fs::File::create(&tmp)?;
+            f.write_all(&serde_json::to_vec(entry)?)?;
+            // A reader sees the old entry or the new one, never half of one.
+            fs::rename(&tmp, path)
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_directory_comes_from_the_environment_in_order() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.into())
+        };
+        assert_eq!(dir_from(env(&[("PACKS_CACHE_DIR", "/c"), ("HOME", "/h")])), Some("/c".into()));
+        assert_eq!(dir_from(env(&[("PACKS_CACHE_DIR", ""), ("HOME", "/h")])), None);
+        assert_eq!(dir_from(env(&[("XDG_CACHE_HOME", "/x"), ("HOME", "/h")])), Some("/x/packs".into()));
+        assert_eq!(dir_from(env(&[("XDG_CACHE_HOME", "rel"), ("HOME", "/h")])), Some("/h/.cache/packs".into()));
+        assert_eq!(dir_from(env(&[])), None);
+    }
+
+    #[test]
+    fn an_entry_holds_only_for_the_same_file_once_it_settled() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("tool");
+        fs::write(&exe, "#!/bin/sh\n").unwrap();
+        let cache = DescribeCache::new(dir.path().join("cache"));
+        let id = Identity::of(&exe).unwrap();
+
+        // Just written: too fresh to be kept.
+        cache.put(&exe, &id, "{}");
+        assert_eq!(cache.get(&exe, &id), None);
+
+        // A settled identity (as if written long ago) is kept and read back.
+        let old = Identity { mtime: (1, 0), ctime: (1, 0), ..id.clone() };
+        let entry = Entry { format: FORMAT, path: exe.clone(), identity: old.clone(), describe: "{\"a\":1}".into() };
+        cache.write(&cache.entry_path(&exe), &entry).unwrap();
+        assert_eq!(cache.get(&exe, &old).as_deref(), Some("{\"a\":1}"));
+        // Any other identity or path misses.
+        assert_eq!(cache.get(&exe, &Identity { size: old.size + 1, ..old.clone() }), None);
+        assert_eq!(cache.get(&dir.path().join("other"), &old), None);
+        let mode = fs::metadata(cache.dir()).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o700, "the cache directory is private");
+    }
+}
