@@ -90,9 +90,32 @@ fn run_overhead(c: &mut Criterion) {
         assert!(s.success());
     };
     group.bench_function("direct_true", |b| b.iter(|| status(&mut Command::new("true"))));
-    group.bench_function("packs_run_true_100_manifests", |b| {
-        b.iter(|| status(Command::new(packs).arg("--packs").arg(dir.path()).args(["run", "noop"])))
+    let cache = tempfile::tempdir().expect("tempdir");
+    let run_noop = |dir: &Path, cache: &Path| {
+        let mut cmd = Command::new(packs);
+        cmd.env("PACKS_CACHE_DIR", cache).arg("--packs").arg(dir).args(["run", "noop"]);
+        cmd
+    };
+    group
+        .bench_function("packs_run_true_100_manifests", |b| b.iter(|| status(&mut run_noop(dir.path(), cache.path()))));
+
+    // The same directory with one executable tool (a shell script): its describe
+    // is either asked on every run (no cache) or kept in the describe cache.
+    let with_exe = pack_dir(99);
+    trivial_pack(with_exe.path());
+    let exe = with_exe.path().join("shell_tool");
+    let describe = r#"{"name": "shell_tool", "description": "d", "parameters": {"type": "object", "properties": {}}}"#;
+    std::fs::write(&exe, format!("#!/bin/sh\necho '{describe}'\n")).expect("write");
+    std::fs::set_permissions(&exe, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    // The cache keeps nothing for a file changed in the last 2 s.
+    std::thread::sleep(packs::describe_cache::SETTLE + std::time::Duration::from_millis(100));
+    group.bench_function("packs_run_true_100_manifests_1_executable_uncached", |b| {
+        b.iter(|| status(&mut run_noop(with_exe.path(), Path::new(""))))
     });
+    group.bench_function("packs_run_true_100_manifests_1_executable_cached", |b| {
+        b.iter(|| status(&mut run_noop(with_exe.path(), cache.path())))
+    });
+    assert!(std::fs::read_dir(cache.path()).expect("cache dir").count() == 1, "the describe was cached");
     let catalog = Catalog::load(&SearchPath::dirs([dir.path()]));
     group.bench_function("library_dispatch_true", |b| {
         b.iter(|| {
