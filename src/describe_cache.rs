@@ -16,11 +16,11 @@
 
 use std::ffi::OsStr;
 use std::fs;
-use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -108,10 +108,14 @@ impl DescribeCache {
     }
 
     fn entry_path(&self, exe: &Path) -> PathBuf {
+        // FNV-1a: stable across Rust releases, so entries outlive an upgrade.
         // Collisions are harmless: an entry records its path and is checked.
-        let mut h = std::hash::DefaultHasher::new();
-        exe.as_os_str().as_bytes().hash(&mut h);
-        self.dir.join(format!("describe-{:016x}.json", h.finish()))
+        let hash = exe
+            .as_os_str()
+            .as_bytes()
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
+        self.dir.join(format!("describe-{hash:016x}.json"))
     }
 
     /// What `exe` printed for `--describe` when it had identity `id`, if known.
@@ -142,10 +146,24 @@ impl DescribeCache {
 
     fn write(&self, path: &Path, entry: &Entry) -> std::io::Result<()> {
         fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir)?;
+        // Never write into a directory that another user could tamper with.
+        let dir = fs::metadata(&self.dir)?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if dir.uid() != unsafe { libc::geteuid() } || dir.mode() & 0o022 != 0 {
+            return Err(std::io::Error::other("the cache directory is not private"));
+        }
+        static WRITES: AtomicU64 = AtomicU64::new(0);
         let name = path.file_name().unwrap_or(OsStr::new("entry"));
-        let tmp = self.dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+        let unique = format!("{}.{}", std::process::id(), WRITES.fetch_add(1, Ordering::Relaxed));
+        let tmp = self.dir.join(format!(".{}.{unique}.tmp", name.to_string_lossy()));
         let result = (|| {
-            let mut f = fs::File::create(&tmp)?;
+            // A new file only (no following a planted symlink), readable by us alone.
+            let mut f = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)?;
             f.write_all(&serde_json::to_vec(entry)?)?;
             // A reader sees the old entry or the new one, never half of one.
             fs::rename(&tmp, path)
@@ -160,6 +178,7 @@ impl DescribeCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn the_directory_comes_from_the_environment_in_order() {
@@ -195,5 +214,30 @@ mod tests {
         assert_eq!(cache.get(&dir.path().join("other"), &old), None);
         let mode = fs::metadata(cache.dir()).unwrap().mode() & 0o777;
         assert_eq!(mode, 0o700, "the cache directory is private");
+        let entry_mode = fs::metadata(cache.entry_path(&exe)).unwrap().mode() & 0o777;
+        assert_eq!(entry_mode, 0o600);
+        // The entry name does not depend on the Rust release (FNV-1a of the path, checked with Python).
+        assert_eq!(
+            DescribeCache::new("/c").entry_path(Path::new("/p/tool")),
+            Path::new("/c/describe-55d7b92a6d1b7b39.json")
+        );
+    }
+
+    #[test]
+    fn a_directory_others_can_write_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = dir.path().join("shared");
+        fs::create_dir(&shared).unwrap();
+        fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+        let cache = DescribeCache::new(&shared);
+        let exe = dir.path().join("tool");
+        let entry = Entry {
+            format: FORMAT,
+            path: exe.clone(),
+            identity: Identity { dev: 1, ino: 2, size: 3, mtime: (1, 0), ctime: (1, 0) },
+            describe: "{}".into(),
+        };
+        assert!(cache.write(&cache.entry_path(&exe), &entry).is_err());
+        assert_eq!(fs::read_dir(&shared).unwrap().count(), 0);
     }
 }

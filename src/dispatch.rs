@@ -550,13 +550,13 @@ pub fn execute(
     execute_observed(tool, plan, context, |_| {}, on_chunk)
 }
 
-/// Like [`execute`], calling `on_spawn(pid)` when the tool's process started (its pid
-/// is its process group id, for cancelling).
+/// Like [`execute`], calling `on_spawn(process)` when the tool's process started
+/// (keep a clone of it to cancel the call from another thread).
 pub fn execute_observed(
     tool: &Tool,
     plan: &Plan,
     context: &Context,
-    on_spawn: impl FnOnce(u32),
+    on_spawn: impl FnOnce(&runner::Process),
     on_chunk: impl Fn(Stream, &[u8]) + Sync,
 ) -> Result<ToolResult, ToolError> {
     let mut result = run_and_shape(tool, &plan.invocation, context, on_spawn, on_chunk)?;
@@ -573,7 +573,7 @@ fn run_and_shape(
     tool: &Tool,
     invocation: &Invocation,
     context: &Context,
-    on_spawn: impl FnOnce(u32),
+    on_spawn: impl FnOnce(&runner::Process),
     on_chunk: impl Fn(Stream, &[u8]) + Sync,
 ) -> Result<ToolResult, ToolError> {
     let spawn_error = |source| ToolError::Spawn { tool: tool.name().to_owned(), source };
@@ -862,6 +862,8 @@ pub enum Status<'a> {
     Spawned {
         /// The process id.
         pid: u32,
+        /// The process: keep a clone to cancel the call ([`runner::Process::kill`]).
+        process: &'a runner::Process,
     },
     /// Output as it arrives, secrets masked.
     Output {
@@ -920,7 +922,7 @@ pub fn call_with_status(
             tool,
             &plan,
             context,
-            |pid| on_status(Status::Spawned { pid }),
+            |process| on_status(Status::Spawned { pid: process.pid(), process }),
             |stream, chunk| {
                 if plan.secrets.is_empty() {
                     on_status(Status::Output { stream, chunk });

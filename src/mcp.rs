@@ -56,7 +56,7 @@ pub struct Options {
 /// One in-flight call: its process once started, and whether it was cancelled.
 #[derive(Default)]
 struct Flight {
-    pid: Option<u32>,
+    process: Option<crate::runner::Process>,
     cancelled: bool,
 }
 
@@ -214,8 +214,8 @@ impl Server {
             let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(flight) = flights.get_mut(&request.to_string()) {
                 flight.cancelled = true;
-                if let Some(pid) = flight.pid {
-                    kill_group(pid);
+                if let Some(process) = &flight.process {
+                    process.kill();
                 }
             }
         }
@@ -278,13 +278,13 @@ impl Server {
         let sent = AtomicU64::new(0);
         let approver = Elicitor { server: self, yes: self.options.yes };
         let result = dispatch::call_with_status(&tool, args, &self.options.context, &approver, |status| match status {
-            Status::Spawned { pid } => {
+            Status::Spawned { process, .. } => {
                 let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 if let Some(f) = flights.get_mut(&key) {
-                    f.pid = Some(pid);
                     if f.cancelled {
-                        kill_group(pid);
+                        process.kill();
                     }
+                    f.process = Some(process.clone());
                 }
             }
             Status::Output { chunk, .. } => {
@@ -358,14 +358,5 @@ struct Elicitor<'s> {
 impl Approver for Elicitor<'_> {
     fn approve(&self, request: &ApprovalRequest) -> bool {
         if self.server.elicitation.load(Ordering::Relaxed) { self.server.elicit(request) } else { self.yes }
-    }
-}
-
-/// Kill a call's whole process group.
-fn kill_group(pid: u32) {
-    let Ok(pgid) = libc::pid_t::try_from(pid) else { return };
-    // SAFETY: kill(2) with a negative pid signals that process group; no memory is involved.
-    unsafe {
-        libc::kill(-pgid, libc::SIGKILL);
     }
 }

@@ -19,6 +19,7 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -122,15 +123,16 @@ pub fn run_streaming(inv: &Invocation, on_chunk: impl Fn(Stream, &[u8]) + Sync) 
     run_observed(inv, |_| {}, on_chunk)
 }
 
-/// Same as [`run_streaming`], also calling `on_spawn(pid)` once the child started.
-/// The pid is the child's process group id too: a caller may kill the group
-/// (`kill(-pid, SIGKILL)`) to cancel the run while `run_observed` is still waiting.
+/// Same as [`run_streaming`], also calling `on_spawn(process)` once the child
+/// started. Another thread may keep a clone of the [`Process`] and
+/// [`Process::kill`] it to cancel the run; that is safe at any time.
 ///
 /// Everything happens on the calling thread: one `poll` loop reads both pipes
-/// and watches for the child's exit (a pidfd on Linux) and for the timeout.
+/// and watches for the child's exit (a pidfd on Linux) and for the timeout, so
+/// an `on_chunk` that blocks delays the timeout too.
 pub fn run_observed(
     inv: &Invocation,
-    on_spawn: impl FnOnce(u32),
+    on_spawn: impl FnOnce(&Process),
     on_chunk: impl Fn(Stream, &[u8]) + Sync,
 ) -> Result<RunOutcome, SpawnError> {
     let (program, args) = inv.argv.split_first().ok_or(SpawnError::EmptyArgv)?;
@@ -164,16 +166,15 @@ pub fn run_observed(
 
     let start = Instant::now();
     let mut child = cmd.spawn().map_err(start_error)?;
-    // std hands out a pid_t as u32, so this cast round-trips. With
-    // `process_group(0)` the child's pid is also its process group id.
-    let pid = child.id();
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-    let mut reaper = Reaper { child, pgid: pid as libc::pid_t, reaped: false };
-    on_spawn(pid);
+    let process = Process::new(child.id());
+    let mut reaper = Reaper { child, process: process.clone() };
+    on_spawn(&process);
+    let wait_error = |source| SpawnError::Wait { program: program.clone(), source };
     let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
-        return Err(start_error(io::Error::other("child pipes are missing")));
+        return Err(wait_error(io::Error::other("child pipes are missing")));
     };
-    let exit = ExitWatch::new(pid).map_err(start_error)?;
+    let exit = ExitWatch::new(process.pid()).map_err(wait_error)?;
 
     let mut pipes = [Some(Pipe::new(stdout, Stream::Stdout)), Some(Pipe::new(stderr, Stream::Stderr))];
     let mut kept = Kept::new(inv.max_output_bytes);
@@ -182,55 +183,69 @@ pub fn run_observed(
     let mut timed_out = false;
     let mut finished: Option<(Option<ExitStatus>, Duration, Instant)> = None;
     loop {
-        let open: Vec<usize> = (0..pipes.len()).filter(|&i| pipes[i].is_some()).collect();
+        // Checked on every pass, not only when `poll` times out: a tool that
+        // writes without pause keeps a pipe readable forever.
+        let now = Instant::now();
         let wait = match &finished {
-            Some(_) if open.is_empty() => break,
-            Some((_, _, drain_until)) => Some(drain_until.saturating_duration_since(Instant::now())),
+            Some((_, _, drain_until)) => {
+                // Drain grace over (or nothing left to drain): a writer that escaped
+                // the group (setsid) may still hold a pipe; stop waiting for it.
+                if pipes.iter().all(Option::is_none) || now >= *drain_until {
+                    break;
+                }
+                Some(*drain_until - now)
+            }
             None if timed_out => None,
-            None => deadline.map(|d| d.saturating_duration_since(Instant::now())),
+            None => match deadline {
+                Some(d) if now >= d => {
+                    reaper.process.kill();
+                    timed_out = true;
+                    None
+                }
+                Some(d) => Some(d - now),
+                None => None,
+            },
         };
-        let mut fds: Vec<libc::pollfd> = open.iter().filter_map(|&i| pipes[i].as_ref()).map(Pipe::pollfd).collect();
-        if finished.is_none() {
-            fds.push(pollfd(exit.fd()));
+        let mut fds = [pollfd(exit.fd()); 3];
+        let mut polled = [None; 3];
+        let mut n = 0;
+        for (slot, pipe) in pipes.iter().enumerate() {
+            if let Some(pipe) = pipe {
+                (fds[n], polled[n]) = (pipe.pollfd(), Some(slot));
+                n += 1;
+            }
         }
-        let ready = match poll(&mut fds, wait) {
-            Ok(n) => n,
-            Err(e) => {
-                drop(reaper);
-                return Err(SpawnError::Wait { program: program.clone(), source: e });
-            }
-        };
-        if ready == 0 {
-            if finished.is_some() {
-                // Drain grace over: a writer escaped the group (setsid) and
-                // still holds a pipe; stop waiting for it.
-                break;
-            }
-            if !timed_out && deadline.is_some_and(|d| Instant::now() >= d) {
-                reaper.kill_group();
-                timed_out = true;
-            }
+        if finished.is_none() {
+            fds[n] = pollfd(exit.fd());
+            n += 1;
+        }
+        if poll(&mut fds[..n], wait).map_err(wait_error)? == 0 {
             continue;
         }
-        for (slot, fd) in open.iter().zip(&fds) {
-            if fd.revents != 0 {
-                let pipe = pipes[*slot].as_mut().expect("polled pipes are open");
-                match pipe.read(&mut buf) {
-                    Read::Data(n) => {
-                        on_chunk(pipe.stream, &buf[..n]);
-                        kept.add(pipe.stream, &buf[..n]);
+        for (fd, slot) in fds[..n].iter().zip(polled) {
+            match slot {
+                Some(slot) if fd.revents != 0 => {
+                    let pipe = pipes[slot].as_mut().expect("polled pipes are open");
+                    match pipe.read(&mut buf) {
+                        Got::Data(len) => {
+                            on_chunk(pipe.stream, &buf[..len]);
+                            kept.add(pipe.stream, &buf[..len]);
+                        }
+                        Got::Again => {}
+                        Got::Closed => pipes[slot] = None,
                     }
-                    Read::Again => {}
-                    Read::Closed => pipes[*slot] = None,
                 }
+                None if fd.revents != 0 => {
+                    // The child has exited but is not reaped yet, so its pgid cannot
+                    // have been reused: kill leftovers that would hold the pipes open.
+                    if exit.confirmed() {
+                        reaper.process.kill();
+                    }
+                    let status = reaper.reap().map_err(wait_error)?;
+                    finished = Some((Some(status), start.elapsed(), Instant::now() + DRAIN_GRACE));
+                }
+                _ => {}
             }
-        }
-        if finished.is_none() && fds.last().is_some_and(|fd| fd.revents != 0) {
-            // The child has exited but is not reaped yet, so its pgid cannot
-            // have been reused: kill leftovers that would hold the pipes open.
-            reaper.kill_group();
-            let status = reaper.reap();
-            finished = Some((status, start.elapsed(), Instant::now() + DRAIN_GRACE));
         }
     }
     let (status, duration, _) = finished.expect("the loop ends only after the child exited");
@@ -265,7 +280,7 @@ fn resolve_program(program: &str, inv: &Invocation) -> Option<PathBuf> {
             return None;
         }
         let candidate = dir.join(program);
-        if is_executable_file(&candidate) {
+        if may_execute(&candidate) {
             return Some(candidate);
         }
     }
@@ -282,39 +297,88 @@ pub(crate) fn program_exists(program: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|dir| is_executable_file(&dir.join(program))))
 }
 
+/// A regular file that this process may execute (as `execvp` would find out:
+/// execute permission for our effective ids, and not on a `noexec` mount).
+fn may_execute(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    // SAFETY: `c_path` is a valid NUL-terminated string that outlives the call.
+    let allowed = unsafe { libc::faccessat(libc::AT_FDCWD, c_path.as_ptr(), libc::X_OK, libc::AT_EACCESS) } == 0;
+    allowed && std::fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
 /// A regular file with an execute bit (what `execvp` would try to run).
 pub(crate) fn is_executable_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// A started tool process, to cancel it from another thread (see [`run_observed`]).
+///
+/// Its pid is also its process-group id. [`Process::kill`] signals only while
+/// the child is not reaped, so it can never hit a process that reused the pid.
+#[derive(Debug, Clone)]
+pub struct Process {
+    pid: u32,
+    reaped: Arc<Mutex<bool>>,
+}
+
+/// The same process: clones of one handle.
+impl PartialEq for Process {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.reaped, &other.reaped)
+    }
+}
+
+impl Eq for Process {}
+
+impl Process {
+    fn new(pid: u32) -> Self {
+        Self { pid, reaped: Arc::new(Mutex::new(false)) }
+    }
+
+    /// The process id (and process-group id).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Sends SIGKILL to the process and to every process in its group, unless it
+    /// has been reaped already. Returns whether anything was signalled.
+    pub fn kill(&self) -> bool {
+        let reaped = self.reaped.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Ok(pid) = libc::pid_t::try_from(self.pid) else { return false };
+        if *reaped || pid <= 0 {
+            return false;
+        }
+        // SAFETY: kill(2) has no memory-safety preconditions. The child is not
+        // reaped (checked under the lock that `reap` takes), so `pid` and the
+        // group `-pid` are still ours. The child itself is signalled too, in
+        // case it moved to another group.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+            libc::kill(pid, libc::SIGKILL);
+        }
+        true
+    }
 }
 
 /// Owns the child until it is reaped; dropping it early (an error, or a panic
 /// in `on_chunk`) kills the child's group and reaps it, so nothing is left behind.
 struct Reaper {
     child: Child,
-    pgid: libc::pid_t,
-    reaped: bool,
+    process: Process,
 }
 
 impl Reaper {
-    /// Sends SIGKILL to every process in the group; only valid before reaping,
-    /// while the leader (a zombie at worst) keeps the pgid ours.
-    fn kill_group(&self) {
-        if !self.reaped {
-            kill_group(self.pgid);
-        }
-    }
-
-    fn reap(&mut self) -> Option<ExitStatus> {
-        let status = self.child.wait().ok();
-        self.reaped = true;
-        status
+    fn reap(&mut self) -> io::Result<ExitStatus> {
+        // From here on `Process::kill` sends nothing: the pid is about to be freed.
+        *self.process.reaped.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        self.child.wait()
     }
 }
 
 impl Drop for Reaper {
     fn drop(&mut self) {
-        if !self.reaped {
-            self.kill_group();
+        if self.process.kill() {
             let _ = self.reap();
         }
     }
@@ -350,12 +414,24 @@ impl ExitWatch {
 
     /// The portable watch: a thread that waits and then hangs up.
     fn waiter(pid: u32) -> io::Result<Self> {
-        let (ours, theirs) = UnixStream::pair()?;
+        let (ours, mut theirs) = UnixStream::pair()?;
         thread::Builder::new().name("runner-wait".into()).spawn(move || {
-            wait_for_exit(pid);
-            drop(theirs);
+            let exited = wait_for_exit(pid);
+            let _ = io::Write::write_all(&mut theirs, &[u8::from(exited)]);
         })?;
         Ok(Self::Thread(ours))
+    }
+
+    /// After `fd` became readable: whether the child is known to have exited
+    /// unreaped (so its group may be signalled). A failed `waitid` says no.
+    fn confirmed(&self) -> bool {
+        match self {
+            Self::PidFd(_) => true,
+            Self::Thread(s) => {
+                let mut byte = [0];
+                matches!(io::Read::read(&mut &*s, &mut byte), Ok(1)) && byte[0] == 1
+            }
+        }
     }
 
     fn fd(&self) -> BorrowedFd<'_> {
@@ -366,26 +442,21 @@ impl ExitWatch {
     }
 }
 
-/// Blocks until the child `pid` has exited (or was reaped), without reaping it.
-fn wait_for_exit(pid: u32) {
+/// Blocks until the child `pid` has exited, without reaping it. Returns whether
+/// the exit was observed (false: `waitid` failed, e.g. someone else reaped it).
+fn wait_for_exit(pid: u32) -> bool {
     loop {
         // SAFETY: siginfo_t is plain old data, for which all-zero bytes are valid.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: `info` is a valid, writable siginfo_t that outlives the call.
         // WNOWAIT leaves the child a zombie, so `pid` stays ours until reaped.
         let rc = unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
-        if rc == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return;
+        if rc == 0 {
+            return true;
         }
-    }
-}
-
-/// Sends SIGKILL to every process in group `pgid`; an empty group (ESRCH) is fine.
-fn kill_group(pgid: libc::pid_t) {
-    if pgid > 0 {
-        // SAFETY: kill(2) has no memory-safety preconditions. The caller
-        // guarantees the group leader is our not-yet-reaped child.
-        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return false;
+        }
     }
 }
 
@@ -400,7 +471,7 @@ trait ReadFd: io::Read + AsFd {}
 impl<T: io::Read + AsFd> ReadFd for T {}
 
 /// The outcome of one read from a pipe that `poll` reported ready.
-enum Read {
+enum Got {
     Data(usize),
     Again,
     Closed,
@@ -416,12 +487,12 @@ impl Pipe {
     }
 
     /// One read: poll said there is data or EOF, so this does not block.
-    fn read(&mut self, buf: &mut [u8]) -> Read {
+    fn read(&mut self, buf: &mut [u8]) -> Got {
         match self.src.read(buf) {
-            Ok(0) => Read::Closed,
-            Ok(n) => Read::Data(n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => Read::Again,
-            Err(_) => Read::Closed,
+            Ok(0) => Got::Closed,
+            Ok(n) => Got::Data(n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Got::Again,
+            Err(_) => Got::Closed,
         }
     }
 }
@@ -430,22 +501,20 @@ fn pollfd(fd: BorrowedFd<'_>) -> libc::pollfd {
     libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }
 }
 
-/// Waits for any of `fds` (`None`: no time limit); returns how many are ready.
+/// Waits for any of `fds` (`None`: no time limit); returns how many are ready
+/// (0 also when a signal interrupted the wait).
 fn poll(fds: &mut [libc::pollfd], wait: Option<Duration>) -> io::Result<usize> {
     // Round up, so a wake-up never comes before the deadline.
     let ms = wait.map_or(-1, |d| i32::try_from(d.as_micros().div_ceil(1000)).unwrap_or(i32::MAX));
-    loop {
-        // SAFETY: `fds` is a slice of initialised pollfd structs that outlives
-        // the call, and every descriptor in it is borrowed, hence open.
-        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-        if let Ok(n) = usize::try_from(rc) {
-            return Ok(n);
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
-        }
+    // SAFETY: `fds` is a slice of initialised pollfd structs that outlives
+    // the call, and every descriptor in it is borrowed, hence open.
+    let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    if let Ok(n) = usize::try_from(rc) {
+        return Ok(n);
     }
+    let err = io::Error::last_os_error();
+    // Interrupted: nothing is ready, and the caller works out the time left.
+    if err.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(err) }
 }
 
 /// What is kept of the output: the head of stdout, the tail of stderr, and
@@ -751,6 +820,72 @@ mod tests {
         i.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
         assert!(resolve_program("true", &i).is_some_and(|p| p.is_absolute()));
         assert_eq!(resolve_program("./true", &i), None);
+    }
+
+    #[test]
+    fn a_script_without_an_interpreter_line_is_not_handed_to_a_shell() {
+        // execvp would run it with /bin/sh; packs never involves a shell.
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("packs-runner-no-shebang");
+        std::fs::write(&script, "echo ran by a shell\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut i = inv(&["packs-runner-no-shebang"]);
+        i.env.push(("PATH".into(), format!("{}:/usr/bin:/bin", dir.path().display())));
+        match run(&i) {
+            Err(SpawnError::Start { source, .. }) => assert_eq!(source.raw_os_error(), Some(libc::ENOEXEC)),
+            other => panic!("expected ENOEXEC, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_tool_that_never_stops_writing_still_times_out() {
+        let mut i = inv(&["sh", "-c", "yes & yes >&2 & wait"]);
+        i.timeout = Duration::from_millis(300);
+        let started = Instant::now();
+        let out = run(&i).unwrap();
+        assert!(out.timed_out);
+        assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+        assert!(out.stdout_truncated || out.stdout_total_bytes > 0);
+    }
+
+    #[test]
+    fn an_escaped_writer_that_never_stops_costs_at_most_the_grace() {
+        // setsid leaves the group: only the drain grace bounds the wait.
+        if !std::path::Path::new("/usr/bin/setsid").exists() {
+            return;
+        }
+        let mut i = inv(&["sh", "-c", "setsid yes & sleep 0.1; exit 0"]);
+        i.max_output_bytes = 1024;
+        let started = Instant::now();
+        let out = run(&i).unwrap();
+        let took = started.elapsed();
+        assert_eq!(out.exit_code, Some(0));
+        assert!(took < DRAIN_GRACE + Duration::from_secs(3), "took {took:?}");
+        assert_eq!(out.stdout.len(), 1024);
+        // The escaped `yes` dies of SIGPIPE once the pipe's last reader is gone.
+    }
+
+    #[test]
+    fn a_cancel_after_reaping_signals_nothing() {
+        let seen = Mutex::new(None);
+        run_observed(&inv(&["true"]), |p| *seen.lock().unwrap() = Some(p.clone()), |_, _| {}).unwrap();
+        let process = seen.into_inner().unwrap().expect("on_spawn was called");
+        assert!(!process.kill(), "a reaped process is never signalled (its pid may be reused)");
+    }
+
+    #[test]
+    fn a_child_that_leaves_its_group_is_still_killed_on_timeout() {
+        // perl's setpgrp moves the child itself into a new group.
+        if !std::path::Path::new("/usr/bin/perl").exists() {
+            return;
+        }
+        let mut i = inv(&["perl", "-e", "setpgrp(0, 0); sleep 30"]);
+        i.timeout = Duration::from_millis(300);
+        let started = Instant::now();
+        let out = run(&i).unwrap();
+        assert!(out.timed_out);
+        assert_eq!(out.signal, Some(libc::SIGKILL));
+        assert!(started.elapsed() < Duration::from_secs(5));
     }
 
     #[test]

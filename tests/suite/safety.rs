@@ -281,8 +281,9 @@ fn status_callback_reports_phases_and_chunks_in_order() {
         seen.lock().unwrap().push(match s {
             packs::Status::Phase(p) => format!("{p:?}"),
             packs::Status::Output { chunk, .. } => String::from_utf8_lossy(chunk).into_owned(),
-            packs::Status::Spawned { pid } => {
+            packs::Status::Spawned { pid, process } => {
                 assert!(pid > 0);
+                assert_eq!(process.pid(), pid);
                 "spawned".into()
             }
             _ => "other".into(),
