@@ -645,14 +645,20 @@ mod tests {
         assert!(out.stdout.is_empty());
     }
 
+    /// Runs `argv` with a timeout of `ms`, which it must exceed; returns soon after.
+    fn run_past(argv: &[&str], ms: u64) -> RunOutcome {
+        let mut i = inv(argv);
+        i.timeout = Duration::from_millis(ms);
+        let started = Instant::now();
+        let out = run(&i).unwrap();
+        assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+        assert!(out.timed_out);
+        out
+    }
+
     #[test]
     fn timeout_kills_the_whole_group() {
-        let mut i = inv(&["sh", "-c", "sleep 30 & echo $! >&2; sleep 30"]);
-        i.timeout = Duration::from_millis(500);
-        let t = Instant::now();
-        let out = run(&i).unwrap();
-        assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
-        assert!(out.timed_out);
+        let out = run_past(&["sh", "-c", "sleep 30 & echo $! >&2; sleep 30"], 500);
         assert_eq!(out.exit_code, None);
         assert_eq!(out.signal, Some(libc::SIGKILL));
         assert!(out.duration >= Duration::from_millis(500));
@@ -803,14 +809,21 @@ mod tests {
         assert_eq!(out.stdout, b"cat\0/proc/self/cmdline\0");
     }
 
+    /// An executable `name` with `contents` in a new directory, and an invocation
+    /// of it whose PATH starts with that directory.
+    fn on_own_path(name: &str, contents: &str) -> (tempfile::TempDir, PathBuf, Invocation) {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join(name);
+        std::fs::write(&script, contents).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut i = inv(&[name]);
+        i.env.push(("PATH".into(), format!("{}:/usr/bin:/bin", dir.path().display())));
+        (dir, script, i)
+    }
+
     #[test]
     fn the_childs_path_decides_which_program_runs() {
-        let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("packs-runner-which-test");
-        std::fs::write(&script, "#!/bin/sh\necho mine\n").unwrap();
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let mut i = inv(&["packs-runner-which-test"]);
-        i.env.push(("PATH".into(), format!("{}:/usr/bin:/bin", dir.path().display())));
+        let (_dir, script, mut i) = on_own_path("packs-runner-which-test", "#!/bin/sh\necho mine\n");
         assert_eq!(run(&i).unwrap().stdout, b"mine\n");
         assert_eq!(resolve_program("packs-runner-which-test", &i), Some(script));
 
@@ -825,12 +838,7 @@ mod tests {
     #[test]
     fn a_script_without_an_interpreter_line_is_not_handed_to_a_shell() {
         // execvp would run it with /bin/sh; packs never involves a shell.
-        let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("packs-runner-no-shebang");
-        std::fs::write(&script, "echo ran by a shell\n").unwrap();
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let mut i = inv(&["packs-runner-no-shebang"]);
-        i.env.push(("PATH".into(), format!("{}:/usr/bin:/bin", dir.path().display())));
+        let (_dir, _, i) = on_own_path("packs-runner-no-shebang", "echo ran by a shell\n");
         match run(&i) {
             Err(SpawnError::Start { source, .. }) => assert_eq!(source.raw_os_error(), Some(libc::ENOEXEC)),
             other => panic!("expected ENOEXEC, got {other:?}"),
@@ -839,12 +847,7 @@ mod tests {
 
     #[test]
     fn a_tool_that_never_stops_writing_still_times_out() {
-        let mut i = inv(&["sh", "-c", "yes & yes >&2 & wait"]);
-        i.timeout = Duration::from_millis(300);
-        let started = Instant::now();
-        let out = run(&i).unwrap();
-        assert!(out.timed_out);
-        assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+        let out = run_past(&["sh", "-c", "yes & yes >&2 & wait"], 300);
         assert!(out.stdout_truncated || out.stdout_total_bytes > 0);
     }
 
@@ -879,13 +882,8 @@ mod tests {
         if !std::path::Path::new("/usr/bin/perl").exists() {
             return;
         }
-        let mut i = inv(&["perl", "-e", "setpgrp(0, 0); sleep 30"]);
-        i.timeout = Duration::from_millis(300);
-        let started = Instant::now();
-        let out = run(&i).unwrap();
-        assert!(out.timed_out);
+        let out = run_past(&["perl", "-e", "setpgrp(0, 0); sleep 30"], 300);
         assert_eq!(out.signal, Some(libc::SIGKILL));
-        assert!(started.elapsed() < Duration::from_secs(5));
     }
 
     #[test]
