@@ -348,46 +348,67 @@ fn tool_pack_validator() -> &'static jsonschema::Validator {
 fn schema_diagnostics(src: &SourceFile, raw: &Value) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for e in tool_pack_validator().iter_errors(raw) {
-        let path = pointer_path(&e.instance_path().to_string());
-        let dotted = path.to_string();
-        // Fields with their own rules (and codes) are checked there.
-        let owned = dotted == "name"
-            || dotted == "description"
-            || dotted.starts_with("policy.timeout_secs")
-            || dotted.starts_with("policy.allowed_exit_codes");
-        if owned {
-            continue;
-        }
-        match e.kind() {
-            jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
-                for key in unexpected {
-                    let at = path.key(key);
-                    let where_ = if path.0.is_empty() { String::new() } else { format!(" in `{path}`") };
-                    let d = Diagnostic::at(
-                        src,
-                        Severity::Warning,
-                        "unknown-key",
-                        &at,
-                        Target::Key,
-                        format!("unknown key `{key}`{where_}; packs ignores it"),
-                    );
-                    let known = manifest::known_keys(&path);
-                    out.push(match manifest::did_you_mean(key, known) {
-                        Some(k) => d.with_help(format!("did you mean `{k}`?")),
-                        None => d,
-                    });
-                }
-            }
-            _ => {
-                let code = match path.0.last() {
-                    Some(Seg::Key(k)) if k == "source" => "unknown-source",
-                    _ => "schema-violation",
-                };
-                out.push(Diagnostic::at(src, Severity::Error, code, &path, Target::Value, format!("`{dotted}`: {e}")));
-            }
-        }
+        schema_error(src, &e, &mut out);
     }
     out
+}
+
+fn schema_error(src: &SourceFile, e: &jsonschema::ValidationError<'_>, out: &mut Vec<Diagnostic>) {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    let here = e.instance_path().to_string();
+    let path = pointer_path(&here);
+    let dotted = path.to_string();
+    // Fields with their own rules (and codes) are checked there.
+    let owned = dotted == "name"
+        || dotted == "description"
+        || dotted.starts_with("policy.timeout_secs")
+        || dotted.starts_with("policy.allowed_exit_codes");
+    if owned {
+        return;
+    }
+    match e.kind() {
+        Kind::AdditionalProperties { unexpected } => {
+            for key in unexpected {
+                let at = path.key(key);
+                let where_ = if path.0.is_empty() { String::new() } else { format!(" in `{path}`") };
+                let d = Diagnostic::at(
+                    src,
+                    Severity::Warning,
+                    "unknown-key",
+                    &at,
+                    Target::Key,
+                    format!("unknown key `{key}`{where_}; packs ignores it"),
+                );
+                let known = manifest::known_keys(&path);
+                out.push(match manifest::did_you_mean(key, known) {
+                    Some(k) => d.with_help(format!("did you mean `{k}`?")),
+                    None => d,
+                });
+            }
+        }
+        // "Not valid under any of the schemas" says little. When exactly one of the
+        // alternatives is for this value's type (`command` as a string or an
+        // object), what is wrong is what that alternative says.
+        Kind::OneOfNotValid { context } | Kind::AnyOf { context } => {
+            let wrong_type = |s: &jsonschema::ValidationError<'_>| {
+                matches!(s.kind(), Kind::Type { .. }) && s.instance_path().to_string() == here
+            };
+            let mut meant = context.iter().filter(|errs| !errs.is_empty() && !errs.iter().any(wrong_type));
+            match (meant.next(), meant.next()) {
+                (Some(errs), None) => errs.iter().for_each(|s| schema_error(src, s, out)),
+                _ => out.push(violation(src, &path, format!("`{dotted}`: {e}"))),
+            }
+        }
+        _ => out.push(violation(src, &path, format!("`{dotted}`: {e}"))),
+    }
+}
+
+fn violation(src: &SourceFile, path: &FieldPath, message: String) -> Diagnostic {
+    let code = match path.0.last() {
+        Some(Seg::Key(k)) if k == "source" => "unknown-source",
+        _ => "schema-violation",
+    };
+    Diagnostic::at(src, Severity::Error, code, path, Target::Value, message)
 }
 
 /// `/parameters/url/type` → `parameters.url.type` (array indices as indices).

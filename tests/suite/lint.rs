@@ -197,3 +197,39 @@ fn packs_test_reports_failures_with_expected_and_got() {
         .code(1)
         .stderr_contains("no tool named `nope`");
 }
+
+#[test]
+fn a_mistake_inside_a_command_object_is_named_not_a_one_of_failure() {
+    // `command` is a string or an object; lint reports what is wrong with the form used.
+    let packs = Packs::new()
+        .manifest("typo", json!({"name": "typo", "description": "d", "command": {"program": "echo", "argz": ["hi"]}}))
+        .manifest("no_program", json!({"name": "no_program", "description": "d", "command": {"args": ["a"]}}));
+    let out = Test::new().args(["lint", "--format", "json"]).arg(packs.path()).run();
+    let report = out.json();
+    let found: Vec<(String, String, String)> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let field = d["field"].as_str().unwrap_or_default().to_owned();
+            (d["code"].as_str().unwrap().to_owned(), field, d["message"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    assert!(
+        found.contains(&(
+            "unknown-key".into(),
+            "command.argz".into(),
+            "unknown key `argz` in `command`; packs ignores it".into()
+        )),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&(
+            "schema-violation".into(),
+            "command".into(),
+            "`command`: \"program\" is a required property".into()
+        )),
+        "{found:?}"
+    );
+    assert!(!out.stdout().contains("oneOf"), "{}", out.stdout());
+}
