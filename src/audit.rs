@@ -2,7 +2,8 @@
 //!
 //! Each line is written with a single `write` on a file opened for appending, so
 //! concurrent packs processes never interleave within a line. A log that cannot be
-//! opened stops the call before anything runs.
+//! opened stops the call before anything runs; a write that fails after a call ran
+//! is kept for the front-end to report ([`AuditLog::take_failure`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -16,6 +17,7 @@ use serde::Serialize;
 pub struct AuditLog {
     path: PathBuf,
     file: Mutex<File>,
+    failure: Mutex<Option<String>>,
 }
 
 /// One call, as logged. Secrets in `argv` are already masked.
@@ -49,7 +51,7 @@ impl AuditLog {
     /// Open (creating if needed) `path` for appending.
     pub fn open(path: &Path) -> std::io::Result<Self> {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Self { path: path.to_owned(), file: Mutex::new(file) })
+        Ok(Self { path: path.to_owned(), file: Mutex::new(file), failure: Mutex::new(None) })
     }
 
     /// Where the log is.
@@ -57,12 +59,21 @@ impl AuditLog {
         &self.path
     }
 
-    /// Append one line.
+    /// Append one line. A failure is also kept for [`AuditLog::take_failure`].
     pub fn record(&self, entry: &Entry<'_>) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
         line.push(b'\n');
         let mut file = self.file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        file.write_all(&line)
+        file.write_all(&line).inspect_err(|e| {
+            let mut failure = self.failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            failure.get_or_insert_with(|| format!("cannot write the audit log {}: {e}", self.path.display()));
+        })
+    }
+
+    /// The first write that failed since the last call of this (calls that ran but
+    /// are missing from the log), as a message naming the file and the error.
+    pub fn take_failure(&self) -> Option<String> {
+        self.failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
     }
 }
 

@@ -958,7 +958,8 @@ pub fn call_with_status(
             ),
             Err(e) => (None, None, if decision == "denied" { "denied" } else { e.kind() }, Some(e.to_string())),
         };
-        // The log was opened before the call; a failed write is reported with the result.
+        // The log was opened before the call; a failed write is kept in the log for
+        // the front-end to report (`AuditLog::take_failure`): the call has run.
         let _ = log.record(&crate::audit::Entry {
             time: crate::audit::now(),
             agent: context.agent().map(|a| a.id.as_str()),

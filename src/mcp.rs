@@ -299,6 +299,9 @@ impl Server {
             }
             Status::Phase(_) => {}
         });
+        if let Some(failure) = self.options.context.audit().and_then(crate::audit::AuditLog::take_failure) {
+            eprintln!("packs serve: {failure}; the call is not in the log");
+        }
         if self.finish(&key) {
             return; // cancelled: the client no longer expects an answer
         }

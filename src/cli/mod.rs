@@ -207,6 +207,9 @@ pub fn main() -> i32 {
             };
             // The process exits next: freeing thousands of small allocations one by one is wasted time.
             std::mem::forget(catalog);
+            if let Some(failure) = base.audit().and_then(crate::audit::AuditLog::take_failure) {
+                let _ = writeln!(std::io::stderr().lock(), "warning: {failure}; the call is not in the log");
+            }
             result
         }
     };

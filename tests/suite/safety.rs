@@ -224,6 +224,21 @@ fn audit_log_has_one_line_per_call_with_secrets_masked() {
         .code(1)
         .stderr_contains("cannot write the audit log");
     assert!(!marker.exists());
+
+    // A log that opens but fails to take the line (a full disk) is reported after
+    // the call, which has run: its result and exit code stand.
+    if std::path::Path::new("/dev/full").exists() {
+        Test::new()
+            .packs_dir(&touch)
+            .args(["--log", "/dev/full", "run", "touch", "--arg"])
+            .arg(format!("f={}", marker.display()))
+            .run()
+            .success()
+            .stderr_eq(
+                "warning: cannot write the audit log /dev/full: No space left on device (os error 28); the call is not in the log\n",
+            );
+        assert!(marker.exists());
+    }
 }
 
 #[test]
