@@ -11,7 +11,7 @@ use crate::source::{Diagnostic, FieldPath, Severity, Target};
 use crate::template::Ref;
 
 /// Programs that interpret a string argument as code, with the flags that introduce it.
-/// `None`: every argument is code (`eval`, `xargs`).
+/// `None`: every argument is code (`eval`).
 fn script_flags(program: &str) -> Option<Option<&'static [&'static str]>> {
     Some(match program {
         "sh" | "bash" | "zsh" | "dash" | "ksh" | "fish" | "ash" | "busybox" => Some(&["-c"]),
@@ -23,7 +23,7 @@ fn script_flags(program: &str) -> Option<Option<&'static [&'static str]>> {
         "ruby" => Some(&["-e"]),
         "php" => Some(&["-r"]),
         "osascript" => Some(&["-e"]),
-        "eval" | "xargs" => None,
+        "eval" => None,
         _ => return None,
     })
 }
@@ -73,19 +73,76 @@ fn uses_outside_input(s: &Subject<'_>, path: &FieldPath) -> Option<String> {
     })
 }
 
+/// Programs that run the program named by their first operand, with their options
+/// that take a value (as a separate argument).
+fn wrapper_value_options(program: &str) -> Option<&'static [&'static str]> {
+    Some(match program {
+        "env" => &["-u", "--unset", "-C", "--chdir"],
+        "xargs" => &[
+            "-a",
+            "--arg-file",
+            "-d",
+            "--delimiter",
+            "-E",
+            "-I",
+            "-L",
+            "-n",
+            "--max-args",
+            "-P",
+            "--max-procs",
+            "-s",
+            "--max-chars",
+        ],
+        "nice" => &["-n", "--adjustment"],
+        "nohup" | "setsid" => &[],
+        _ => return None,
+    })
+}
+
+/// The index of the first operand in `args`: not an option, not an option's value
+/// (`value_options`), and (for `env`) not a `VAR=value` assignment.
+fn first_operand(args: &[&str], value_options: &[&str], assignments: bool) -> Option<usize> {
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i];
+        if a == "--" {
+            return (i + 1 < args.len()).then_some(i + 1);
+        }
+        if value_options.contains(&a) {
+            i += 2;
+        } else if a.starts_with('-') || (assignments && a.contains('=')) {
+            i += 1;
+        } else {
+            return Some(i);
+        }
+    }
+    None
+}
+
 fn shell_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
     let elements = elements(s);
     let mut program = basename(&s.m.command.program).to_owned();
     let mut start = 0;
-    if program == "env" {
-        // `env [-i] [VAR=x] PROGRAM ...`: look at the program env runs.
-        match elements.iter().position(|(_, a)| !a.starts_with('-') && !a.contains('=')) {
-            Some(i) => {
-                program = basename(elements[i].1).to_owned();
-                start = i + 1;
-            }
-            None => return,
+    // `env`, `xargs`, `nice`...: look at the program they run (and at who chooses it).
+    while let Some(value_options) = wrapper_value_options(&program) {
+        let args: Vec<&str> = elements[start..].iter().map(|(_, a)| *a).collect();
+        let Some(i) = first_operand(&args, value_options, program == "env") else { return };
+        let (path, name) = &elements[start + i];
+        if let Some(what) = uses_outside_input(s, path) {
+            out.push(
+                s.diag(
+                    Severity::Error,
+                    "shell-injection",
+                    path,
+                    Target::Value,
+                    format!("{what} chooses the program that `{program}` runs: any command can be run"),
+                )
+                .with_help("name the program in the manifest; pass values only as its arguments"),
+            );
+            return;
         }
+        program = basename(name).to_owned();
+        start += i + 1;
     }
     let Some(flags) = script_flags(&program) else { return };
     let shell = matches!(program.as_str(), "sh" | "bash" | "zsh" | "dash" | "ksh" | "fish" | "ash");
@@ -201,7 +258,24 @@ fn mutation(s: &Subject<'_>) -> Option<String> {
     let program = basename(&s.m.command.program);
     let args: Vec<&str> = elements(s).into_iter().map(|(_, a)| a).collect();
     let has = |flags: &[&str]| args.iter().any(|a| flags.iter().any(|f| a == f || a.starts_with(&format!("{f}="))));
-    let sub = |cmds: &[&str]| args.iter().find(|a| !a.starts_with('-')).is_some_and(|a| cmds.contains(a));
+    // The subcommand: the first operand after global options (and their values).
+    let global_value_options: &[&str] = match program {
+        "git" => &["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env"],
+        "kubectl" => &["-n", "--namespace", "--context", "--kubeconfig", "--cluster", "--user", "-s", "--server"],
+        "docker" | "podman" => &["-H", "--host", "-c", "--context", "--config", "-l", "--log-level"],
+        "cargo" => &["-C", "--config", "-Z"],
+        "npm" | "pnpm" | "yarn" => &["-C", "--prefix", "--dir", "--cwd"],
+        _ => &[],
+    };
+    let sub =
+        |cmds: &[&str]| first_operand(&args, global_value_options, false).is_some_and(|i| cmds.contains(&args[i]));
+    // `sed -i`, `-i.bak`, `-ni`, `--in-place=.bak`: in-place editing, however spelled.
+    let sed_in_place = || {
+        args.iter().any(|a| {
+            a.starts_with("--in-place")
+                || a.strip_prefix('-').is_some_and(|flags| flags.chars().find(|c| !"nrEsuz".contains(*c)) == Some('i'))
+        })
+    };
     let why = match program {
         "rm" | "rmdir" | "mv" | "cp" | "dd" | "shred" | "truncate" | "chmod" | "chown" | "chgrp" | "ln" | "touch"
         | "mkdir" | "tee" | "install" | "mkfs" | "kill" | "pkill" | "killall" | "reboot" | "shutdown" => {
@@ -274,7 +348,7 @@ fn mutation(s: &Subject<'_>) -> Option<String> {
         "systemctl" if sub(&["start", "stop", "restart", "enable", "disable", "kill", "reload"]) => {
             "`systemctl` changes services".into()
         }
-        "sed" if has(&["-i", "--in-place"]) => "`sed -i` edits files in place".into(),
+        "sed" if sed_in_place() => "`sed -i` edits files in place".into(),
         _ => return None,
     };
     Some(why)

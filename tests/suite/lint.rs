@@ -233,3 +233,57 @@ fn a_mistake_inside_a_command_object_is_named_not_a_one_of_failure() {
     );
     assert!(!out.stdout().contains("oneOf"), "{}", out.stdout());
 }
+
+/// The security codes lint reports for one manifest with this `command`.
+fn codes_for(command: serde_json::Value) -> Vec<String> {
+    let packs = Packs::new().manifest(
+        "t",
+        json!({"name": "t", "description": "d", "parameters": {"x": {"type": "string"}}, "command": command}),
+    );
+    let out = Test::new().args(["lint", "--format", "json"]).arg(packs.path()).run();
+    let mut codes: Vec<String> =
+        out.json()["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap().to_owned()).collect();
+    codes.retain(|c| c == "shell-injection" || c == "implicit-read-only");
+    codes
+}
+
+#[test]
+fn wrappers_are_seen_through() {
+    // xargs runs a program: its arguments are arguments, not code...
+    assert_eq!(
+        codes_for(json!({"program": "xargs", "args": ["-0", "grep", "-l", "--", "{{x}}"]})),
+        Vec::<String>::new()
+    );
+    // ...unless that program is a shell, or the model chooses it.
+    assert_eq!(
+        codes_for(json!({"program": "xargs", "args": ["-I", "{}", "sh", "-c", "echo {{x}}"]})),
+        ["shell-injection"]
+    );
+    assert_eq!(codes_for(json!({"program": "xargs", "args": ["-n", "1", "{{x}}"]})), ["shell-injection"]);
+    assert_eq!(
+        codes_for(json!({"program": "env", "args": ["-i", "LANG=C", "nice", "-n", "5", "bash", "-lc", "{{x}}"]})),
+        ["shell-injection"]
+    );
+    assert_eq!(codes_for(json!({"program": "env", "args": ["LANG=C", "{{x}}"]})), ["shell-injection"]);
+}
+
+#[test]
+fn mutators_are_found_past_global_options_and_attached_suffixes() {
+    for command in [
+        json!({"program": "git", "args": ["-C", "{{x}}", "commit", "-m", "m"]}),
+        json!({"program": "git", "args": ["-c", "user.name=x", "push"]}),
+        json!({"program": "kubectl", "args": ["-n", "prod", "delete", "pod", "{{x}}"]}),
+        json!({"program": "sed", "args": ["-i.bak", "s/a/b/", "{{x}}"]}),
+        json!({"program": "sed", "args": ["-ni", "p", "{{x}}"]}),
+        json!({"program": "sed", "args": ["--in-place=.orig", "s/a/b/", "{{x}}"]}),
+    ] {
+        assert_eq!(codes_for(command.clone()), ["implicit-read-only"], "{command}");
+    }
+    for command in [
+        json!({"program": "git", "args": ["-C", "{{x}}", "log", "--oneline"]}),
+        json!({"program": "sed", "args": ["-n", "-e", "s/i/j/p", "{{x}}"]}),
+        json!({"program": "sed", "args": ["-E", "s/a/b/", "{{x}}"]}),
+    ] {
+        assert_eq!(codes_for(command.clone()), Vec::<String>::new(), "{command}");
+    }
+}
