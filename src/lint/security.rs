@@ -119,6 +119,10 @@ fn first_operand(args: &[&str], value_options: &[&str], assignments: bool) -> Op
     None
 }
 
+fn injection(s: &Subject<'_>, path: &FieldPath, message: String, help: &str) -> Diagnostic {
+    s.diag(Severity::Error, "shell-injection", path, Target::Value, message).with_help(help)
+}
+
 fn shell_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
     let elements = elements(s);
     let mut program = basename(&s.m.command.program).to_owned();
@@ -129,16 +133,13 @@ fn shell_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
         let Some(i) = first_operand(&args, value_options, program == "env") else { return };
         let (path, name) = &elements[start + i];
         if let Some(what) = uses_outside_input(s, path) {
-            out.push(
-                s.diag(
-                    Severity::Error,
-                    "shell-injection",
-                    path,
-                    Target::Value,
-                    format!("{what} chooses the program that `{program}` runs: any command can be run"),
-                )
-                .with_help("name the program in the manifest; pass values only as its arguments"),
-            );
+            let message = format!("{what} chooses the program that `{program}` runs: any command can be run");
+            out.push(injection(
+                s,
+                path,
+                message,
+                "name the program in the manifest; pass values only as its arguments",
+            ));
             return;
         }
         program = basename(name).to_owned();
@@ -153,16 +154,10 @@ fn shell_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
     };
     for path in script_elements {
         if let Some(what) = uses_outside_input(s, path) {
-            out.push(
-                s.diag(
-                    Severity::Error,
-                    "shell-injection",
-                    path,
-                    Target::Value,
-                    format!("{what} is pasted into code that `{program}` runs: a value like `; rm -rf ~` becomes a command"),
-                )
-                .with_help("run the program directly with each value as its own argument, or pass values as arguments to a fixed script (`sh -c 'do \"$1\"' sh {{value}}`)"),
+            let message = format!(
+                "{what} is pasted into code that `{program}` runs: a value like `; rm -rf ~` becomes a command"
             );
+            out.push(injection(s, path, message, "run the program directly with each value as its own argument, or pass values as arguments to a fixed script (`sh -c 'do \"$1\"' sh {{value}}`)"));
         }
     }
 }
