@@ -394,8 +394,23 @@ fn schema_error(src: &SourceFile, e: &jsonschema::ValidationError<'_>, out: &mut
                 matches!(s.kind(), Kind::Type { .. }) && s.instance_path().to_string() == here
             };
             let mut meant = context.iter().filter(|errs| !errs.is_empty() && !errs.iter().any(wrong_type));
+            // No alternative is for this type: say which types are.
+            let wanted: Vec<String> = context
+                .iter()
+                .flatten()
+                .filter(|s| wrong_type(s))
+                .filter_map(|s| match s.kind() {
+                    Kind::Type { kind: jsonschema::error::TypeKind::Single(t) } => Some(format!("{t}")),
+                    _ => None,
+                })
+                .collect();
             match (meant.next(), meant.next()) {
                 (Some(errs), None) => errs.iter().for_each(|s| schema_error(src, s, out)),
+                (None, _) if !wanted.is_empty() && wanted.len() == context.len() => {
+                    let found = e.instance();
+                    let message = format!("`{dotted}` must be {}, not {found}", wanted.join(" or "));
+                    out.push(violation(src, &path, message));
+                }
                 _ => out.push(violation(src, &path, format!("`{dotted}`: {e}"))),
             }
         }

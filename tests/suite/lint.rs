@@ -203,7 +203,8 @@ fn a_mistake_inside_a_command_object_is_named_not_a_one_of_failure() {
     // `command` is a string or an object; lint reports what is wrong with the form used.
     let packs = Packs::new()
         .manifest("typo", json!({"name": "typo", "description": "d", "command": {"program": "echo", "argz": ["hi"]}}))
-        .manifest("no_program", json!({"name": "no_program", "description": "d", "command": {"args": ["a"]}}));
+        .manifest("no_program", json!({"name": "no_program", "description": "d", "command": {"args": ["a"]}}))
+        .manifest("number", json!({"name": "number", "description": "d", "command": 42}));
     let out = Test::new().args(["lint", "--format", "json"]).arg(packs.path()).run();
     let report = out.json();
     let found: Vec<(String, String, String)> = report["diagnostics"]
@@ -228,6 +229,14 @@ fn a_mistake_inside_a_command_object_is_named_not_a_one_of_failure() {
             "schema-violation".into(),
             "command".into(),
             "`command`: \"program\" is a required property".into()
+        )),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&(
+            "schema-violation".into(),
+            "command".into(),
+            "`command` must be string or object, not 42".into()
         )),
         "{found:?}"
     );
