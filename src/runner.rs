@@ -287,14 +287,13 @@ fn resolve_program(program: &str, inv: &Invocation) -> Option<PathBuf> {
     None
 }
 
-/// Where `program` is found on `PATH` (the current process's), for checks
-/// like `packs lint` that ask whether a tool could start here.
+/// Whether `program` could start here, found on our `PATH` with the same test the
+/// runner applies (for `packs lint`).
 pub(crate) fn program_exists(program: &str) -> bool {
     if program.contains('/') {
-        return is_executable_file(Path::new(program));
+        return may_execute(Path::new(program));
     }
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|dir| is_executable_file(&dir.join(program))))
+    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|dir| may_execute(&dir.join(program))))
 }
 
 /// A regular file that this process may execute (as `execvp` would find out:
@@ -307,7 +306,7 @@ fn may_execute(path: &Path) -> bool {
     allowed && std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }
 
-/// A regular file with an execute bit (what `execvp` would try to run).
+/// A regular file with any execute bit: how a pack directory's executable tools are found.
 pub(crate) fn is_executable_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
