@@ -1,11 +1,22 @@
-//! The `--describe` value and its synthesis from a manifest.
+//! The `--describe` value: its synthesis from a manifest, and asking an executable for it.
+
+use std::path::Path;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::describe_cache::{DescribeCache, Identity};
 use crate::manifest::Manifest;
 use crate::output::OutputSpec;
 use crate::policy::Policy;
+use crate::runner::{self, Invocation};
+
+/// How long an executable may take to answer `--describe`.
+pub const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Most bytes of `--describe` output read.
+const DESCRIBE_MAX_BYTES: u64 = 1024 * 1024;
 
 /// What a tool says about itself: the `--describe` JSON.
 ///
@@ -137,7 +148,7 @@ pub fn parse_executable_describe(stdout: &[u8]) -> Result<(Describe, Vec<String>
     };
     let d: Describe = serde_path_to_error::deserialize(serde_ignored::Deserializer::new(value, &mut record))
         .map_err(|e| format!("its --describe output has a bad `{}`: {}", e.path(), e.inner()))?;
-    if !crate::manifest::is_snake_case(&d.name) || d.name.len() > crate::manifest::MAX_NAME_LEN {
+    if !crate::names::is_snake_case(&d.name) || d.name.len() > crate::names::MAX_NAME_LEN {
         return Err(format!("its --describe name `{}` is not snake_case (at most 64 characters)", d.name));
     }
     if d.description.trim().is_empty() {
@@ -147,4 +158,52 @@ pub fn parse_executable_describe(stdout: &[u8]) -> Result<(Describe, Vec<String>
         return Err("its --describe `parameters` is not a JSON-Schema object (`\"type\": \"object\"`)".into());
     }
     Ok((d, unknown))
+}
+
+/// Environment variable counting how deeply `--describe` runs are nested, so an
+/// executable that runs packs on its own directory cannot recurse without end.
+const NESTING_VAR: &str = "PACKS_DESCRIBE_DEPTH";
+const MAX_NESTING: u32 = 4;
+
+/// Ask the executable at `path` for its describe JSON (or take the answer `cache`
+/// kept for this very file). Returns the describe and the unknown keys it carried,
+/// or why the executable is skipped.
+pub(crate) fn ask(path: &Path, cache: Option<&DescribeCache>) -> Result<(Describe, Vec<String>), String> {
+    let identity = cache.and_then(|_| Identity::of(path));
+    if let (Some(cache), Some(id)) = (cache, &identity)
+        && let Some(text) = cache.get(path, id)
+        && let Ok(found) = parse_executable_describe(text.as_bytes())
+    {
+        return Ok(found);
+    }
+    let depth: u32 = std::env::var(NESTING_VAR).ok().and_then(|d| d.parse().ok()).unwrap_or(0);
+    if depth >= MAX_NESTING {
+        return Err(format!("`--describe` runs are nested {depth} deep (an executable that runs packs on itself?)"));
+    }
+    let invocation = Invocation {
+        argv: vec![path.to_string_lossy().into_owned(), "--describe".into()],
+        env: crate::environment::minimal_env(&[], vec![(NESTING_VAR.to_owned(), (depth + 1).to_string())]),
+        clear_env: true,
+        cwd: None,
+        timeout: DESCRIBE_TIMEOUT,
+        max_output_bytes: DESCRIBE_MAX_BYTES,
+    };
+    let out = runner::run(&invocation).map_err(|e| e.to_string())?;
+    if out.timed_out {
+        return Err(format!("`--describe` did not answer within {}s", DESCRIBE_TIMEOUT.as_secs()));
+    }
+    if out.exit_code != Some(0) {
+        let code = out.exit_code.map_or_else(|| "a signal".to_owned(), |c| format!("code {c}"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail = stderr.trim().lines().last().map(|l| format!(": {l}")).unwrap_or_default();
+        return Err(format!("`--describe` exited with {code}{tail}"));
+    }
+    if out.stdout_truncated {
+        return Err(format!("`--describe` printed more than {DESCRIBE_MAX_BYTES} bytes"));
+    }
+    let found = parse_executable_describe(&out.stdout)?;
+    if let (Some(cache), Some(id), Ok(text)) = (cache, &identity, std::str::from_utf8(&out.stdout)) {
+        cache.put(path, id, text);
+    }
+    Ok(found)
 }

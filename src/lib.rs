@@ -17,17 +17,20 @@
 pub mod agent;
 pub mod argv;
 pub mod audit;
+pub mod call;
 pub mod calls;
 pub mod catalog;
 pub mod cli;
 pub mod describe;
 pub mod describe_cache;
-pub mod dispatch;
+pub mod environment;
 pub mod formats;
 pub mod help;
 pub mod lint;
 pub mod manifest;
 pub mod mcp;
+pub mod names;
+pub mod native;
 pub mod output;
 pub mod policy;
 pub mod prompt;
@@ -36,12 +39,25 @@ pub mod source;
 pub mod template;
 pub mod testing;
 pub mod tool;
+pub mod tool_test;
 
+pub use call::{
+    ApprovalReason, ApprovalRequest, ApproveAll, Approver, Call, Context, Decision, Denial, DenyAll, Failure,
+    FieldError, Phase, Planned, Status, ToolError, ToolResult, UnknownContextKey,
+};
 pub use catalog::{Catalog, LookupError, SearchPath};
 pub use describe::Describe;
-pub use dispatch::{
-    ApprovalRequest, ApproveAll, Approver, Context, DenyAll, Phase, Status, ToolError, ToolResult, call,
-    call_with_status, dispatch,
-};
+
+/// Look up `name` in `catalog` and take the call through the whole pipeline: the
+/// same as `Call::new(name, args).context(context).approver(approver).run(catalog)`.
+pub fn dispatch(
+    catalog: &Catalog,
+    name: &str,
+    args: serde_json::Value,
+    context: &Context,
+    approver: &dyn Approver,
+) -> Result<ToolResult, ToolError> {
+    Call::new(name, args).context(context).approver(approver).run(catalog)
+}
 pub use source::{Diagnostic, Severity};
 pub use tool::{Tool, ToolKind};

@@ -12,12 +12,10 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::names::{MAX_NAME_LEN, did_you_mean, is_identifier, is_snake_case};
 use crate::output::OutputSpec;
 use crate::policy::Policy;
 use crate::source::{Diagnostic, FieldPath, Seg, Severity, SourceFile, Syntax, Target};
-
-/// Longest tool name accepted.
-pub const MAX_NAME_LEN: usize = 64;
 
 /// A tool manifest, as written.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -51,7 +49,7 @@ pub struct Manifest {
     pub output: OutputSpec,
     /// Tests `packs test` runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tests: Vec<crate::testing::ToolTest>,
+    pub tests: Vec<crate::tool_test::ToolTest>,
 }
 
 /// The JSON type of a parameter.
@@ -337,35 +335,10 @@ pub(crate) fn known_keys(parent: &FieldPath) -> &'static [&'static str] {
         [Seg::Key(k)] if k == "command" => &["program", "args", "env", "cwd"],
         [Seg::Key(k)] if k == "policy" => crate::policy::POLICY_KEYS,
         [Seg::Key(k)] if k == "output" => crate::output::OUTPUT_KEYS,
-        [Seg::Key(k), Seg::Index(_)] if k == "tests" => crate::testing::TEST_KEYS,
-        [Seg::Key(k), Seg::Index(_), Seg::Key(e)] if k == "tests" && e == "expect" => crate::testing::EXPECT_KEYS,
+        [Seg::Key(k), Seg::Index(_)] if k == "tests" => crate::tool_test::TEST_KEYS,
+        [Seg::Key(k), Seg::Index(_), Seg::Key(e)] if k == "tests" && e == "expect" => crate::tool_test::EXPECT_KEYS,
         _ => &[],
     }
-}
-
-/// The closest known key, if one is close enough to be a typo.
-pub fn did_you_mean<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
-    known
-        .iter()
-        .map(|k| (strsim_distance(key, k), *k))
-        .filter(|(d, k)| *d <= 2.max(k.len() / 4))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
-}
-
-/// Levenshtein distance (small inputs: key names).
-fn strsim_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 fn ignored_path(p: &serde_ignored::Path<'_>) -> FieldPath {
@@ -608,18 +581,6 @@ fn check(m: &Manifest, src: &SourceFile, warnings: &mut Vec<Diagnostic>) -> Vec<
         }
     }
     errors
-}
-
-/// `^[a-z][a-z0-9_]*$`
-pub fn is_snake_case(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some('a'..='z')) && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
-}
-
-/// `^[A-Za-z_][A-Za-z0-9_]*$`
-pub fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some('a'..='z' | 'A'..='Z' | '_')) && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]

@@ -18,9 +18,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 
+use crate::call::{ApprovalRequest, Approver, Call, Context, Status, ToolError};
 use crate::catalog::{Catalog, LookupError, SearchPath};
-use crate::dispatch::{self, ApprovalRequest, Approver, Context, Status, ToolError};
-use crate::output::OutputFormat;
 
 /// Protocol versions this server speaks, newest first.
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -262,22 +261,14 @@ impl Server {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
         let args = params.get("arguments").cloned().unwrap_or(Value::Null);
         let progress = params.pointer("/_meta/progressToken").cloned();
-        let catalog = self.catalog.read().map(|c| Arc::clone(&c)).ok();
-        let tool = match catalog.as_deref().map(|c| c.get_shared(name)) {
-            Some(Ok(t)) => t,
-            Some(Err(e)) => {
-                self.finish(&key);
-                let hint = match e {
-                    LookupError::NotFound { suggestion: Some(s), .. } => format!("; did you mean `{s}`?"),
-                    _ => String::new(),
-                };
-                return self.error(id, INVALID_PARAMS, &format!("Unknown tool: {name}{hint}"));
-            }
-            None => return self.error(id, INVALID_REQUEST, "the catalog is unavailable"),
+        // The call keeps the catalog it started with, whatever a reload does meanwhile.
+        let Some(catalog) = self.catalog.read().map(|c| Arc::clone(&c)).ok() else {
+            self.finish(&key);
+            return self.error(id, INVALID_REQUEST, "the catalog is unavailable");
         };
         let sent = AtomicU64::new(0);
         let approver = Elicitor { server: self, yes: self.options.yes };
-        let result = dispatch::call_with_status(&tool, args, &self.options.context, &approver, |status| match status {
+        let on_status = |status: Status<'_>| match status {
             Status::Spawned { process, .. } => {
                 let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 if let Some(f) = flights.get_mut(&key) {
@@ -297,8 +288,13 @@ impl Server {
                     }}));
                 }
             }
-            Status::Phase(_) => {}
-        });
+            _ => {}
+        };
+        let result = Call::new(name, args)
+            .context(&self.options.context)
+            .approver(&approver)
+            .on_status(&on_status)
+            .run(&catalog);
         if let Some(failure) = self.options.context.audit().and_then(crate::audit::AuditLog::take_failure) {
             eprintln!("packs serve: {failure}; the call is not in the log");
         }
@@ -309,16 +305,24 @@ impl Server {
             |text: String, is_error: bool| json!({"content": [{"type": "text", "text": text}], "isError": is_error});
         let response = match result {
             Ok(r) if r.ok => {
-                let mut v = content(r.output.clone(), false);
-                if tool.output_spec().format == OutputFormat::Json {
-                    if let Ok(structured @ Value::Object(_)) = serde_json::from_str::<Value>(&r.output) {
-                        v["structuredContent"] = structured;
-                    }
+                let mut v = content(r.output, false);
+                if let Some(structured @ Value::Object(_)) = r.json {
+                    v["structuredContent"] = structured;
                 }
                 v
             }
             Ok(r) => content(r.error_json().to_string(), true),
-            Err(e @ ToolError::NotFound(_)) => return self.error(id, INVALID_PARAMS, &e.to_string()),
+            Err(ToolError::NotFound(e)) => {
+                let hint = match &e {
+                    LookupError::NotFound { suggestion: Some(s), .. } => format!("; did you mean `{s}`?"),
+                    _ => String::new(),
+                };
+                let message = match e {
+                    LookupError::NotFound { .. } => format!("Unknown tool: {name}{hint}"),
+                    other => other.to_string(),
+                };
+                return self.error(id, INVALID_PARAMS, &message);
+            }
             Err(e) => content(e.to_json().to_string(), true),
         };
         self.reply(id, response);

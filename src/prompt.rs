@@ -105,7 +105,7 @@ pub fn tools_section(tools: &[&Tool]) -> String {
 
 /// FunctionGemma's developer turn for `tools`, then each tool's few-shot examples with
 /// their `{{url}}`-style placeholders filled from `context` (an unknown one is left as is).
-pub fn gemma(tools: &[&Tool], context: &crate::dispatch::Context) -> String {
+pub fn gemma(tools: &[&Tool], context: &crate::call::Context) -> String {
     use crate::formats::functiongemma;
     let mut out = format!("{}{}", functiongemma::START_DEVELOPER_TURN, functiongemma::developer_turn(tools));
     for example in tools.iter().filter_map(|t| t.manifest()).flat_map(|m| &m.examples) {

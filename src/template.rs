@@ -503,7 +503,7 @@ fn simple_placeholder(body: &str) -> Option<(&str, Option<&str>)> {
         Some((n, d)) => (n, Some(d)),
         None => (body, None),
     };
-    let path_ok = name.split('.').all(crate::manifest::is_identifier) && name.split('.').count() <= 2;
+    let path_ok = name.split('.').all(crate::names::is_identifier) && name.split('.').count() <= 2;
     let namespaced = ["context.", "env.", "secret."].iter().any(|ns| name.starts_with(ns));
     (path_ok && (namespaced || !name.contains('.'))).then_some((name, default))
 }
@@ -522,7 +522,7 @@ fn namespaced(name: &str) -> Result<Option<Ref>, String> {
 
 fn undeclared(name: &str, params: &[&str]) -> String {
     let mut msg = format!("`{{{{{name}}}}}` names no declared parameter");
-    if let Some(s) = crate::manifest::did_you_mean(name, params) {
+    if let Some(s) = crate::names::did_you_mean(name, params) {
         msg.push_str(&format!("; did you mean `{s}`?"));
     } else if params.is_empty() {
         msg.push_str(" (the tool declares no parameters)");

@@ -5,64 +5,12 @@
 //! message, or, with `"dry_run": true`, the exact argv (secrets as `***`), so
 //! network and mutating tools are tested without running anything.
 
-use indexmap::IndexMap;
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::dispatch::{self, ApproveAll, Context, ToolError, ToolResult};
+use crate::call::{Call, Context, ToolError, ToolResult};
+use crate::catalog::Catalog;
 use crate::tool::Tool;
-
-/// Keys of one test, for did-you-mean help.
-pub(crate) const TEST_KEYS: &[&str] = &["name", "args", "context", "dry_run", "expect"];
-/// Keys of `expect`.
-pub(crate) const EXPECT_KEYS: &[&str] =
-    &["exit_code", "ok", "stdout_contains", "stdout_matches", "output_equals", "error", "argv"];
-
-/// One entry of a manifest's `tests`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(default)]
-pub struct ToolTest {
-    /// A label (default: its position, `#1`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// The call's arguments.
-    pub args: Map<String, Value>,
-    /// Context values (`url`, `cwd`, ...).
-    #[serde(skip_serializing_if = "IndexMap::is_empty")]
-    pub context: IndexMap<String, String>,
-    /// Plan only; compare `expect.argv` and run nothing.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub dry_run: bool,
-    /// What must hold.
-    pub expect: Expect,
-}
-
-/// What a test expects. Every field given must hold.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(default)]
-pub struct Expect {
-    /// The tool's exit code.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i32>,
-    /// The result's `ok`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ok: Option<bool>,
-    /// Text the output contains.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stdout_contains: Option<String>,
-    /// A regular expression the output matches.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stdout_matches: Option<String>,
-    /// The exact output (trailing whitespace ignored).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_equals: Option<String>,
-    /// An error kind (`validation`, `not_found`, `permission_denied`...) or text the error contains.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// With `dry_run`: the exact argv (secrets as `***`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub argv: Option<Vec<String>>,
-}
+use crate::tool_test::{Expect, ToolTest};
 
 /// The result of one test.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,15 +35,16 @@ enum Observed {
     Failed(ToolError),
 }
 
-/// Run every test of `tool`. Calls are approved: writing the test is the approval.
-pub fn run_tests(tool: &Tool) -> Vec<Outcome> {
+/// Run every test of `tool` (a tool of `catalog`) through the call pipeline. Calls are
+/// approved: writing the test is the approval. They are not recorded in an audit log.
+pub fn run_tests(catalog: &Catalog, tool: &Tool) -> Vec<Outcome> {
     let tests = tool.manifest().map(|m| m.tests.as_slice()).unwrap_or_default();
     tests
         .iter()
         .enumerate()
         .map(|(i, t)| {
             let label = format!("{} / {}", tool.name(), t.name.clone().unwrap_or_else(|| format!("#{}", i + 1)));
-            let failures = match observe(tool, t) {
+            let failures = match observe(catalog, tool, t) {
                 Ok(observed) => check(&t.expect, &observed),
                 Err(setup) => vec![setup],
             };
@@ -104,27 +53,22 @@ pub fn run_tests(tool: &Tool) -> Vec<Outcome> {
         .collect()
 }
 
-fn observe(tool: &Tool, t: &ToolTest) -> Result<Observed, String> {
+fn observe(catalog: &Catalog, tool: &Tool, t: &ToolTest) -> Result<Observed, String> {
     let mut context = Context::new();
     for (k, v) in &t.context {
-        context.set(k, v.clone())?;
+        context.set(k, v.clone()).map_err(|e| e.to_string())?;
     }
-    let args = match dispatch::prepare(tool, Value::Object(t.args.clone()), &context) {
-        Ok(a) => a,
-        Err(e) => return Ok(Observed::Failed(e)),
-    };
-    if t.dry_run {
-        return Ok(match dispatch::plan_with_placeholder_secrets(tool, &args, &context) {
-            Ok(plan) => Observed::Planned(plan.invocation.argv),
+    let call = Call::new(tool.name(), Value::Object(t.args.clone())).context(&context).manifest_test();
+    Ok(if t.dry_run {
+        match call.dry_run(catalog) {
+            Ok(planned) => Observed::Planned(planned.argv),
             Err(e) => Observed::Failed(e),
-        });
-    }
-    let result = dispatch::plan(tool, &args, &context)
-        .and_then(|plan| dispatch::authorize(tool, &plan, &context, &ApproveAll).map(|()| plan))
-        .and_then(|plan| dispatch::execute(tool, &plan, &context, |_, _| {}));
-    Ok(match result {
-        Ok(r) => Observed::Ran(r),
-        Err(e) => Observed::Failed(e),
+        }
+    } else {
+        match call.run(catalog) {
+            Ok(r) => Observed::Ran(r),
+            Err(e) => Observed::Failed(e),
+        }
     })
 }
 

@@ -1,48 +1,94 @@
-//! `Tool`: the one view both kinds of tool share.
+//! `Tool`: the one view all three kinds of tool share.
 //!
 //! Everything a front-end needs (describe JSON, help, the argv of a call) is
 //! derived from this value, so it cannot drift from what runs.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
 use crate::argv::CommandTemplate;
 use crate::describe::{self, Describe};
 use crate::manifest::{Loaded, Manifest};
+use crate::native::NativeTool;
 use crate::output::{self, OutputSpec};
 use crate::policy::Policy;
 use crate::source::{Diagnostic, FieldPath, Severity};
 use crate::template::Template;
 
-/// The two kinds of tool.
+/// The kinds of tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ToolKind {
     /// Declared in a `*.tool.json` / `*.tool.toml` manifest.
     Manifest,
     /// An executable that answers `--describe`.
     Executable,
+    /// A [`NativeTool`] registered by the program embedding packs.
+    Native,
 }
 
 impl ToolKind {
-    /// `manifest` or `executable`.
+    /// `manifest`, `executable` or `native`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Manifest => "manifest",
             Self::Executable => "executable",
+            Self::Native => "native",
         }
     }
 }
 
-#[derive(Debug)]
 pub(crate) enum Body {
     Manifest { manifest: Box<Manifest>, command: Box<CommandTemplate> },
     Executable,
+    Native(Arc<dyn NativeTool>),
 }
 
-/// A tool of either kind, ready to be described and called.
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Manifest { manifest, .. } => f.debug_tuple("Manifest").field(&manifest.name).finish(),
+            Self::Executable => f.write_str("Executable"),
+            Self::Native(t) => f.debug_tuple("Native").field(&t.name()).finish(),
+        }
+    }
+}
+
+/// Why a native tool cannot be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NativeToolError {
+    /// Its name is not snake_case or is too long.
+    #[error("native tool name `{0}` is not snake_case (at most 64 characters)")]
+    BadName(String),
+    /// Its description is empty.
+    #[error("native tool `{0}` has an empty description")]
+    NoDescription(String),
+    /// Its input schema is not an object schema, or does not compile.
+    #[error("native tool `{tool}` has an invalid input schema: {message}")]
+    BadSchema {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// Its output template does not parse.
+    #[error("native tool `{tool}` has an invalid output template: {message}")]
+    BadOutputTemplate {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// Another native tool of this catalog has the name.
+    #[error("a native tool named `{0}` is already registered")]
+    Duplicate(String),
+}
+
+/// A tool of any kind, ready to be described and called.
 #[derive(Debug)]
 pub struct Tool {
     describe: OnceLock<Describe>,
@@ -131,11 +177,54 @@ impl Tool {
         })
     }
 
+    /// Build a native tool, checking its name, description, schema and output template.
+    pub fn from_native(native: Arc<dyn NativeTool>) -> Result<Self, NativeToolError> {
+        let name = native.name().to_owned();
+        if !crate::names::is_snake_case(&name) || name.len() > crate::names::MAX_NAME_LEN {
+            return Err(NativeToolError::BadName(name));
+        }
+        if native.description().trim().is_empty() {
+            return Err(NativeToolError::NoDescription(name));
+        }
+        let parameters = native.input_schema();
+        if parameters.get("type").and_then(Value::as_str) != Some("object") {
+            let message = "it is not a JSON-Schema object (`\"type\": \"object\"`)".to_owned();
+            return Err(NativeToolError::BadSchema { tool: name, message });
+        }
+        let policy = native.policy();
+        let output = native.output();
+        let output_template = output
+            .template
+            .as_deref()
+            .map(|t| Template::parse(t, output::TEMPLATE_NAMES))
+            .transpose()
+            .map_err(|e| NativeToolError::BadOutputTemplate { tool: name.clone(), message: e.to_string() })?;
+        let describe = Describe {
+            name: name.clone(),
+            description: native.description().to_owned(),
+            parameters: parameters.clone(),
+            policy: Some(policy.clone()),
+            output: None,
+        };
+        let tool = Self {
+            policy,
+            output,
+            output_template,
+            validation_schema: OnceLock::from(parameters),
+            describe: OnceLock::from(describe),
+            body: Body::Native(native),
+            source: PathBuf::from(format!("<native {name}>")),
+            validator: OnceLock::new(),
+        };
+        tool.validator().map_err(|message| NativeToolError::BadSchema { tool: name, message })?;
+        Ok(tool)
+    }
+
     /// The declared name.
     pub fn name(&self) -> &str {
         match &self.body {
             Body::Manifest { manifest, .. } => &manifest.name,
-            Body::Executable => &self.describe().name,
+            Body::Executable | Body::Native(_) => &self.describe().name,
         }
     }
 
@@ -143,7 +232,7 @@ impl Tool {
     pub fn description(&self) -> &str {
         match &self.body {
             Body::Manifest { manifest, .. } => &manifest.description,
-            Body::Executable => &self.describe().description,
+            Body::Executable | Body::Native(_) => &self.describe().description,
         }
     }
 
@@ -151,23 +240,56 @@ impl Tool {
     pub fn describe(&self) -> &Describe {
         self.describe.get_or_init(|| match &self.body {
             Body::Manifest { manifest, .. } => describe::synthesize(manifest),
-            Body::Executable => unreachable!("an executable tool is built with its describe"),
+            Body::Executable | Body::Native(_) => {
+                unreachable!("executable and native tools are built with their describe")
+            }
         })
     }
 
-    /// Manifest or executable.
+    /// Manifest, executable or native.
     pub fn kind(&self) -> ToolKind {
         match self.body {
             Body::Manifest { .. } => ToolKind::Manifest,
             Body::Executable => ToolKind::Executable,
+            Body::Native(_) => ToolKind::Native,
         }
+    }
+
+    /// The native tool, for a native tool.
+    pub fn native(&self) -> Option<&dyn NativeTool> {
+        match &self.body {
+            Body::Native(t) => Some(&**t),
+            Body::Manifest { .. } | Body::Executable => None,
+        }
+    }
+
+    /// A one-line summary: a native tool's own, else the description's first line.
+    pub fn short_description(&self) -> &str {
+        match &self.body {
+            Body::Native(t) => t.short_description(),
+            Body::Manifest { .. } | Body::Executable => self.description().lines().next().unwrap_or_default(),
+        }
+    }
+
+    /// The version, when the tool states one.
+    pub fn version(&self) -> Option<&str> {
+        match &self.body {
+            Body::Manifest { manifest, .. } => manifest.version.as_deref(),
+            Body::Executable => None,
+            Body::Native(t) => t.version(),
+        }
+    }
+
+    /// The JSON Schema of the tool's output, when it states one (native tools).
+    pub fn output_schema(&self) -> Option<Value> {
+        self.native().and_then(NativeTool::output_schema)
     }
 
     /// The manifest, for a manifest tool.
     pub fn manifest(&self) -> Option<&Manifest> {
         match &self.body {
             Body::Manifest { manifest, .. } => Some(manifest),
-            Body::Executable => None,
+            Body::Executable | Body::Native(_) => None,
         }
     }
 
@@ -175,7 +297,7 @@ impl Tool {
     pub fn command(&self) -> Option<&CommandTemplate> {
         match &self.body {
             Body::Manifest { command, .. } => Some(command),
-            Body::Executable => None,
+            Body::Executable | Body::Native(_) => None,
         }
     }
 
@@ -200,7 +322,7 @@ impl Tool {
         self.output_template.as_ref()
     }
 
-    /// The file the tool came from.
+    /// The file the tool came from (for a native tool, `<native NAME>`).
     pub fn source(&self) -> &Path {
         &self.source
     }
@@ -209,7 +331,7 @@ impl Tool {
     pub fn validation_schema(&self) -> &Value {
         self.validation_schema.get_or_init(|| match &self.body {
             Body::Manifest { manifest, .. } => describe::validation_schema(manifest),
-            Body::Executable => self.describe().parameters.clone(),
+            Body::Executable | Body::Native(_) => self.describe().parameters.clone(),
         })
     }
 
@@ -225,7 +347,7 @@ impl Tool {
                 let schema = self.validation_schema();
                 match self.body {
                     Body::Manifest { .. } => jsonschema::draft7::new(schema),
-                    Body::Executable => jsonschema::validator_for(schema),
+                    Body::Executable | Body::Native(_) => jsonschema::validator_for(schema),
                 }
                 .map_err(|e| format!("the tool's parameter schema is invalid: {e}"))
             })

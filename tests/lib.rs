@@ -35,6 +35,8 @@ mod lint;
 mod network;
 #[path = "suite/output.rs"]
 mod output;
+#[path = "suite/pipeline.rs"]
+mod pipeline;
 #[path = "suite/runner_limits.rs"]
 mod runner_limits;
 #[path = "suite/safety.rs"]

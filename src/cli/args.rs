@@ -3,7 +3,7 @@
 use anyhow::{Context as _, Result, bail};
 use serde_json::{Map, Value};
 
-use crate::dispatch::Context;
+use crate::call::Context;
 use crate::tool::Tool;
 
 fn split_pair<'a>(flag: &str, pair: &'a str) -> Result<(&'a str, &'a str)> {

@@ -3,14 +3,13 @@
 use std::io::Read;
 
 use anyhow::{Context as _, Result};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::run::TerminalApprover;
 use super::{args, print};
+use crate::call::{ApproveAll, Approver, Call, Context};
 use crate::calls::{self, CallFormat, CallResult, FoundCall};
 use crate::catalog::Catalog;
-use crate::dispatch::{self, ApproveAll, Approver, Context, ToolError};
-use crate::output::OutputFormat;
 
 #[derive(clap::Args, Debug)]
 pub(super) struct CallArgs {
@@ -39,37 +38,20 @@ pub(super) fn call(catalog: &Catalog, a: &CallArgs, base: &Context) -> Result<i3
     Ok(0)
 }
 
-/// Run one call; every failure becomes an error result the model can read.
+/// Run one call through the pipeline; every failure becomes an error result the model can read.
 fn answer(catalog: &Catalog, call: FoundCall, context: &Context, approver: &dyn Approver) -> CallResult {
-    let args = match &call.args {
-        Ok(args) => args.clone(),
-        Err(message) => {
-            let e = ToolError::InvalidArguments { tool: call.name.clone(), message: message.clone() };
-            dispatch::audit_unresolved(context, &call.name, &e);
-            let value = json!({"error": {"kind": "validation", "message": message, "retryable": true}});
-            return CallResult { call, ok: false, content: value.to_string(), value };
-        }
-    };
-    let outcome = catalog
-        .get(&call.name)
-        .map_err(ToolError::from)
-        .inspect_err(|e| dispatch::audit_unresolved(context, &call.name, e))
-        .and_then(|tool| dispatch::call(tool, args, context, approver, |_, _| {}).map(|r| (tool, r)));
+    // Arguments that could not be read are reported (and recorded) by the pipeline too.
+    let args = call.args.clone();
+    let outcome = Call::with_arguments_from(&call.name, move |_| args).context(context).approver(approver).run(catalog);
     match outcome {
         Err(e) => {
             let value = e.to_json();
             CallResult { call, ok: false, content: value.to_string(), value }
         }
-        Ok((_, r)) if !r.ok => {
+        Ok(r) if !r.ok => {
             let value = r.error_json();
             CallResult { call, ok: false, content: value.to_string(), value }
         }
-        Ok((tool, r)) => {
-            let value = match tool.output_spec().format {
-                OutputFormat::Json => serde_json::from_str(&r.output).unwrap_or(Value::Null),
-                _ => Value::Null,
-            };
-            CallResult { call, ok: true, content: r.output, value }
-        }
+        Ok(r) => CallResult { call, ok: true, value: r.json.unwrap_or(Value::Null), content: r.output },
     }
 }

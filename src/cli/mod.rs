@@ -152,7 +152,7 @@ pub fn main() -> i32 {
                     return exit::USAGE;
                 }
             }
-            let mut base = crate::dispatch::Context::new();
+            let mut base = crate::call::Context::new();
             // Only commands that run tools write the log (and need it writable).
             let runs_tools = matches!(command, Command::Run(_) | Command::Call(_) | Command::Serve { .. });
             if let Some(path) = cli.log.as_ref().filter(|_| runs_tools) {
@@ -236,7 +236,7 @@ fn load_secrets(path: &std::path::Path) -> anyhow::Result<()> {
         }
         let (k, v) = line
             .split_once('=')
-            .filter(|(k, _)| crate::manifest::is_identifier(k.trim()))
+            .filter(|(k, _)| crate::names::is_identifier(k.trim()))
             .with_context(|| format!("{}:{}: expected KEY=value", path.display(), i + 1))?;
         pairs.push((k.trim().to_owned(), v.to_owned()));
     }

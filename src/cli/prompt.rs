@@ -44,7 +44,7 @@ pub(super) fn agent_tools<'c>(catalog: &'c Catalog, agent: Option<&Agent>, mode:
 
 pub(super) fn prompt(catalog: &Catalog, a: &PromptArgs, agent: Option<&Agent>) -> Result<i32> {
     let Some(agent) = agent else { anyhow::bail!("no agent") };
-    let context = args::context(&a.context, &crate::dispatch::Context::new())?;
+    let context = args::context(&a.context, &crate::call::Context::new())?;
     let mode = a.mode.as_deref().or(agent.config.mode.as_deref());
     let text = match a.format {
         PromptFormat::Gemma => prompt::gemma(&agent_tools(catalog, Some(agent), mode), &context),

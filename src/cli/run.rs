@@ -7,12 +7,11 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use super::{args, exit, print, print_diagnostics};
-use crate::catalog::Catalog;
-use crate::dispatch::{
-    self, ApprovalRequest, ApproveAll, Approver, Context, Decision, Plan, Status, ToolError, ToolResult,
+use crate::call::{
+    ApprovalRequest, ApproveAll, Approver, Call, Context, Decision, Planned, Status, ToolError, ToolResult,
 };
+use crate::catalog::Catalog;
 use crate::runner::Stream;
-use crate::tool::Tool;
 
 #[derive(clap::Args, Debug)]
 pub(super) struct RunArgs {
@@ -106,20 +105,31 @@ impl Approver for TerminalApprover {
 }
 
 pub(super) fn run(catalog: &Catalog, a: &RunArgs, base: &Context) -> Result<i32> {
-    // Failures before the dispatcher sees the call are logged here; the rest by the dispatcher.
-    let unresolved = |e: ToolError| {
-        dispatch::audit_unresolved(base, &a.name, &e);
-        e
+    // A bad --context is the caller's mistake, like a bad argument: the pipeline reports
+    // (and records) it once it has found the tool.
+    let (context, context_error) = match args::context(&a.context, base) {
+        Ok(context) => (context, None),
+        Err(e) => (base.clone(), Some(format!("{e:#}"))),
     };
-    let outcome = catalog.get(&a.name).map_err(ToolError::from).map_err(unresolved).and_then(|tool| {
-        let (raw, context) = args::arguments(tool, a.input.as_deref(), &a.args)
-            .and_then(|raw| Ok((raw, args::context(&a.context, base)?)))
-            // A bad --arg, --context or JSON argument is the caller's mistake, like a validation error.
-            .map_err(|e| ToolError::InvalidArguments { tool: tool.name().to_owned(), message: format!("{e:#}") })
-            .map_err(unresolved)?;
-        let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
-        plan_and_run(tool, raw, &context, a, approver)
-    });
+    let build = |tool: &crate::tool::Tool| match context_error {
+        Some(e) => Err(e),
+        None => args::arguments(tool, a.input.as_deref(), &a.args).map_err(|e| format!("{e:#}")),
+    };
+    let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
+    let stream = |status: Status<'_>| {
+        if let Status::Output { stream, chunk } = status {
+            // Chunks go out as they arrive; a closed pipe is not worth a crash.
+            let _ = match stream {
+                Stream::Stdout => std::io::stdout().lock().write_all(chunk).and_then(|()| std::io::stdout().flush()),
+                Stream::Stderr => std::io::stderr().lock().write_all(chunk),
+            };
+        }
+    };
+    let mut call = Call::with_arguments_from(&a.name, build).context(&context).approver(approver);
+    if a.stream {
+        call = call.on_status(&stream);
+    }
+    let outcome = if a.dry_run { call.dry_run(catalog).map(Err) } else { call.run(catalog).map(Ok) };
     match outcome {
         Err(e) => {
             if a.json {
@@ -129,11 +139,11 @@ pub(super) fn run(catalog: &Catalog, a: &RunArgs, base: &Context) -> Result<i32>
             }
             Ok(error_code(&e))
         }
-        Ok(Outcome::DryRun(tool, plan, decision)) => {
-            print(&dry_run_text(tool, &plan, &decision, a.json))?;
+        Ok(Err(planned)) => {
+            print(&dry_run_text(&planned, a.json))?;
             Ok(exit::OK)
         }
-        Ok(Outcome::Ran(r)) => {
+        Ok(Ok(r)) => {
             if a.json {
                 let mut v = serde_json::to_value(&r)?;
                 if !r.ok {
@@ -167,36 +177,6 @@ pub(super) fn run(catalog: &Catalog, a: &RunArgs, base: &Context) -> Result<i32>
     }
 }
 
-enum Outcome<'t> {
-    DryRun(&'t Tool, Plan, Decision),
-    Ran(ToolResult),
-}
-
-fn plan_and_run<'t>(
-    tool: &'t Tool,
-    raw: Value,
-    context: &Context,
-    a: &RunArgs,
-    approver: &dyn Approver,
-) -> Result<Outcome<'t>, ToolError> {
-    if a.dry_run {
-        let prepared = dispatch::prepare(tool, raw, context)?;
-        let plan = dispatch::plan(tool, &prepared, context)?;
-        return Ok(Outcome::DryRun(tool, plan, dispatch::decide(tool, context)));
-    }
-    let stream = a.stream;
-    dispatch::call_with_status(tool, raw, context, approver, |status| {
-        if let (true, Status::Output { stream, chunk }) = (stream, status) {
-            // Chunks go out as they arrive; a closed pipe is not worth a crash.
-            let _ = match stream {
-                Stream::Stdout => std::io::stdout().lock().write_all(chunk).and_then(|()| std::io::stdout().flush()),
-                Stream::Stderr => std::io::stderr().lock().write_all(chunk),
-            };
-        }
-    })
-    .map(Outcome::Ran)
-}
-
 /// The command as a person would type it (quoted for reading, never for running).
 fn quoted(argv: &[String]) -> String {
     argv.iter()
@@ -205,43 +185,42 @@ fn quoted(argv: &[String]) -> String {
         .join(" ")
 }
 
-fn dry_run_text(tool: &Tool, plan: &Plan, decision: &Decision, as_json: bool) -> String {
-    let (approval, denial) = match decision {
-        Decision::Allow => (None, None),
-        Decision::Ask(r) => (Some(r.clone()), None),
-        Decision::Deny(r) => (None, Some(r.clone())),
+fn dry_run_text(planned: &Planned, as_json: bool) -> String {
+    let (approval, denial) = match &planned.decision {
+        Decision::Ask(r) => (Some(r.to_string()), None),
+        Decision::Deny(r) => (None, Some(r.to_string())),
+        _ => (None, None),
     };
-    let masked: Vec<String> = plan.invocation.argv.iter().map(|a| plan.mask(a)).collect();
-    let env: Vec<(String, String)> = plan.env_changes.iter().map(|(k, v)| (k.clone(), plan.mask(v))).collect();
-    let inv = &plan.invocation;
+    let masked = &planned.argv;
+    let env = &planned.env;
     if as_json {
         let env: serde_json::Map<String, Value> =
             env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
         let v = json!({
             "argv": masked,
-            "command": quoted(&masked),
-            "cwd": inv.cwd,
+            "command": quoted(masked),
+            "cwd": planned.cwd,
             "env": env,
-            "timeout_secs": inv.timeout.as_secs(),
-            "max_output_bytes": inv.max_output_bytes,
-            "tier": tool.tier().as_str(),
+            "timeout_secs": planned.timeout.as_secs(),
+            "max_output_bytes": planned.max_output_bytes,
+            "tier": planned.tier.as_str(),
             "needs_approval": approval,
             "denied": denial,
         });
         return format!("{v:#}\n");
     }
-    let mut s = format!("{}\n", quoted(&masked));
-    if let Some(cwd) = &inv.cwd {
+    let mut s = format!("{}\n", quoted(masked));
+    if let Some(cwd) = &planned.cwd {
         s.push_str(&format!("  cwd: {}\n", cwd.display()));
     }
-    for (k, v) in &env {
+    for (k, v) in env {
         s.push_str(&format!(
             "  env: {k}={}\n",
             shlex::try_quote(v).map_or_else(|_| format!("{v:?}"), |q| q.into_owned())
         ));
     }
-    s.push_str(&format!("  timeout: {}s\n", inv.timeout.as_secs()));
-    s.push_str(&format!("  tier: {}\n", tool.tier()));
+    s.push_str(&format!("  timeout: {}s\n", planned.timeout.as_secs()));
+    s.push_str(&format!("  tier: {}\n", planned.tier));
     if let Some(reason) = approval {
         s.push_str(&format!("  needs approval: {reason}\n"));
     }
@@ -267,10 +246,11 @@ pub(super) fn exec(a: &ExecArgs) -> Result<i32> {
     let Some(input) = &a.input else {
         bail!("give the arguments as one JSON argument, or --describe");
     };
-    let raw = Value::String(input.clone());
+    let name = tool.name().to_owned();
+    let catalog = Catalog::of_tool(tool);
     // The program that runs this file as an executable decides approval: the describe
     // JSON carries `confirm_before_run` for it.
-    match dispatch::call(&tool, raw, &Context::new(), &ApproveAll, |_, _| {}) {
+    match Call::new(&name, Value::String(input.clone())).approver(&ApproveAll).run(&catalog) {
         Ok(r) => {
             let mut err = std::io::stderr().lock();
             let _ = err.write_all(r.stderr.as_bytes());

@@ -17,7 +17,7 @@ pub(super) fn test(catalog: &Catalog, a: &TestArgs) -> anyhow::Result<i32> {
     let (mut passed, mut failed) = (0, 0);
     let mut out = String::new();
     for tool in catalog.tools().filter(|t| a.names.is_empty() || a.names.iter().any(|n| n == t.name())) {
-        for outcome in testing::run_tests(tool) {
+        for outcome in testing::run_tests(catalog, tool) {
             if outcome.passed() {
                 passed += 1;
                 out.push_str(&format!("PASS {}\n", outcome.label));

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use crate::argv::CommandTemplate;
-use crate::catalog;
+use crate::catalog::{self, Claim, Precedence};
 use crate::manifest::{self, Manifest};
 use crate::source::{Diagnostic, FieldPath, Seg, Severity, SourceFile, Syntax, Target};
 
@@ -129,7 +129,7 @@ pub enum LintError {
 /// path: an earlier one's tool shadows a later one's of the same name.
 pub fn lint(paths: &[PathBuf], options: &Options) -> Result<Report, LintError> {
     let mut report = Report::default();
-    let mut seen: HashMap<String, PathBuf> = HashMap::new(); // name → file, across directories
+    let mut precedence = Precedence::default();
     let mut programs = ProgramCache::default();
     for path in paths {
         let meta =
@@ -139,7 +139,7 @@ pub fn lint(paths: &[PathBuf], options: &Options) -> Result<Report, LintError> {
             (d.manifests, d.executables, d.diagnostics)
         } else if Syntax::of_manifest(path).is_some() {
             (vec![path.clone()], Vec::new(), Vec::new())
-        } else if catalog::is_executable_file(path) {
+        } else if crate::runner::is_executable_file(path) {
             (Vec::new(), vec![path.clone()], Vec::new())
         } else {
             return Err(LintError::BadPath {
@@ -148,7 +148,6 @@ pub fn lint(paths: &[PathBuf], options: &Options) -> Result<Report, LintError> {
             });
         };
         report.diagnostics.extend(walk_diags);
-        let mut here: HashMap<String, PathBuf> = HashMap::new();
         let mut named: Vec<(String, PathBuf)> = Vec::new();
         for file in &manifests {
             report.files += 1;
@@ -169,27 +168,20 @@ pub fn lint(paths: &[PathBuf], options: &Options) -> Result<Report, LintError> {
             }
         }
         for (name, file) in named {
-            if let Some(first) = here.get(&name) {
-                report.diagnostics.push(name_diagnostic(
-                    &file,
-                    Severity::Error,
-                    "duplicate-name",
-                    format!("tool `{name}` is also declared in {}; packs uses neither", first.display()),
-                ));
-            } else if let Some(winner) = seen.get(&name) {
-                report.diagnostics.push(name_diagnostic(
-                    &file,
+            let diagnostic = match precedence.claim(&name, &file) {
+                Claim::Won => continue,
+                Claim::Duplicate { first } => {
+                    (Severity::Error, "duplicate-name", catalog::duplicate_message(&name, first))
+                }
+                Claim::Shadowed { winner } => (
                     Severity::Warning,
                     "shadowed-name",
                     format!("tool `{name}` is shadowed by {}, found earlier on the search path", winner.display()),
-                ));
-            } else {
-                here.insert(name.clone(), file.clone());
-            }
+                ),
+            };
+            report.diagnostics.push(name_diagnostic(&file, diagnostic.0, diagnostic.1, diagnostic.2));
         }
-        for (name, file) in here {
-            seen.entry(name).or_insert(file);
-        }
+        precedence.end_dir();
     }
     Ok(report)
 }
@@ -380,7 +372,7 @@ fn schema_error(src: &SourceFile, e: &jsonschema::ValidationError<'_>, out: &mut
                     format!("unknown key `{key}`{where_}; packs ignores it"),
                 );
                 let known = manifest::known_keys(&path);
-                out.push(match manifest::did_you_mean(key, known) {
+                out.push(match crate::names::did_you_mean(key, known) {
                     Some(k) => d.with_help(format!("did you mean `{k}`?")),
                     None => d,
                 });

@@ -290,9 +290,8 @@ fn status_callback_reports_phases_and_chunks_in_order() {
         json!({"name": "two", "description": "d", "command": {"program": "sh", "args": ["-c", "printf a; sleep 0.2; printf b"]}}),
     );
     let catalog = packs::Catalog::load(&packs::SearchPath::dirs([packs.path()]));
-    let tool = catalog.get("two").unwrap();
     let seen = Mutex::new(Vec::new());
-    let r = packs::call_with_status(tool, json!({}), &packs::Context::new(), &packs::DenyAll, |s| {
+    let on_status = |s: packs::Status<'_>| {
         seen.lock().unwrap().push(match s {
             packs::Status::Phase(p) => format!("{p:?}"),
             packs::Status::Output { chunk, .. } => String::from_utf8_lossy(chunk).into_owned(),
@@ -303,8 +302,8 @@ fn status_callback_reports_phases_and_chunks_in_order() {
             }
             _ => "other".into(),
         });
-    })
-    .unwrap();
+    };
+    let r = packs::Call::new("two", json!({})).on_status(&on_status).run(&catalog).unwrap();
     assert!(r.ok);
     assert_eq!(seen.into_inner().unwrap(), ["Validate", "Authorize", "Execute", "spawned", "a", "b", "Complete"]);
 }

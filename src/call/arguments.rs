@@ -1,0 +1,149 @@
+//! Arguments: read (an object, or a JSON string holding one), filled from the context,
+//! validated against the tool's schema, guarded against becoming options, completed
+//! with literals and defaults.
+
+use serde_json::{Map, Value};
+
+use crate::call::{Context, FieldError, ToolError};
+use crate::tool::Tool;
+
+/// Arguments after context filling, validation, literals and defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Arguments {
+    /// What the call, the context or a literal gave.
+    pub(crate) given: Map<String, Value>,
+    /// `given` plus declared defaults.
+    pub(crate) resolved: Map<String, Value>,
+}
+
+/// Turn raw arguments (an object, a JSON string holding one, or null) into an object.
+pub(crate) fn parse_arguments(tool: &str, args: Value) -> Result<Map<String, Value>, ToolError> {
+    let invalid = |message: String| ToolError::InvalidArguments { tool: tool.to_owned(), message };
+    match args {
+        Value::Object(m) => Ok(m),
+        Value::Null => Ok(Map::new()),
+        Value::String(s) if s.trim().is_empty() => Ok(Map::new()),
+        Value::String(s) => match serde_json::from_str::<Value>(&s) {
+            Ok(Value::Object(m)) => Ok(m),
+            Ok(other) => Err(invalid(format!("expected a JSON object; the string holds {}", type_name(&other)))),
+            Err(e) => Err(invalid(format!("expected a JSON object; the string is not JSON ({e})"))),
+        },
+        other => Err(invalid(format!("expected a JSON object, got {}", type_name(&other)))),
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Fill context values, validate against the tool's schema, add literals and defaults.
+pub(crate) fn prepare(tool: &Tool, args: Value, context: &Context) -> Result<Arguments, ToolError> {
+    let mut given = parse_arguments(tool.name(), args)?;
+    if let Some(m) = tool.manifest() {
+        for (name, p) in &m.parameters {
+            if let Some(key) = p.source.and_then(|s| s.context_key()) {
+                if !given.contains_key(name) {
+                    if let Some(v) = context.values().get(key) {
+                        given.insert(name.clone(), v.clone());
+                    }
+                }
+            }
+        }
+    }
+    validate(tool, &given)?;
+    reject_leading_dashes(tool, &given)?;
+    let mut resolved = given.clone();
+    if let Some(m) = tool.manifest() {
+        for (name, p) in &m.parameters {
+            if !p.is_offered() {
+                if let Some(d) = &p.default {
+                    given.insert(name.clone(), d.clone());
+                }
+            }
+            if let Some(v) = given.get(name).or(p.default.as_ref()) {
+                resolved.insert(name.clone(), v.clone());
+            }
+        }
+    }
+    Ok(Arguments { given, resolved })
+}
+
+/// A string given for a whole positional argument may not start with `-` unless a `--`
+/// comes before it or the parameter sets `allow_leading_dash` (`--output=/etc/passwd`).
+fn reject_leading_dashes(tool: &Tool, given: &Map<String, Value>) -> Result<(), ToolError> {
+    let (Some(m), Some(command)) = (tool.manifest(), tool.command()) else { return Ok(()) };
+    let mut errors = Vec::new();
+    for name in command.unguarded_positionals() {
+        if m.parameters.get(name).is_none_or(|p| p.allow_leading_dash) {
+            continue;
+        }
+        let values: Vec<&Value> = match given.get(name) {
+            Some(Value::Array(items)) => items.iter().collect(),
+            Some(v) => vec![v],
+            None => Vec::new(),
+        };
+        if let Some(bad) = values.iter().filter_map(|v| v.as_str()).find(|s| s.starts_with('-')) {
+            errors.push(FieldError {
+                field: name.to_owned(),
+                message: format!(
+                    "{bad:?} starts with `-`, and the program would read it as an option; give a value that does not start with `-` (the manifest can put \"--\" before the argument or set `allow_leading_dash`)"
+                ),
+                schema: tool.validation_schema().get("properties").and_then(|p| p.get(name)).cloned(),
+            });
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { Err(ToolError::Validation { tool: tool.name().to_owned(), errors }) }
+}
+
+fn validate(tool: &Tool, args: &Map<String, Value>) -> Result<(), ToolError> {
+    // A synthesized schema only constrains properties it lists: no arguments are valid
+    // exactly when nothing is required. Skipping the validator then saves its one-time
+    // preparation (about half a millisecond) for argument-less calls.
+    if args.is_empty() && tool.manifest().is_some_and(|m| !m.parameters.values().any(|p| p.required)) {
+        return Ok(());
+    }
+    let validator =
+        tool.validator().map_err(|message| ToolError::BrokenTool { tool: tool.name().to_owned(), message })?;
+    let instance = Value::Object(args.clone());
+    let schema = tool.validation_schema();
+    let property = |name: &str| schema.get("properties").and_then(|p| p.get(name)).cloned();
+    let errors: Vec<FieldError> = validator
+        .iter_errors(&instance)
+        .map(|e| {
+            let pointer = e.instance_path().to_string();
+            let mut field = pointer.trim_start_matches('/').to_owned();
+            let mut message = e.to_string();
+            match e.kind() {
+                jsonschema::error::ValidationErrorKind::Required { property: p } => {
+                    field = p.as_str().unwrap_or_default().to_owned();
+                    message = format!("`{field}` is required");
+                }
+                jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                    field = unexpected.join(", ");
+                    let known: Vec<&str> = schema
+                        .get("properties")
+                        .and_then(Value::as_object)
+                        .map(|p| p.keys().map(String::as_str).collect())
+                        .unwrap_or_default();
+                    message = format!(
+                        "unknown argument{} {}; the tool takes: {}",
+                        if unexpected.len() > 1 { "s" } else { "" },
+                        unexpected.iter().map(|u| format!("`{u}`")).collect::<Vec<_>>().join(", "),
+                        if known.is_empty() { "no arguments".to_owned() } else { known.join(", ") }
+                    );
+                }
+                _ => {}
+            }
+            let root = field.split('/').next().unwrap_or_default().to_owned();
+            FieldError { schema: property(&root), field, message }
+        })
+        .collect();
+    if errors.is_empty() { Ok(()) } else { Err(ToolError::Validation { tool: tool.name().to_owned(), errors }) }
+}

@@ -1,0 +1,99 @@
+//! `Context`: what a call is made with besides its arguments (context values, the
+//! agent, the workspace, the audit log).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::agent::Agent;
+use crate::audit::AuditLog;
+use crate::template::CONTEXT_KEYS;
+
+/// The caller's context: values such as the active URL or selection that fill
+/// context-sourced parameters and `{{context.KEY}}` placeholders, and the agent,
+/// workspace and audit log every call is made with.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    values: Map<String, Value>,
+    agent: Option<Arc<Agent>>,
+    workspace: Option<PathBuf>,
+    audit: Option<Arc<AuditLog>>,
+}
+
+/// A context key that packs does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown context key `{key}`; known keys: {}", CONTEXT_KEYS.join(", "))]
+pub struct UnknownContextKey {
+    /// The key given.
+    pub key: String,
+}
+
+impl Context {
+    /// An empty context: no values, no agent, the current directory as workspace, no log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The keys a context value may have: `url`, `selection`, `clipboard`, `file`, `cwd`,
+    /// `transcript`.
+    pub fn keys() -> &'static [&'static str] {
+        CONTEXT_KEYS
+    }
+
+    /// Set `key` (one of [`Context::keys`]) to `value`.
+    pub fn set(&mut self, key: &str, value: impl Into<String>) -> Result<(), UnknownContextKey> {
+        if !CONTEXT_KEYS.contains(&key) {
+            return Err(UnknownContextKey { key: key.to_owned() });
+        }
+        self.values.insert(key.to_owned(), Value::String(value.into()));
+        Ok(())
+    }
+
+    /// The values set, as a JSON object.
+    pub fn values(&self) -> &Map<String, Value> {
+        &self.values
+    }
+
+    /// Calls are made on behalf of `agent`: its allow/deny/ask lists and `max_tier` apply.
+    #[must_use]
+    pub fn with_agent(mut self, agent: Agent) -> Self {
+        self.agent = Some(Arc::new(agent));
+        self
+    }
+
+    /// Confine `format: path` parameters to `dir` (default: the current directory), and
+    /// run tools there unless their manifest sets a `cwd`.
+    #[must_use]
+    pub fn with_workspace(mut self, dir: PathBuf) -> Self {
+        self.workspace = Some(dir);
+        self
+    }
+
+    /// The workspace root: as set, else the current directory.
+    pub fn workspace(&self) -> PathBuf {
+        self.workspace.clone().or_else(|| std::env::current_dir().ok()).unwrap_or_else(|| PathBuf::from("."))
+    }
+
+    /// The workspace as set, if it was.
+    pub(crate) fn workspace_set(&self) -> Option<&PathBuf> {
+        self.workspace.as_ref()
+    }
+
+    /// Record every call made with this context in `log`.
+    #[must_use]
+    pub fn with_audit(mut self, log: AuditLog) -> Self {
+        self.audit = Some(Arc::new(log));
+        self
+    }
+
+    /// The audit log, if calls are recorded.
+    pub fn audit(&self) -> Option<&AuditLog> {
+        self.audit.as_deref()
+    }
+
+    /// The agent calls are made for, if any.
+    pub fn agent(&self) -> Option<&Agent> {
+        self.agent.as_deref()
+    }
+}

@@ -1,0 +1,119 @@
+//! Why a call did not produce a result: [`ToolError`], and the argument problems it carries.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::argv::RenderFailure;
+use crate::call::Denial;
+use crate::catalog::LookupError;
+use crate::policy::Tier;
+use crate::runner::SpawnError;
+
+/// One problem with a call's arguments.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FieldError {
+    /// The argument (`count`, `tags/1`), or empty for the arguments as a whole.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+    /// The schema of that argument, so a model can correct its call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Value>,
+}
+
+/// Why a call did not produce a result.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The name is not a cataloged tool, or is ambiguous.
+    #[error(transparent)]
+    NotFound(#[from] LookupError),
+    /// The arguments are not a JSON object (or a JSON string holding one), or could not be built.
+    #[error("invalid arguments for `{tool}`: {message}")]
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// Why.
+        message: String,
+    },
+    /// The arguments do not match the tool's schema.
+    #[error("invalid arguments for `{tool}`: {}", errors.iter().map(|e| if e.field.is_empty() { e.message.clone() } else { format!("`{}`: {}", e.field, e.message) }).collect::<Vec<_>>().join("; "))]
+    Validation {
+        /// The tool.
+        tool: String,
+        /// Every problem found.
+        errors: Vec<FieldError>,
+    },
+    /// A template could not be rendered with these values.
+    #[error("{}: {failure}", file.display())]
+    Render {
+        /// The manifest.
+        file: PathBuf,
+        /// What failed.
+        failure: RenderFailure,
+    },
+    /// The tool's own schema does not compile.
+    #[error("tool `{tool}` is broken: {message}")]
+    BrokenTool {
+        /// The tool.
+        tool: String,
+        /// Why.
+        message: String,
+    },
+    /// The call is not allowed, or needed approval and did not get it.
+    #[error("permission denied for `{tool}` (tier {tier}): {reason}")]
+    PermissionDenied {
+        /// The tool.
+        tool: String,
+        /// The tool's tier.
+        tier: Tier,
+        /// Why.
+        reason: Denial,
+    },
+    /// The program could not be started.
+    #[error("tool `{tool}`: {source}")]
+    Spawn {
+        /// The tool.
+        tool: String,
+        /// The OS error.
+        #[source]
+        source: SpawnError,
+    },
+}
+
+impl ToolError {
+    /// A stable kind name: `not_found`, `validation`, `invalid_tool` (a template or
+    /// schema of the tool itself, or a missing secret), `permission_denied`, `execution`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::NotFound(_) => "not_found",
+            Self::InvalidArguments { .. } | Self::Validation { .. } => "validation",
+            Self::Render { .. } | Self::BrokenTool { .. } => "invalid_tool",
+            Self::PermissionDenied { .. } => "permission_denied",
+            Self::Spawn { .. } => "execution",
+        }
+    }
+
+    /// Whether the caller (a model) may fix the call and retry.
+    pub fn retryable(&self) -> bool {
+        matches!(self, Self::InvalidArguments { .. } | Self::Validation { .. })
+    }
+
+    /// The JSON form: `{"error": {"kind", "message", "retryable", "errors"?}}`.
+    pub fn to_json(&self) -> Value {
+        let mut e = Map::new();
+        e.insert("kind".into(), self.kind().into());
+        e.insert("message".into(), self.to_string().into());
+        e.insert("retryable".into(), self.retryable().into());
+        if let Self::Validation { errors, .. } = self {
+            e.insert("errors".into(), serde_json::to_value(errors).unwrap_or_default());
+        }
+        if let Self::PermissionDenied { tier, reason, .. } = self {
+            e.insert("tier".into(), tier.as_str().into());
+            e.insert("reason".into(), reason.to_string().into());
+        }
+        serde_json::json!({ "error": e })
+    }
+}

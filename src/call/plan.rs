@@ -1,0 +1,205 @@
+//! The plan: exactly what one call will start (argv, environment, working directory,
+//! limits) and the masked view of it that is shown, asked about and recorded. Computed
+//! once per call; paths are confined here.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::argv::Values;
+use crate::call::arguments::Arguments;
+use crate::call::mask::mask;
+use crate::call::{Context, Decision, FieldError, ToolError};
+use crate::environment::minimal_env;
+use crate::policy::Tier;
+use crate::runner::Invocation;
+use crate::tool::{Body, Tool};
+
+/// What runs: a process, or a native tool in this process.
+#[derive(Debug, Clone)]
+pub(crate) enum Target {
+    Process(Invocation),
+    Native,
+}
+
+/// One call, planned.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub(crate) target: Target,
+    /// Secret values in it (`{{secret.NAME}}`), masked wherever the call is shown.
+    pub(crate) secrets: Vec<String>,
+    /// The argv as shown: secrets masked.
+    pub(crate) shown_argv: Vec<String>,
+    /// The variables the manifest sets, secrets masked (the rest of the environment
+    /// is the minimal base).
+    pub(crate) shown_env: Vec<(String, String)>,
+    pub(crate) cwd: Option<PathBuf>,
+    pub(crate) timeout: Duration,
+    pub(crate) max_output_bytes: u64,
+}
+
+impl Plan {
+    /// Plan a call of `tool`. With `placeholder_secrets`, every `{{secret.NAME}}`
+    /// renders as `***` (for manifest tests that only plan: such a plan never runs).
+    pub(crate) fn new(
+        tool: &Tool,
+        args: &Arguments,
+        context: &Context,
+        placeholder_secrets: bool,
+    ) -> Result<Self, ToolError> {
+        let policy = tool.policy();
+        let (argv, env, cwd, secrets) = match &tool.body {
+            Body::Manifest { command, .. } => {
+                let values = Values { given: &args.given, resolved: &args.resolved, context: context.values() };
+                let rendered = if placeholder_secrets {
+                    command.render_with_placeholder_secrets(&values)
+                } else {
+                    command.render(&values)
+                };
+                let r = rendered.map_err(|failure| ToolError::Render { file: tool.source().to_owned(), failure })?;
+                (r.argv, r.env, r.cwd.map(PathBuf::from), r.secrets)
+            }
+            Body::Executable => {
+                let json = Value::Object(args.given.clone()).to_string();
+                (vec![tool.source().to_string_lossy().into_owned(), json], Vec::new(), None, Vec::new())
+            }
+            Body::Native(_) => {
+                let json = Value::Object(args.resolved.clone()).to_string();
+                (vec![tool.name().to_owned(), json], Vec::new(), None, Vec::new())
+            }
+        };
+        let cwd = cwd.or_else(|| context.workspace_set().cloned());
+        confine_paths(tool, &args.given, &context.workspace(), cwd.as_deref())?;
+        let shown_argv = argv.iter().map(|a| mask(a, &secrets)).collect();
+        let shown_env = env.iter().map(|(k, v)| (k.clone(), mask(v, &secrets))).collect();
+        let target = match &tool.body {
+            Body::Native(_) => Target::Native,
+            Body::Manifest { .. } | Body::Executable => Target::Process(Invocation {
+                argv,
+                env: minimal_env(&policy.env_passthrough, env),
+                clear_env: true,
+                cwd: cwd.clone(),
+                timeout: policy.timeout(),
+                max_output_bytes: policy.max_output_bytes,
+            }),
+        };
+        Ok(Self {
+            target,
+            secrets,
+            shown_argv,
+            shown_env,
+            cwd,
+            timeout: policy.timeout(),
+            max_output_bytes: policy.max_output_bytes,
+        })
+    }
+
+    /// Replace every secret value in `text` with `***`.
+    pub(crate) fn mask(&self, text: &str) -> String {
+        mask(text, &self.secrets)
+    }
+}
+
+/// A dry run: what a call would run and what the rules would say, secrets masked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Planned {
+    /// The tool's name.
+    pub tool: String,
+    /// The tool's permission tier.
+    pub tier: Tier,
+    /// The argv that would run, secrets as `***` (a native tool: its name and its
+    /// arguments as JSON).
+    pub argv: Vec<String>,
+    /// The working directory, when set.
+    pub cwd: Option<PathBuf>,
+    /// The variables the manifest sets, secrets as `***`.
+    pub env: Vec<(String, String)>,
+    /// The timeout.
+    pub timeout: Duration,
+    /// The most stdout kept.
+    pub max_output_bytes: u64,
+    /// What the rules would decide (a dry run asks no one).
+    pub decision: Decision,
+}
+
+impl Planned {
+    pub(crate) fn new(tool: &Tool, plan: Plan, decision: Decision) -> Self {
+        Self {
+            tool: tool.name().to_owned(),
+            tier: tool.tier(),
+            argv: plan.shown_argv,
+            cwd: plan.cwd,
+            env: plan.shown_env,
+            timeout: plan.timeout,
+            max_output_bytes: plan.max_output_bytes,
+            decision,
+        }
+    }
+}
+
+/// Every `format: path` value must resolve (symlinks followed) inside the workspace. A
+/// relative value is resolved where the tool will read it: its working directory.
+fn confine_paths(
+    tool: &Tool,
+    given: &Map<String, Value>,
+    workspace: &Path,
+    cwd: Option<&Path>,
+) -> Result<(), ToolError> {
+    let Some(m) = tool.manifest() else { return Ok(()) };
+    if !m.parameters.values().any(|p| p.format.as_deref() == Some("path")) {
+        return Ok(());
+    }
+    let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_owned());
+    let here = std::env::current_dir().unwrap_or_else(|_| root.clone());
+    let base = cwd.map_or_else(|| here.clone(), |c| here.join(c));
+    let mut errors = Vec::new();
+    for (name, _) in m.parameters.iter().filter(|(_, p)| p.format.as_deref() == Some("path")) {
+        let values: Vec<&str> = match given.get(name) {
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+            Some(Value::String(s)) => vec![s.as_str()],
+            _ => Vec::new(),
+        };
+        for v in values {
+            if let Err(why) = confined(&root, &base, v) {
+                errors.push(FieldError {
+                    field: name.clone(),
+                    message: format!("{v:?} {why}; paths must stay inside the workspace {}", root.display()),
+                    schema: tool.validation_schema().get("properties").and_then(|s| s.get(name)).cloned(),
+                });
+            }
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { Err(ToolError::Validation { tool: tool.name().to_owned(), errors }) }
+}
+
+/// Resolve `value` against `root` (following symlinks as far as the path exists) and
+/// check it stays inside.
+fn confined(root: &Path, base: &Path, value: &str) -> Result<PathBuf, String> {
+    use std::path::Component;
+    let candidate = base.join(value);
+    // The longest part that exists is resolved by the OS (symlinks included); the rest
+    // is taken lexically and may not climb with `..`.
+    let mut existing = candidate.clone();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        let Some(name) = existing.file_name().map(ToOwned::to_owned) else { break };
+        rest.push(name);
+        if !existing.pop() {
+            break;
+        }
+    }
+    let mut resolved = std::fs::canonicalize(&existing).map_err(|e| format!("cannot be resolved ({e})"))?;
+    for part in rest.iter().rev() {
+        match Path::new(part).components().next() {
+            Some(Component::Normal(n)) => resolved.push(n),
+            _ => return Err("climbs out with `..` below a path that does not exist".into()),
+        }
+    }
+    if resolved.starts_with(root) {
+        Ok(resolved)
+    } else {
+        Err(format!("resolves to {}, outside the workspace", resolved.display()))
+    }
+}

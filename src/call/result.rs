@@ -1,0 +1,132 @@
+//! What a call produced: [`ToolResult`], and [`Failure`] when the tool ran and failed.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::call::mask::mask;
+
+/// What a call produced. A tool that ran and failed is a result with `ok: false`
+/// and a [`Failure`], never an error of the caller.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ToolResult {
+    /// The tool's name.
+    pub tool: String,
+    /// True when the exit code was allowed, the output shaped, and no timeout hit.
+    pub ok: bool,
+    /// The exit code (None when killed by a signal, and for a native tool that failed).
+    pub exit_code: Option<i32>,
+    /// stdout after shaping, for the model.
+    pub output: String,
+    /// `output` cut to `max_chars` characters, for a person or speech.
+    pub display: String,
+    /// The tail of the tool's stderr.
+    pub stderr: String,
+    /// Wall time of the process.
+    pub duration_ms: u64,
+    /// stdout was longer than `max_output_bytes` and was cut.
+    pub truncated: bool,
+    /// The timeout killed the tool's process group.
+    pub timed_out: bool,
+    /// Why `ok` is false, when it is (the [`Failure`] as text, secrets masked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Why `ok` is false, as a value to match on.
+    #[serde(skip)]
+    pub failure: Option<Failure>,
+    /// The JSON value `output` holds, for a tool whose output format is `json` and
+    /// whose output no template rewrote (after `extract_field`): parsed once, kept
+    /// for MCP `structuredContent`, `packs call` and library callers.
+    #[serde(skip)]
+    pub json: Option<Value>,
+}
+
+/// Why a tool that ran did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Failure {
+    /// It exited with a code its policy does not allow.
+    #[error("the tool exited with code {code} (allowed exit codes: {allowed:?})")]
+    ExitCode {
+        /// The exit code.
+        code: i32,
+        /// The policy's `allowed_exit_codes`.
+        allowed: Vec<i32>,
+    },
+    /// A signal ended it.
+    #[error("the tool was killed by signal {signal} (allowed exit codes: {allowed:?})")]
+    Signal {
+        /// The signal number.
+        signal: i32,
+        /// The policy's `allowed_exit_codes`.
+        allowed: Vec<i32>,
+    },
+    /// It ended without an exit code or a signal.
+    #[error("the tool ended abnormally (allowed exit codes: {allowed:?})")]
+    Abnormal {
+        /// The policy's `allowed_exit_codes`.
+        allowed: Vec<i32>,
+    },
+    /// The timeout killed its process group.
+    #[error("timed out after {}", human_duration(*.0))]
+    Timeout(Duration),
+    /// Its JSON output was cut at `max_output_bytes`, so it cannot be parsed.
+    #[error("the tool's JSON output is larger than max_output_bytes ({0})")]
+    OutputTooLarge(u64),
+    /// Its output could not be shaped (invalid JSON, a missing field, a failing template).
+    #[error("{0}")]
+    Output(String),
+    /// A native tool reported an error.
+    #[error("{0}")]
+    Native(String),
+}
+
+impl Failure {
+    /// `timeout` or `execution`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Timeout(_) => "timeout",
+            _ => "execution",
+        }
+    }
+
+    /// Whether the same call may succeed when tried again (a timeout may; a tool that
+    /// failed will fail the same way).
+    pub fn retryable(&self) -> bool {
+        matches!(self, Self::Timeout(_))
+    }
+
+    pub(crate) fn masked(self, secrets: &[String]) -> Self {
+        match self {
+            Self::Output(m) => Self::Output(mask(&m, secrets)),
+            Self::Native(m) => Self::Native(mask(&m, secrets)),
+            other => other,
+        }
+    }
+}
+
+impl ToolResult {
+    /// A failed run as the error a model can act on: `{"error": {"kind": "execution" |
+    /// "timeout", "message", "exit_code", "elapsed_ms", "stderr" (its last 2,000
+    /// characters), "output", "retryable"}}`.
+    pub fn error_json(&self) -> Value {
+        let chars: Vec<char> = self.stderr.chars().collect();
+        let tail: String = chars[chars.len().saturating_sub(2000)..].iter().collect();
+        serde_json::json!({"error": {
+            "kind": self.failure.as_ref().map_or("execution", Failure::kind),
+            "message": self.error,
+            "exit_code": self.exit_code,
+            "elapsed_ms": self.duration_ms,
+            "stderr": tail,
+            "output": self.display,
+            "retryable": self.failure.as_ref().is_some_and(Failure::retryable),
+        }})
+    }
+}
+
+/// `30s`, or `1500ms` when not a whole number of seconds.
+pub(crate) fn human_duration(d: Duration) -> String {
+    if d.subsec_millis() == 0 { format!("{}s", d.as_secs()) } else { format!("{}ms", d.as_millis()) }
+}

@@ -1,0 +1,220 @@
+//! Discovery: the files of a pack directory, read and turned into tools.
+//!
+//! Manifests anywhere below a directory (in path order), executables at its top
+//! level; hidden entries skipped. A broken file becomes a diagnostic, never a gap in
+//! the rest.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use crate::describe;
+use crate::describe_cache::DescribeCache;
+use crate::manifest;
+use crate::runner::is_executable_file;
+use crate::source::{Diagnostic, Severity, Syntax};
+use crate::tool::Tool;
+
+fn is_hidden(name: &OsStr) -> bool {
+    name.to_str().is_some_and(|n| n.starts_with('.'))
+}
+
+/// The files of one pack directory: manifests anywhere below it (in path order),
+/// executables at its top level; hidden entries skipped.
+pub(crate) struct Discovered {
+    pub(crate) manifests: Vec<PathBuf>,
+    pub(crate) executables: Vec<PathBuf>,
+    pub(crate) diagnostics: Vec<Diagnostic>,
+}
+
+pub(crate) fn discover(dir: &Path) -> Discovered {
+    let mut found = Discovered { manifests: Vec::new(), executables: Vec::new(), diagnostics: Vec::new() };
+    let walk = walkdir::WalkDir::new(dir)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !is_hidden(e.file_name()));
+    for entry in walk {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                let path = e.path().unwrap_or(dir).to_owned();
+                found.diagnostics.push(Diagnostic::file(Severity::Warning, "unreadable", &path, e.to_string()));
+                continue;
+            }
+        };
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let path = entry.into_path();
+        if Syntax::of_manifest(&path).is_some() {
+            found.manifests.push(path);
+        } else if path.parent() == Some(dir) && is_executable_file(&path) {
+            found.executables.push(path);
+        }
+    }
+    found
+}
+
+/// Load one directory: the tools, the problems, and (with `only`) the manifests
+/// that were skipped because they do not declare `only`.
+pub(super) fn load_dir(
+    dir: &Path,
+    only: Option<&str>,
+    cache: Option<&DescribeCache>,
+) -> (Vec<Tool>, Vec<Diagnostic>, Vec<PathBuf>) {
+    let Discovered { mut manifests, executables, mut diagnostics } = discover(dir);
+    let mut skipped = Vec::new();
+    if let Some(name) = only {
+        // Sequential: for a hundred files, starting threads costs more than it saves.
+        let mut buf = Vec::new();
+        (manifests, skipped) = manifests.into_iter().partition(|p| may_declare(p, name, &mut buf));
+    }
+    let mut tools = Vec::with_capacity(manifests.len() + executables.len());
+    for loaded in load_manifests(&manifests) {
+        match loaded {
+            Ok((tool, warnings)) => {
+                diagnostics.extend(warnings);
+                tools.push(tool);
+            }
+            Err(errors) => diagnostics.extend(errors),
+        }
+    }
+    for result in describe_all(&executables, cache) {
+        match result {
+            Ok((tool, warnings)) => {
+                diagnostics.extend(warnings);
+                tools.push(tool);
+            }
+            Err(d) => diagnostics.push(d),
+        }
+    }
+    (tools, diagnostics, skipped)
+}
+
+/// Whether the manifest at `path` may declare the tool `name`: false only when it
+/// certainly does not. It is read (into `buf`, reused) but parsed only when the
+/// bytes of `name` appear in it, or an escape (`\u`, `\U`) might spell them.
+/// An unreadable or unparsable file may: loading it fully reports what is wrong.
+fn may_declare(path: &Path, name: &str, buf: &mut Vec<u8>) -> bool {
+    if read_into(path, buf).is_err() {
+        return true;
+    }
+    let spelled = |needle: &[u8]| memchr::memmem::find(buf, needle).is_some();
+    if !spelled(name.as_bytes()) && !spelled(b"\\u") && !spelled(b"\\U") {
+        return false;
+    }
+    parse_name(path, buf).is_none_or(|n| n == name)
+}
+
+/// Reads the whole file into `buf`, reusing its capacity (and skipping the
+/// `stat` that sizing a fresh buffer would cost).
+fn read_into(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    use std::io::Read;
+    buf.clear();
+    // Manifests are small: most are read with one call, plus the one that sees EOF.
+    buf.reserve(64 * 1024);
+    std::fs::File::open(path)?.take(u64::MAX).read_to_end(buf).map(drop)
+}
+
+/// The `name` a manifest declares; None when it cannot be read or parsed.
+pub(super) fn quick_name(path: &Path, buf: &mut Vec<u8>) -> Option<String> {
+    read_into(path, buf).ok()?;
+    parse_name(path, buf)
+}
+
+/// The `name` in a manifest's text, parsing nothing else.
+fn parse_name(path: &Path, bytes: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct NameOnly {
+        name: String,
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    let body = if text.starts_with("#!") { text.find('\n').map_or("", |i| &text[i..]) } else { text };
+    let parsed: NameOnly = match Syntax::of_manifest(path)? {
+        Syntax::Json => serde_json::from_str(body).ok()?,
+        Syntax::Toml => toml::from_str(body).ok()?,
+    };
+    Some(parsed.name)
+}
+
+type Loaded = Result<(Tool, Vec<Diagnostic>), Vec<Diagnostic>>;
+
+/// Load manifests in order, spread over the machine's cores when there are many.
+fn load_manifests(paths: &[PathBuf]) -> Vec<Loaded> {
+    let load = |p: &PathBuf| manifest::load(p).and_then(Tool::from_manifest);
+    parallel_map(paths, load)
+        .into_iter()
+        .zip(paths)
+        .map(|(r, p)| {
+            r.unwrap_or_else(|| {
+                Err(vec![Diagnostic::file(Severity::Error, "internal", p, "loading failed unexpectedly")])
+            })
+        })
+        .collect()
+}
+
+/// `f` over `items` in order, on all cores when there are 64 items or more;
+/// `None` for the items of a thread that panicked.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<Option<R>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    if threads < 2 || items.len() < 64 {
+        return items.iter().map(|i| Some(f(i))).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> =
+            items.chunks(chunk).map(|c| s.spawn(move || c.iter().map(f).collect::<Vec<_>>())).collect();
+        handles
+            .into_iter()
+            .zip(items.chunks(chunk))
+            .flat_map(|(h, c)| match h.join() {
+                Ok(results) => results.into_iter().map(Some).collect::<Vec<_>>(),
+                Err(_) => c.iter().map(|_| None).collect(),
+            })
+            .collect()
+    })
+}
+
+/// Run `--describe` on every executable, in parallel.
+fn describe_all(paths: &[PathBuf], cache: Option<&DescribeCache>) -> Vec<Result<(Tool, Vec<Diagnostic>), Diagnostic>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = paths.iter().map(|p| s.spawn(move || describe_executable(p, cache))).collect();
+        handles
+            .into_iter()
+            .zip(paths)
+            .map(|(h, p)| {
+                h.join().unwrap_or_else(|_| {
+                    Err(Diagnostic::file(Severity::Warning, "bad-describe", p, "describing it failed unexpectedly"))
+                })
+            })
+            .collect()
+    })
+}
+
+fn skipped(path: &Path, why: String) -> Diagnostic {
+    Diagnostic::file(Severity::Warning, "bad-describe", path, format!("skipped executable: {why}"))
+}
+
+/// Ask one executable for its describe JSON (or take the answer `cache` kept for
+/// this very file) and build the tool, with warnings for unknown keys.
+pub(crate) fn describe_executable(
+    path: &Path,
+    cache: Option<&DescribeCache>,
+) -> Result<(Tool, Vec<Diagnostic>), Diagnostic> {
+    let skip = |why: String| skipped(path, why);
+    let (d, unknown) = describe::ask(path, cache).map_err(skip)?;
+    let tool = Tool::from_executable(path.to_owned(), d).map_err(skip)?;
+    let warnings = unknown
+        .into_iter()
+        .map(|key| {
+            Diagnostic::file(
+                Severity::Warning,
+                "unknown-key",
+                path,
+                format!("its --describe output has an unknown key `{key}`; it is ignored"),
+            )
+        })
+        .collect();
+    Ok((tool, warnings))
+}

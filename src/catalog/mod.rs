@@ -1,0 +1,305 @@
+//! Discovery over pack directories, precedence, and lookup (default-deny).
+//!
+//! A pack directory holds manifests anywhere below it and executables at its
+//! top level; hidden entries are skipped. Directories are searched in order: an
+//! earlier one shadows a later one's tool of the same name, like `PATH`. A
+//! broken file is reported and skipped; the rest of the catalog loads.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::describe_cache::DescribeCache;
+use crate::manifest;
+use crate::native::NativeTool;
+use crate::source::{Diagnostic, Severity};
+use crate::tool::{NativeToolError, Tool};
+
+mod discovery;
+mod precedence;
+
+pub(crate) use discovery::{describe_executable, discover};
+use discovery::{load_dir, quick_name};
+pub(crate) use precedence::{Claim, Precedence, duplicate_message};
+
+/// The pack directories to search, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchPath {
+    /// Directories, earliest first.
+    pub dirs: Vec<PathBuf>,
+    /// True when none was given (the `./packs` fallback), so a missing one is not worth a warning.
+    pub implicit: bool,
+    /// Where executables' `--describe` answers are cached (none: ask them every time).
+    pub describe_cache: Option<DescribeCache>,
+}
+
+impl SearchPath {
+    /// `--packs` directories if any, else `PACKS_PATH` (colon-separated), else `./packs`.
+    pub fn resolve(explicit: &[PathBuf], packs_path: Option<&OsStr>) -> Self {
+        if !explicit.is_empty() {
+            return Self::dirs(explicit.iter().cloned());
+        }
+        if let Some(var) = packs_path {
+            let dirs: Vec<PathBuf> = std::env::split_paths(var).filter(|p| !p.as_os_str().is_empty()).collect();
+            if !dirs.is_empty() {
+                return Self::dirs(dirs);
+            }
+        }
+        Self { implicit: true, ..Self::dirs(["packs"]) }
+    }
+
+    /// Exactly these directories.
+    pub fn dirs(dirs: impl IntoIterator<Item = impl Into<PathBuf>>) -> Self {
+        Self { dirs: dirs.into_iter().map(Into::into).collect(), implicit: false, describe_cache: None }
+    }
+
+    /// The same directories, caching executables' `--describe` answers in `cache`
+    /// (see [`crate::describe_cache`]).
+    pub fn with_describe_cache(self, cache: Option<DescribeCache>) -> Self {
+        Self { describe_cache: cache, ..self }
+    }
+}
+
+/// Why a name does not resolve to one tool.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LookupError {
+    /// No cataloged tool has this name.
+    #[error("no tool named `{name}`{}", suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default())]
+    NotFound {
+        /// The name asked for.
+        name: String,
+        /// A close name, if there is one.
+        suggestion: Option<String>,
+    },
+    /// Two files in one directory declare this name.
+    #[error("tool `{name}` is declared twice in one pack directory: {} and {}", first.display(), second.display())]
+    Ambiguous {
+        /// The name.
+        name: String,
+        /// One file.
+        first: PathBuf,
+        /// The other.
+        second: PathBuf,
+    },
+}
+
+/// A tool that lost to one of the same name in an earlier directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shadowed {
+    /// The name.
+    pub name: String,
+    /// The file that is used.
+    pub winner: PathBuf,
+    /// The file that is hidden.
+    pub hidden: PathBuf,
+}
+
+enum Entry {
+    Tool(Arc<Tool>),
+    Ambiguous(PathBuf, PathBuf),
+}
+
+/// All tools found on a search path.
+#[derive(Default)]
+pub struct Catalog {
+    entries: Vec<(String, Entry)>,
+    index: HashMap<String, usize>,
+    precedence: Precedence,
+    /// Problems found while loading (broken files are errors; the rest loaded).
+    pub diagnostics: Vec<Diagnostic>,
+    /// Tools hidden by an earlier directory's tool of the same name.
+    pub shadowed: Vec<Shadowed>,
+    /// Manifests not loaded by [`Catalog::load_named`]: their names are read
+    /// again only to suggest one when the tool is not found.
+    skipped: Vec<PathBuf>,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog").field("tools", &self.index.keys().collect::<Vec<_>>()).finish()
+    }
+}
+
+impl Catalog {
+    /// Discover every tool on `path`.
+    pub fn load(path: &SearchPath) -> Self {
+        Self::load_filtered(path, None)
+    }
+
+    /// Discover enough of `path` to resolve `name`, the same way [`Catalog::load`] would.
+    ///
+    /// Every manifest is read, but only its `name` is parsed; the manifests that
+    /// declare `name` (and any whose name cannot be read, so their errors are
+    /// reported) are loaded fully, and directories after the one that has the tool
+    /// are skipped. Executables are always described: their names are not in a file.
+    /// `packs run`, `describe` and `help` use this to start fast in large pack directories.
+    pub fn load_named(path: &SearchPath, name: &str) -> Self {
+        Self::load_filtered(path, Some(name))
+    }
+
+    fn load_filtered(path: &SearchPath, only: Option<&str>) -> Self {
+        let mut catalog = Self::default();
+        for dir in &path.dirs {
+            if only.is_some_and(|n| catalog.index.contains_key(n)) {
+                break;
+            }
+            if !dir.is_dir() {
+                if !path.implicit {
+                    catalog.diagnostics.push(Diagnostic::file(
+                        Severity::Warning,
+                        "missing-pack-dir",
+                        dir,
+                        "pack directory does not exist or is not a directory",
+                    ));
+                }
+                continue;
+            }
+            let (tools, diagnostics, skipped) = load_dir(dir, only, path.describe_cache.as_ref());
+            catalog.diagnostics.extend(diagnostics);
+            catalog.skipped.extend(skipped);
+            catalog.add_dir(tools);
+        }
+        catalog
+    }
+
+    /// Load one manifest file as a tool, whatever its name (`packs exec`).
+    ///
+    /// The file is never run: `packs exec` on a copy of an executable manifest
+    /// named without its `.tool.*` suffix must not end up executing itself.
+    pub fn load_file(path: &Path) -> Result<(Tool, Vec<Diagnostic>), Vec<Diagnostic>> {
+        Tool::from_manifest(manifest::load(path)?)
+    }
+
+    /// A catalog of exactly `tool` (`packs exec` runs a file through the pipeline with it).
+    pub(crate) fn of_tool(tool: Tool) -> Self {
+        let mut catalog = Self::default();
+        catalog.add_dir(vec![tool]);
+        catalog
+    }
+
+    /// Add a native tool. It goes through the same pipeline as the other kinds and is
+    /// listed, exported and offered in prompts like them. It takes precedence over a
+    /// pack directory's tool of the same name (recorded in [`Catalog::shadowed`]); two
+    /// native tools of one name are an error.
+    pub fn register(&mut self, tool: impl NativeTool + 'static) -> Result<(), NativeToolError> {
+        self.register_shared(Arc::new(tool))
+    }
+
+    /// Like [`Catalog::register`], for a tool that is shared.
+    pub fn register_shared(&mut self, tool: Arc<dyn NativeTool>) -> Result<(), NativeToolError> {
+        let tool = Tool::from_native(tool)?;
+        let name = tool.name().to_owned();
+        let Some(&i) = self.index.get(&name) else {
+            self.index.insert(name.clone(), self.entries.len());
+            self.entries.push((name, Entry::Tool(Arc::new(tool))));
+            return Ok(());
+        };
+        let hidden = match &self.entries[i].1 {
+            Entry::Tool(t) if t.native().is_some() => return Err(NativeToolError::Duplicate(name)),
+            Entry::Tool(t) => t.source().to_owned(),
+            Entry::Ambiguous(a, _) => a.clone(),
+        };
+        self.shadowed.push(Shadowed { name, winner: tool.source().to_owned(), hidden });
+        self.entries[i].1 = Entry::Tool(Arc::new(tool));
+        Ok(())
+    }
+
+    fn add_dir(&mut self, tools: Vec<Tool>) {
+        for tool in tools {
+            let name = tool.name().to_owned();
+            match self.precedence.claim(&name, tool.source()) {
+                Claim::Won => {
+                    self.index.insert(name.clone(), self.entries.len());
+                    self.entries.push((name, Entry::Tool(Arc::new(tool))));
+                }
+                Claim::Duplicate { first } => {
+                    let first = first.to_owned();
+                    self.diagnostics.push(Diagnostic::file(
+                        Severity::Error,
+                        "duplicate-name",
+                        tool.source(),
+                        precedence::duplicate_message(&name, &first),
+                    ));
+                    if let Some(&i) = self.index.get(&name) {
+                        self.entries[i].1 = Entry::Ambiguous(first, tool.source().to_owned());
+                    }
+                }
+                Claim::Shadowed { winner } => {
+                    let winner = winner.to_owned();
+                    self.shadowed.push(Shadowed { name, winner, hidden: tool.source().to_owned() });
+                }
+            }
+        }
+        self.precedence.end_dir();
+    }
+
+    /// The tool named `name`. Only cataloged tools resolve: a path is never a name.
+    pub fn get(&self, name: &str) -> Result<&Tool, LookupError> {
+        match self.index.get(name).map(|&i| &self.entries[i].1) {
+            Some(Entry::Tool(t)) => Ok(t),
+            Some(Entry::Ambiguous(a, b)) => {
+                Err(LookupError::Ambiguous { name: name.to_owned(), first: a.clone(), second: b.clone() })
+            }
+            None => {
+                let mut buf = Vec::new();
+                let skipped: Vec<String> = self.skipped.iter().filter_map(|p| quick_name(p, &mut buf)).collect();
+                let names: Vec<&str> = self.index.keys().chain(&skipped).map(String::as_str).collect();
+                Err(LookupError::NotFound {
+                    name: name.to_owned(),
+                    suggestion: crate::names::did_you_mean(name, &names).map(str::to_owned),
+                })
+            }
+        }
+    }
+
+    /// Every usable tool, in search order (directory, then path).
+    pub fn tools(&self) -> impl Iterator<Item = &Tool> {
+        self.entries.iter().filter_map(|(_, e)| match e {
+            Entry::Tool(t) => Some(&**t),
+            Entry::Ambiguous(..) => None,
+        })
+    }
+
+    /// The tool named `name`, shared (a reloading server hands it to a running call).
+    pub fn get_shared(&self, name: &str) -> Result<Arc<Tool>, LookupError> {
+        self.get(name)?;
+        match self.index.get(name).map(|&i| &self.entries[i].1) {
+            Some(Entry::Tool(t)) => Ok(Arc::clone(t)),
+            _ => Err(LookupError::NotFound { name: name.to_owned(), suggestion: None }),
+        }
+    }
+
+    /// After reloading: every tool of `previous` whose file is now broken (an error
+    /// diagnostic names it) and that this catalog lacks is kept in its last good version.
+    /// Returns the names kept.
+    pub fn keep_last_good(&mut self, previous: &Catalog) -> Vec<String> {
+        let mut kept = Vec::new();
+        for (name, entry) in &previous.entries {
+            let Entry::Tool(tool) = entry else { continue };
+            let broken = self.diagnostics.iter().any(|d| d.severity == Severity::Error && d.file == tool.source());
+            if broken && !self.index.contains_key(name) {
+                self.index.insert(name.clone(), self.entries.len());
+                self.entries.push((name.clone(), Entry::Tool(Arc::clone(tool))));
+                kept.push(name.clone());
+            }
+        }
+        kept
+    }
+
+    /// How many usable tools there are.
+    pub fn len(&self) -> usize {
+        self.tools().count()
+    }
+
+    /// True when no tool loaded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(|d| d.severity == Severity::Error)
+    }
+}
