@@ -108,7 +108,7 @@ fn run_overhead(c: &mut Criterion) {
     std::fs::write(&exe, format!("#!/bin/sh\necho '{describe}'\n")).expect("write");
     std::fs::set_permissions(&exe, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
     // The cache keeps nothing for a file changed in the last 2 s.
-    std::thread::sleep(packs::describe_cache::SETTLE + std::time::Duration::from_millis(100));
+    std::thread::sleep(packs::DescribeCache::SETTLE + std::time::Duration::from_millis(100));
     group.bench_function("packs_run_true_100_manifests_1_executable_uncached", |b| {
         b.iter(|| status(&mut run_noop(with_exe.path(), Path::new(""))))
     });

@@ -8,7 +8,7 @@ use crate::policy::Tier;
 use serde::Deserialize;
 
 /// Where agents live when `PACKS_AGENTS` is not set.
-pub const DEFAULT_AGENTS_DIR: &str = "agents";
+pub(crate) const DEFAULT_AGENTS_DIR: &str = "agents";
 
 /// `agent.toml`. Unknown keys are errors: a typo in `deny` must not allow a tool.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -63,7 +63,7 @@ pub enum AgentError {
     BadConfig {
         /// The file.
         path: PathBuf,
-        /// Why.
+        /// What is wrong in it, with its position when known.
         message: String,
     },
 }

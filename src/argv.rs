@@ -16,7 +16,7 @@ use crate::template::{Data, Environment, Ref, Template, TemplateError};
 
 /// A manifest's command with every template compiled.
 #[derive(Debug, Clone)]
-pub struct CommandTemplate {
+pub(crate) struct CommandTemplate {
     program: String,
     params: Vec<String>,
     args: Vec<ArgTemplate>,
@@ -32,7 +32,7 @@ enum ArgTemplate {
 
 /// The argv, environment and working directory of one call.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Rendered {
+pub(crate) struct Rendered {
     /// Program and arguments.
     pub argv: Vec<String>,
     /// Variables set for the child (on top of its inherited environment).
@@ -52,13 +52,13 @@ pub struct RenderFailure {
     pub field: String,
     /// The template text.
     pub template: String,
-    /// Why.
+    /// Why it could not be rendered (a missing value, an unset secret...).
     pub message: String,
 }
 
 /// The values one call renders with.
 #[derive(Debug, Clone)]
-pub struct Values<'a> {
+pub(crate) struct Values<'a> {
     /// What the call (or context, or a literal) gave.
     pub given: &'a Map<String, Value>,
     /// `given` plus each parameter's declared default.
@@ -103,7 +103,7 @@ impl Scope<'_> {
 
 impl CommandTemplate {
     /// Compile every template of `cmd`; errors carry the field path of the template.
-    pub fn compile(cmd: &Command, params: &[&str]) -> Result<Self, Vec<(FieldPath, TemplateError)>> {
+    pub(crate) fn compile(cmd: &Command, params: &[&str]) -> Result<Self, Vec<(FieldPath, TemplateError)>> {
         let mut errors = Vec::new();
         let mut compile = |path: FieldPath, src: &str| match Template::parse(src, params) {
             Ok(t) => Some(t),
@@ -142,7 +142,7 @@ impl CommandTemplate {
     }
 
     /// Every template with its field path, in manifest order.
-    pub fn templates(&self) -> Vec<(FieldPath, &Template)> {
+    pub(crate) fn templates(&self) -> Vec<(FieldPath, &Template)> {
         let base = FieldPath::dotted("command");
         let mut all = Vec::new();
         for (i, a) in self.args.iter().enumerate() {
@@ -161,7 +161,7 @@ impl CommandTemplate {
     /// Parameters rendered as a whole positional argument (an element that is exactly
     /// `{{p}}`) with no `--` element before them: a value starting with `-` there would be
     /// read as an option.
-    pub fn unguarded_positionals(&self) -> Vec<&str> {
+    pub(crate) fn unguarded_positionals(&self) -> Vec<&str> {
         let mut out = Vec::new();
         for a in &self.args {
             let ArgTemplate::One(t) = a else { continue };
@@ -175,21 +175,16 @@ impl CommandTemplate {
         out
     }
 
-    /// The program, as declared.
-    pub fn program(&self) -> &str {
-        &self.program
-    }
-
     /// Render argv, env and cwd for one call. `env.` and `secret.` values are read
     /// from packs' own environment; a secret that is not set is an error.
-    pub fn render(&self, values: &Values<'_>) -> Result<Rendered, RenderFailure> {
+    pub(crate) fn render(&self, values: &Values<'_>) -> Result<Rendered, RenderFailure> {
         let templates = self.templates();
         let environment = Environment::read(templates.iter().flat_map(|(_, t)| t.refs()));
         self.render_in(values, &templates, &environment)
     }
 
     /// Render with every `{{secret.NAME}}` as `***` (dry-run tests).
-    pub fn render_with_placeholder_secrets(&self, values: &Values<'_>) -> Result<Rendered, RenderFailure> {
+    pub(crate) fn render_with_placeholder_secrets(&self, values: &Values<'_>) -> Result<Rendered, RenderFailure> {
         let templates = self.templates();
         let environment = Environment::read_with_placeholder_secrets(templates.iter().flat_map(|(_, t)| t.refs()));
         self.render_in(values, &templates, &environment)

@@ -27,7 +27,7 @@ pub struct Entry<'a> {
     pub time: String,
     /// The agent the call was made for.
     pub agent: Option<&'a str>,
-    /// The tool.
+    /// The tool's name, as called (a name that resolved to no tool too).
     pub tool: &'a str,
     /// Its tier.
     pub tier: &'a str,
@@ -78,6 +78,6 @@ impl AuditLog {
 }
 
 /// Now, as RFC 3339 UTC with milliseconds.
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }

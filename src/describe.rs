@@ -13,7 +13,7 @@ use crate::policy::Policy;
 use crate::runner::{self, Invocation};
 
 /// How long an executable may take to answer `--describe`.
-pub const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Most bytes of `--describe` output read.
 const DESCRIBE_MAX_BYTES: u64 = 1024 * 1024;
@@ -44,13 +44,13 @@ pub struct Describe {
 /// Declaration order is kept. `literal` parameters are not offered. A required
 /// parameter filled from the caller's context is not listed as required (the
 /// caller's context supplies it when the model does not); see [`validation_schema`].
-pub fn parameters_schema(m: &Manifest) -> Value {
+pub(crate) fn parameters_schema(m: &Manifest) -> Value {
     schema(m, false)
 }
 
 /// The schema a call is validated against after context values are filled in:
 /// like [`parameters_schema`] but every required parameter is required.
-pub fn validation_schema(m: &Manifest) -> Value {
+pub(crate) fn validation_schema(m: &Manifest) -> Value {
     schema(m, true)
 }
 
@@ -109,7 +109,7 @@ fn schema_keys(p: &crate::manifest::Parameter) -> usize {
 }
 
 /// Synthesize the describe value of a manifest.
-pub fn synthesize(m: &Manifest) -> Describe {
+pub(crate) fn synthesize(m: &Manifest) -> Describe {
     Describe {
         name: m.name.clone(),
         description: m.description.clone(),
@@ -122,7 +122,7 @@ pub fn synthesize(m: &Manifest) -> Describe {
 /// Parse an executable's describe output. Returns the describe and the unknown keys
 /// (dotted paths) it carried, or why it was not accepted. A `policy` that does not
 /// say `read_only` is not read-only: packs cannot see what an executable does.
-pub fn parse_executable_describe(stdout: &[u8]) -> Result<(Describe, Vec<String>), String> {
+pub(crate) fn parse_executable_describe(stdout: &[u8]) -> Result<(Describe, Vec<String>), String> {
     let text = std::str::from_utf8(stdout).map_err(|_| "its --describe output is not UTF-8".to_owned())?;
     if text.trim().is_empty() {
         return Err("its --describe printed nothing".into());

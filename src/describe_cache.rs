@@ -29,11 +29,11 @@ use serde::{Deserialize, Serialize};
 const FORMAT: u32 = 1;
 
 /// How long a file must have been left alone before its describe is kept.
-pub const SETTLE: Duration = Duration::from_secs(2);
+pub(crate) const SETTLE: Duration = Duration::from_secs(2);
 
 /// The cache directory packs uses: `$PACKS_CACHE_DIR` (set but empty turns the
 /// cache off), else `$XDG_CACHE_HOME/packs`, else `$HOME/.cache/packs`.
-pub fn default_dir() -> Option<PathBuf> {
+pub(crate) fn default_dir() -> Option<PathBuf> {
     dir_from(|k| std::env::var_os(k))
 }
 
@@ -97,6 +97,15 @@ pub struct DescribeCache {
 }
 
 impl DescribeCache {
+    /// How long a file must stay unchanged before its describe is cached.
+    pub const SETTLE: Duration = SETTLE;
+
+    /// The cache in `$PACKS_CACHE_DIR`, else the user's cache directory
+    /// (`$XDG_CACHE_HOME/packs`, `~/.cache/packs`); none when `PACKS_CACHE_DIR` is empty.
+    pub fn in_default_dir() -> Option<Self> {
+        default_dir().map(Self::new)
+    }
+
     /// A cache kept in `dir` (created when first written).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self { dir: dir.into() }

@@ -2,15 +2,15 @@
 
 /// Variables a tool gets from packs' environment without asking: enough to find
 /// programs, a home, a locale, a terminal type and a temporary directory.
-pub const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM", "TMPDIR"];
+pub(crate) const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM", "TMPDIR"];
 
 /// Set for every tool so nothing waits for input that will never come.
-pub const NON_INTERACTIVE_ENV: &[(&str, &str)] =
+pub(crate) const NON_INTERACTIVE_ENV: &[(&str, &str)] =
     &[("GIT_TERMINAL_PROMPT", "0"), ("PAGER", "cat"), ("GIT_EDITOR", "true")];
 
 /// The whole environment of a tool: [`BASE_ENV`] and `LC_*` from packs' own environment,
 /// the `passthrough` names, the non-interactive defaults, then `extra` (the manifest's `env`).
-pub fn minimal_env(passthrough: &[String], extra: Vec<(String, String)>) -> Vec<(String, String)> {
+pub(crate) fn minimal_env(passthrough: &[String], extra: Vec<(String, String)>) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .filter(|(k, _)| BASE_ENV.contains(&k.as_str()) || k.starts_with("LC_") || passthrough.iter().any(|p| p == k))

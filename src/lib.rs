@@ -1,52 +1,70 @@
 //! packs: declarative tool manifests turned into safe, self-describing tools.
 //!
-//! A tool is either a manifest (`*.tool.json` / `*.tool.toml`) or an executable
-//! that answers `--describe`. Both become a [`Tool`]; a [`Catalog`] discovers
-//! them over pack directories; [`dispatch`] validates a call, renders argv
-//! without any shell, runs it and shapes the result.
+//! Three kinds of tool become one [`Tool`]: a manifest (`*.tool.json` / `*.tool.toml`),
+//! an executable that answers `--describe`, and a [`NativeTool`] a Rust program
+//! registers. A [`Catalog`] discovers the first two over pack directories and takes
+//! the third by [`Catalog::register`]. Every call goes through one pipeline, [`Call`]:
+//! lookup, the rules (tiers, agent, approval), arguments and validation, a plan rendered
+//! without any shell, the run, output shaping, secret masking and the audit log.
 //!
 //! ```no_run
-//! use packs::{Catalog, Context, DenyAll, SearchPath};
+//! use packs::{Call, Catalog, Context, DenyAll, SearchPath};
 //! let catalog = Catalog::load(&SearchPath::dirs(["packs"]));
-//! let args = serde_json::json!({"path": "."});
+//! let context = Context::new();
 //! // Calls that need a person's approval are denied by `DenyAll`; implement `Approver` to ask.
-//! let result = packs::dispatch(&catalog, "disk_usage", args, &Context::new(), &DenyAll);
+//! let result = Call::new("disk_usage", serde_json::json!({"path": "."}))
+//!     .context(&context)
+//!     .approver(&DenyAll)
+//!     .run(&catalog);
 //! ```
-#![warn(missing_docs)]
+//!
+//! docs/LIBRARY.md walks through a front-end: loading, native tools, approval, status
+//! and results.
 
-pub mod agent;
-pub mod argv;
-pub mod audit;
-pub mod call;
+mod agent;
+mod argv;
+mod audit;
+mod call;
 pub mod calls;
-pub mod catalog;
-pub mod cli;
-pub mod describe;
-pub mod describe_cache;
-pub mod environment;
+mod catalog;
+mod cli;
+mod describe;
+mod describe_cache;
+mod environment;
 pub mod formats;
-pub mod help;
+mod help;
 pub mod lint;
-pub mod manifest;
+mod manifest;
 pub mod mcp;
-pub mod names;
-pub mod native;
-pub mod output;
-pub mod policy;
+mod names;
+mod native;
+mod output;
+mod policy;
 pub mod prompt;
-pub mod runner;
-pub mod source;
-pub mod template;
-pub mod testing;
-pub mod tool;
-pub mod tool_test;
+mod runner;
+mod source;
+mod template;
+mod testing;
+mod tool;
+mod tool_test;
 
+pub use agent::{Agent, AgentError};
+pub use audit::AuditLog;
 pub use call::{
     ApprovalReason, ApprovalRequest, ApproveAll, Approver, Call, Context, Decision, Denial, DenyAll, Failure,
-    FieldError, Phase, Planned, Status, ToolError, ToolResult, UnknownContextKey,
+    FieldError, Phase, Planned, Status, ToolError, ToolResult, UnknownContextKey, decide,
 };
-pub use catalog::{Catalog, LookupError, SearchPath};
+pub use catalog::{Catalog, LookupError, SearchPath, Shadowed};
 pub use describe::Describe;
+pub use describe_cache::DescribeCache;
+pub use help::page as help_page;
+pub use native::{NativeError, NativeTool};
+pub use output::{OutputFormat, OutputSpec};
+pub use policy::{Policy, Tier};
+pub use runner::{Process, SpawnError, Stream};
+pub use source::{Diagnostic, Severity};
+pub use testing::{Outcome as TestOutcome, run_tests};
+pub use tool::{NativeToolError, Tool, ToolKind};
 
 /// Look up `name` in `catalog` and take the call through the whole pipeline: the
 /// same as `Call::new(name, args).context(context).approver(approver).run(catalog)`.
@@ -59,5 +77,10 @@ pub fn dispatch(
 ) -> Result<ToolResult, ToolError> {
     Call::new(name, args).context(context).approver(approver).run(catalog)
 }
-pub use source::{Diagnostic, Severity};
-pub use tool::{Tool, ToolKind};
+
+/// The `packs` command line (the binary's `main`): parses the process's arguments,
+/// runs the subcommand and returns the exit code.
+#[doc(hidden)]
+pub fn cli_main() -> i32 {
+    cli::main()
+}

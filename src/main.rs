@@ -1,5 +1,5 @@
-//! The `packs` binary: everything lives in the library (`packs::cli`).
+//! The `packs` binary: everything lives in the library (`packs::cli_main`).
 
 fn main() {
-    std::process::exit(packs::cli::main());
+    std::process::exit(packs::cli_main());
 }

@@ -19,7 +19,7 @@ use crate::source::{Diagnostic, FieldPath, Seg, Severity, SourceFile, Syntax, Ta
 
 /// A tool manifest, as written.
 #[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     /// Editor hint; ignored.
     #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<String>,
@@ -55,7 +55,7 @@ pub struct Manifest {
 /// The JSON type of a parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ParamType {
+pub(crate) enum ParamType {
     /// A string.
     String,
     /// Any number.
@@ -72,7 +72,7 @@ pub enum ParamType {
 
 impl ParamType {
     /// The JSON-Schema type name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::String => "string",
             Self::Number => "number",
@@ -86,7 +86,7 @@ impl ParamType {
 
 /// Where a parameter's value comes from when the call does not give it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-pub enum ParamSource {
+pub(crate) enum ParamSource {
     /// The active URL.
     #[serde(rename = "context.url")]
     Url,
@@ -112,7 +112,7 @@ pub enum ParamSource {
 
 impl ParamSource {
     /// The context key that fills this parameter, if any.
-    pub fn context_key(self) -> Option<&'static str> {
+    pub(crate) fn context_key(self) -> Option<&'static str> {
         match self {
             Self::Url => Some("url"),
             Self::Selection => Some("selection"),
@@ -128,7 +128,7 @@ impl ParamSource {
 /// One declared parameter.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Parameter {
+pub(crate) struct Parameter {
     /// Its JSON type.
     #[serde(rename = "type")]
     pub kind: ParamType,
@@ -175,14 +175,14 @@ pub struct Parameter {
 
 impl Parameter {
     /// Offered to the model (everything but `literal`).
-    pub fn is_offered(&self) -> bool {
+    pub(crate) fn is_offered(&self) -> bool {
         self.source != Some(ParamSource::Literal)
     }
 }
 
 /// The command to run: a program and templated arguments.
 #[derive(Debug, Clone, Serialize)]
-pub struct Command {
+pub(crate) struct Command {
     /// The program (a name looked up in `PATH`, or a path).
     pub program: String,
     /// Argument templates; each renders to exactly one argv element.
@@ -198,7 +198,7 @@ pub struct Command {
 /// One element of `command.args`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
-pub enum Arg {
+pub(crate) enum Arg {
     /// A template rendering to one argv element (or a splat of an array).
     One(String),
     /// A group, omitted as a whole when a parameter it uses is absent or false.
@@ -262,7 +262,7 @@ impl<'de> Deserialize<'de> for Arg {
 /// Split a one-line command (`"du -sh -- {{path}}"`) into program and args with
 /// shell-words rules, once, at load time. Template expressions are kept whole,
 /// so `{{#if human}}-h{{/if}}` stays one word even though it has a space.
-pub fn split_command_line(line: &str) -> Result<Command, String> {
+pub(crate) fn split_command_line(line: &str) -> Result<Command, String> {
     // Mask each {{...}} with a private-use marker so shlex sees no spaces or quotes in it.
     let mut masked = String::with_capacity(line.len());
     let mut exprs = Vec::new();
@@ -291,7 +291,7 @@ pub fn split_command_line(line: &str) -> Result<Command, String> {
 
 /// A parsed manifest with its source, and the warnings found while loading it.
 #[derive(Debug, Clone)]
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// The manifest.
     pub manifest: Manifest,
     /// Its text, for locating later problems.
@@ -379,7 +379,7 @@ fn error_path(p: &serde_path_to_error::Path) -> FieldPath {
 /// Read and parse the manifest at `path`. The syntax follows the name
 /// (`.tool.json`, `.tool.toml`, `.json`); any other name is JSON when its first
 /// character (after a `#!` line) is `{`, else TOML.
-pub fn load(path: &Path) -> Result<Loaded, Vec<Diagnostic>> {
+pub(crate) fn load(path: &Path) -> Result<Loaded, Vec<Diagnostic>> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| vec![Diagnostic::file(Severity::Error, "unreadable", path, format!("cannot read: {e}"))])?;
     let syntax = Syntax::of_manifest(path).unwrap_or_else(|| {
@@ -391,7 +391,7 @@ pub fn load(path: &Path) -> Result<Loaded, Vec<Diagnostic>> {
 }
 
 /// Parse a manifest from its source text.
-pub fn parse(source: SourceFile) -> Result<Loaded, Vec<Diagnostic>> {
+pub(crate) fn parse(source: SourceFile) -> Result<Loaded, Vec<Diagnostic>> {
     match parse_checked(source) {
         (Some(loaded), errors) if errors.is_empty() => Ok(loaded),
         (_, errors) => Err(errors),
@@ -401,7 +401,7 @@ pub fn parse(source: SourceFile) -> Result<Loaded, Vec<Diagnostic>> {
 /// Parse a manifest, keeping it even when the structural checks (name, description...)
 /// found errors, so a linter can go on checking it. Returns the manifest when it
 /// deserialized, and the errors.
-pub fn parse_checked(source: SourceFile) -> (Option<Loaded>, Vec<Diagnostic>) {
+pub(crate) fn parse_checked(source: SourceFile) -> (Option<Loaded>, Vec<Diagnostic>) {
     let mut unknown = Vec::new();
     let result = match source.syntax {
         Syntax::Json => parse_json(&source, &mut unknown),

@@ -1,10 +1,10 @@
 //! Names: what a tool or parameter name may look like, and did-you-mean suggestions.
 
 /// Longest tool name accepted.
-pub const MAX_NAME_LEN: usize = 64;
+pub(crate) const MAX_NAME_LEN: usize = 64;
 
 /// The closest known key, if one is close enough to be a typo.
-pub fn did_you_mean<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
+pub(crate) fn did_you_mean<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
     known
         .iter()
         .map(|k| (strsim_distance(key, k), *k))
@@ -29,13 +29,13 @@ fn strsim_distance(a: &str, b: &str) -> usize {
 }
 
 /// `^[a-z][a-z0-9_]*$`
-pub fn is_snake_case(s: &str) -> bool {
+pub(crate) fn is_snake_case(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some('a'..='z')) && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
 }
 
 /// `^[A-Za-z_][A-Za-z0-9_]*$`
-pub fn is_identifier(s: &str) -> bool {
+pub(crate) fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some('a'..='z' | 'A'..='Z' | '_')) && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }

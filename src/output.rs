@@ -9,10 +9,10 @@ use crate::template::{Data, Environment, Template};
 pub(crate) const OUTPUT_KEYS: &[&str] = &["format", "speak", "max_chars", "extract_field", "template"];
 
 /// Default `max_chars`.
-pub const DEFAULT_MAX_CHARS: usize = 1000;
+pub(crate) const DEFAULT_MAX_CHARS: usize = 1000;
 
 /// Appended to `display` when it was cut.
-pub const TRUNCATION_MARKER: &str = "…";
+pub(crate) const TRUNCATION_MARKER: &str = "…";
 
 /// What the tool prints on stdout.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -58,11 +58,11 @@ impl Default for OutputSpec {
 }
 
 /// The names an output template may use.
-pub const TEMPLATE_NAMES: &[&str] = &["output", "result"];
+pub(crate) const TEMPLATE_NAMES: &[&str] = &["output", "result"];
 
 /// Stdout after shaping.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Shaped {
+pub(crate) struct Shaped {
     /// For the model.
     pub output: String,
     /// For a person or speech: `output` cut to `max_chars` characters.
@@ -72,7 +72,7 @@ pub struct Shaped {
 }
 
 /// Shape stdout by `spec`; `template` is the compiled `spec.template`.
-pub fn shape(
+pub(crate) fn shape(
     spec: &OutputSpec,
     template: Option<&Template>,
     stdout: &[u8],
@@ -111,7 +111,7 @@ pub fn shape(
 }
 
 /// Look up a JSON pointer (`/a/0/b`) or a dotted path (`a.0.b`).
-pub fn extract<'v>(value: &'v Value, field: &str) -> Option<&'v Value> {
+pub(crate) fn extract<'v>(value: &'v Value, field: &str) -> Option<&'v Value> {
     if field.starts_with('/') || field.is_empty() {
         return value.pointer(field);
     }
@@ -123,7 +123,7 @@ pub fn extract<'v>(value: &'v Value, field: &str) -> Option<&'v Value> {
 }
 
 /// Cut `s` to at most `max_chars` characters (never inside a character), marking the cut.
-pub fn truncate(s: &str, max_chars: usize) -> String {
+pub(crate) fn truncate(s: &str, max_chars: usize) -> String {
     let max_chars = max_chars.max(1);
     match s.char_indices().nth(max_chars) {
         None => s.to_owned(),

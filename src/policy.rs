@@ -15,9 +15,9 @@ pub(crate) const POLICY_KEYS: &[&str] = &[
 ];
 
 /// Default `timeout_secs`.
-pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
+pub(crate) const DEFAULT_TIMEOUT_SECS: u64 = 30;
 /// Default `max_output_bytes` (1 MiB).
-pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
+pub(crate) const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
 
 /// Permission tiers, ordered from least to most trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]

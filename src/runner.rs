@@ -24,7 +24,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 /// How many bytes of stderr [`RunOutcome::stderr`] keeps (the tail).
-pub const STDERR_TAIL_BYTES: usize = 64 * 1024;
+pub(crate) const STDERR_TAIL_BYTES: usize = 64 * 1024;
 
 /// Size of the buffer the output is read into.
 const READ_BUF_BYTES: usize = 64 * 1024;
@@ -35,7 +35,7 @@ const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
 /// Everything needed to start one tool process.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Invocation {
+pub(crate) struct Invocation {
     /// `argv[0]` is the program (looked up in `PATH` like `execvp`), the rest
     /// are its arguments, passed verbatim.
     pub argv: Vec<String>,
@@ -53,7 +53,7 @@ pub struct Invocation {
 
 /// What happened when the process ran.
 #[derive(Debug, Clone)]
-pub struct RunOutcome {
+pub(crate) struct RunOutcome {
     /// Exit code; `None` when killed by a signal (including our timeout kill).
     pub exit_code: Option<i32>,
     /// The signal that killed the child, if any.
@@ -61,13 +61,13 @@ pub struct RunOutcome {
     /// The first `max_output_bytes` bytes of stdout.
     pub stdout: Vec<u8>,
     /// Everything the child wrote to stdout, counted.
-    pub stdout_total_bytes: u64,
+    pub(crate) stdout_total_bytes: u64,
     /// Whether `stdout` holds less than the child wrote.
     pub stdout_truncated: bool,
     /// The last [`STDERR_TAIL_BYTES`] bytes of stderr.
     pub stderr: Vec<u8>,
     /// Everything the child wrote to stderr, counted.
-    pub stderr_total_bytes: u64,
+    pub(crate) stderr_total_bytes: u64,
     /// Whether the child was killed because it ran past the timeout.
     pub timed_out: bool,
     /// Wall time from just before spawning to reaping the child.
@@ -112,14 +112,17 @@ pub enum SpawnError {
 }
 
 /// Runs `inv` to completion (or timeout) and returns what happened.
-pub fn run(inv: &Invocation) -> Result<RunOutcome, SpawnError> {
+pub(crate) fn run(inv: &Invocation) -> Result<RunOutcome, SpawnError> {
     run_streaming(inv, |_, _| {})
 }
 
 /// Same as [`run`], calling `on_chunk(stream, bytes)` on the calling thread
 /// as data arrives (for streaming front-ends). A panic in `on_chunk` unwinds
 /// to the caller after the child's group is killed and the child reaped.
-pub fn run_streaming(inv: &Invocation, on_chunk: impl Fn(Stream, &[u8]) + Sync) -> Result<RunOutcome, SpawnError> {
+pub(crate) fn run_streaming(
+    inv: &Invocation,
+    on_chunk: impl Fn(Stream, &[u8]) + Sync,
+) -> Result<RunOutcome, SpawnError> {
     run_observed(inv, |_| {}, on_chunk)
 }
 
@@ -130,7 +133,7 @@ pub fn run_streaming(inv: &Invocation, on_chunk: impl Fn(Stream, &[u8]) + Sync) 
 /// Everything happens on the calling thread: one `poll` loop reads both pipes
 /// and watches for the child's exit (a pidfd on Linux) and for the timeout, so
 /// an `on_chunk` that blocks delays the timeout too.
-pub fn run_observed(
+pub(crate) fn run_observed(
     inv: &Invocation,
     on_spawn: impl FnOnce(&Process),
     on_chunk: impl Fn(Stream, &[u8]) + Sync,
@@ -254,8 +257,8 @@ pub fn run_observed(
         exit_code: status.and_then(|s| s.code()),
         signal: status.and_then(|s| s.signal()),
         stdout_truncated: stdout_total_bytes > stdout.len() as u64,
-        stdout,
         stdout_total_bytes,
+        stdout,
         stderr,
         stderr_total_bytes,
         timed_out,
@@ -311,7 +314,7 @@ pub(crate) fn is_executable_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// A started tool process, to cancel it from another thread (see [`run_observed`]).
+/// A started tool process, to cancel it from another thread (see [`Status::Spawned`](crate::Status::Spawned)).
 ///
 /// Its pid is also its process-group id. [`Process::kill`] signals only while
 /// the child is not reaped, so it can never hit a process that reused the pid.

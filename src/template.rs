@@ -23,14 +23,14 @@ use handlebars::{Context, Handlebars, Helper, HelperResult, Output, RenderContex
 use serde_json::{Map, Value};
 
 /// The context keys a template may read as `{{context.KEY}}`.
-pub const CONTEXT_KEYS: &[&str] = &["url", "selection", "clipboard", "file", "cwd", "transcript"];
+pub(crate) const CONTEXT_KEYS: &[&str] = &["url", "selection", "clipboard", "file", "cwd", "transcript"];
 
 /// Key under which the render data holds the values the call (or context) gave.
 const GIVEN: &str = "__given";
 
 /// A name a template reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ref {
+pub(crate) enum Ref {
     /// A declared parameter.
     Param(String),
     /// A context key (`context.url` → `url`).
@@ -44,7 +44,7 @@ pub enum Ref {
 /// A problem in a template, with the byte offset inside the template string.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
-pub struct TemplateError {
+pub(crate) struct TemplateError {
     /// Byte offset in the template source.
     pub offset: usize,
     /// What is wrong.
@@ -57,7 +57,7 @@ pub struct TemplateError {
 /// kept as pieces and rendered directly. Only templates with blocks or helpers
 /// are compiled by handlebars (its parser is the costly part of loading).
 #[derive(Debug, Clone)]
-pub struct Template {
+pub(crate) struct Template {
     source: String,
     body: Body,
     refs: Vec<Ref>,
@@ -81,7 +81,7 @@ enum Piece {
 
 impl Template {
     /// Parse `source`, allowing the parameter names in `params`.
-    pub fn parse(source: &str, params: &[&str]) -> Result<Self, TemplateError> {
+    pub(crate) fn parse(source: &str, params: &[&str]) -> Result<Self, TemplateError> {
         let scan = scan(source, params)?;
         let body = match scan.pieces {
             Some(pieces) => Body::Pieces(pieces),
@@ -92,7 +92,7 @@ impl Template {
 
     /// Compile with handlebars now (templates with blocks or helpers only; the result is
     /// kept for rendering). Loading a manifest calls this so syntax errors surface at load.
-    pub fn check(&self) -> Result<(), TemplateError> {
+    pub(crate) fn check(&self) -> Result<(), TemplateError> {
         match &self.body {
             Body::Pieces(_) => Ok(()),
             Body::Handlebars(translated, compiled) => {
@@ -102,17 +102,17 @@ impl Template {
     }
 
     /// The text as written.
-    pub fn source(&self) -> &str {
+    pub(crate) fn source(&self) -> &str {
         &self.source
     }
 
     /// Every name the template reads, in order of appearance (may repeat).
-    pub fn refs(&self) -> &[Ref] {
+    pub(crate) fn refs(&self) -> &[Ref] {
         &self.refs
     }
 
     /// The parameter names the template reads.
-    pub fn params(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn params(&self) -> impl Iterator<Item = &str> {
         self.refs.iter().filter_map(|r| match r {
             Ref::Param(p) => Some(p.as_str()),
             _ => None,
@@ -121,22 +121,22 @@ impl Template {
 
     /// Parameters used as plain placeholders outside any block and without an inline
     /// default: these render empty when the parameter has no value.
-    pub fn bare_params(&self) -> &[String] {
+    pub(crate) fn bare_params(&self) -> &[String] {
         &self.bare
     }
 
     /// True when the template is plain text, with no `{{ }}` at all.
-    pub fn is_literal(&self) -> bool {
+    pub(crate) fn is_literal(&self) -> bool {
         matches!(&self.body, Body::Pieces(p) if p.iter().all(|p| matches!(p, Piece::Text(_))))
     }
 
     /// If the whole template is one parameter placeholder (`{{p}}` or `{{p:d}}`), its name.
-    pub fn placeholder(&self) -> Option<&str> {
+    pub(crate) fn placeholder(&self) -> Option<&str> {
         self.placeholder.as_deref()
     }
 
     /// Render with `data` (see [`Data`]).
-    pub fn render(&self, data: &Data) -> Result<String, RenderError> {
+    pub(crate) fn render(&self, data: &Data) -> Result<String, RenderError> {
         match &self.body {
             Body::Pieces(pieces) => {
                 let mut out = String::new();
@@ -177,17 +177,18 @@ fn compile(source: &str, translated: &str) -> Result<Box<handlebars::Template>, 
 
 /// The values a template is rendered with.
 #[derive(Debug, Clone)]
-pub struct Data(Context);
+pub(crate) struct Data(Context);
 
 impl Data {
     /// `resolved`: each parameter's value after defaults (absent ones may be missing);
     /// `given`: the values the call or context gave; `context`: the context map.
-    pub fn new(resolved: &Map<String, Value>, given: &Map<String, Value>, context: &Map<String, Value>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(resolved: &Map<String, Value>, given: &Map<String, Value>, context: &Map<String, Value>) -> Self {
         Self::with_environment(resolved, given, context, &Environment::default())
     }
 
     /// Like [`Data::new`], with the `env.` and `secret.` values the templates read.
-    pub fn with_environment(
+    pub(crate) fn with_environment(
         resolved: &Map<String, Value>,
         given: &Map<String, Value>,
         context: &Map<String, Value>,
@@ -202,7 +203,7 @@ impl Data {
     }
 
     /// A copy with `name` bound to `value` (given), for repeating a group per array item.
-    pub fn with(&self, name: &str, value: &Value) -> Self {
+    pub(crate) fn with(&self, name: &str, value: &Value) -> Self {
         let mut root = self.0.data().clone();
         if let Some(obj) = root.as_object_mut() {
             obj.insert(name.to_owned(), value.clone());
@@ -214,14 +215,14 @@ impl Data {
     }
 
     /// The root object.
-    pub fn root(&self) -> &Value {
+    pub(crate) fn root(&self) -> &Value {
         self.0.data()
     }
 }
 
 /// The `env.` and `secret.` values templates read, taken from packs' own environment.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Environment {
+pub(crate) struct Environment {
     /// `env.NAME` values that are set.
     pub env: Map<String, Value>,
     /// `secret.NAME` values that are set.
@@ -230,7 +231,7 @@ pub struct Environment {
 
 impl Environment {
     /// Read the variables `refs` name from the process environment.
-    pub fn read<'r>(refs: impl IntoIterator<Item = &'r Ref>) -> Self {
+    pub(crate) fn read<'r>(refs: impl IntoIterator<Item = &'r Ref>) -> Self {
         let mut e = Self::default();
         for r in refs {
             let (map, name) = match r {
@@ -247,7 +248,7 @@ impl Environment {
 
     /// Like [`Environment::read`], but every secret is the text `***` (for dry-run
     /// tests, which must not depend on, or reveal, real credentials).
-    pub fn read_with_placeholder_secrets<'r>(refs: impl IntoIterator<Item = &'r Ref>) -> Self {
+    pub(crate) fn read_with_placeholder_secrets<'r>(refs: impl IntoIterator<Item = &'r Ref>) -> Self {
         let refs: Vec<&Ref> = refs.into_iter().collect();
         let mut e = Self::read(refs.iter().copied());
         for r in refs {
@@ -259,14 +260,14 @@ impl Environment {
     }
 
     /// The secret values, for masking.
-    pub fn secret_values(&self) -> Vec<String> {
+    pub(crate) fn secret_values(&self) -> Vec<String> {
         self.secrets.values().filter_map(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned).collect()
     }
 }
 
 /// Render one value as argv text: strings verbatim, numbers as JSON,
 /// booleans `true`/`false`, null empty, arrays and objects as compact JSON.
-pub fn value_text(v: &Value) -> String {
+pub(crate) fn value_text(v: &Value) -> String {
     match v {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
@@ -341,7 +342,7 @@ fn urlencode_helper(
 }
 
 /// Percent-encode everything but RFC 3986's unreserved characters.
-pub fn urlencode(text: &str) -> String {
+pub(crate) fn urlencode(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {

@@ -70,7 +70,7 @@ pub enum NativeToolError {
     /// Its input schema is not an object schema, or does not compile.
     #[error("native tool `{tool}` has an invalid input schema: {message}")]
     BadSchema {
-        /// The tool.
+        /// The tool's name.
         tool: String,
         /// What is wrong.
         message: String,
@@ -78,7 +78,7 @@ pub enum NativeToolError {
     /// Its output template does not parse.
     #[error("native tool `{tool}` has an invalid output template: {message}")]
     BadOutputTemplate {
-        /// The tool.
+        /// The tool's name.
         tool: String,
         /// What is wrong.
         message: String,
@@ -104,7 +104,7 @@ pub struct Tool {
 impl Tool {
     /// Build a manifest tool, compiling its templates. Errors name the file,
     /// line, column and field of each bad template.
-    pub fn from_manifest(loaded: Loaded) -> Result<(Self, Vec<Diagnostic>), Vec<Diagnostic>> {
+    pub(crate) fn from_manifest(loaded: Loaded) -> Result<(Self, Vec<Diagnostic>), Vec<Diagnostic>> {
         let Loaded { manifest, source, warnings } = loaded;
         let params: Vec<&str> = manifest.parameters.keys().map(String::as_str).collect();
         let template_error = |path: &FieldPath, e: crate::template::TemplateError| {
@@ -157,7 +157,7 @@ impl Tool {
     }
 
     /// Build an executable tool from its describe JSON.
-    pub fn from_executable(path: PathBuf, describe: Describe) -> Result<Self, String> {
+    pub(crate) fn from_executable(path: PathBuf, describe: Describe) -> Result<Self, String> {
         let output = describe.output.clone().unwrap_or_default();
         let output_template = output
             .template
@@ -280,13 +280,18 @@ impl Tool {
         }
     }
 
+    /// Example calls in FunctionGemma syntax (`call:NAME{...}`), from a manifest's `examples`.
+    pub fn examples(&self) -> &[String] {
+        self.manifest().map_or(&[], |m| m.examples.as_slice())
+    }
+
     /// The JSON Schema of the tool's output, when it states one (native tools).
     pub fn output_schema(&self) -> Option<Value> {
         self.native().and_then(NativeTool::output_schema)
     }
 
     /// The manifest, for a manifest tool.
-    pub fn manifest(&self) -> Option<&Manifest> {
+    pub(crate) fn manifest(&self) -> Option<&Manifest> {
         match &self.body {
             Body::Manifest { manifest, .. } => Some(manifest),
             Body::Executable | Body::Native(_) => None,
@@ -294,7 +299,7 @@ impl Tool {
     }
 
     /// The compiled command, for a manifest tool.
-    pub fn command(&self) -> Option<&CommandTemplate> {
+    pub(crate) fn command(&self) -> Option<&CommandTemplate> {
         match &self.body {
             Body::Manifest { command, .. } => Some(command),
             Body::Executable | Body::Native(_) => None,
@@ -341,7 +346,7 @@ impl Tool {
     /// about three times cheaper to prepare than 2020-12's, which is most of the
     /// first call's cost in a fresh `packs run`. An executable's schema follows its
     /// own `$schema` (default 2020-12).
-    pub fn validator(&self) -> Result<&jsonschema::Validator, String> {
+    pub(crate) fn validator(&self) -> Result<&jsonschema::Validator, String> {
         self.validator
             .get_or_init(|| {
                 let schema = self.validation_schema();

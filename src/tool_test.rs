@@ -13,7 +13,7 @@ pub(crate) const EXPECT_KEYS: &[&str] =
 /// One entry of a manifest's `tests`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(default)]
-pub struct ToolTest {
+pub(crate) struct ToolTest {
     /// A label (default: its position, `#1`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -32,7 +32,7 @@ pub struct ToolTest {
 /// What a test expects. Every field given must hold.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default)]
-pub struct Expect {
+pub(crate) struct Expect {
     /// The tool's exit code.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,

@@ -33,15 +33,15 @@ pub enum ToolError {
     /// The arguments are not a JSON object (or a JSON string holding one), or could not be built.
     #[error("invalid arguments for `{tool}`: {message}")]
     InvalidArguments {
-        /// The tool.
+        /// The tool's name.
         tool: String,
-        /// Why.
+        /// What is wrong with them.
         message: String,
     },
     /// The arguments do not match the tool's schema.
     #[error("invalid arguments for `{tool}`: {}", errors.iter().map(|e| if e.field.is_empty() { e.message.clone() } else { format!("`{}`: {}", e.field, e.message) }).collect::<Vec<_>>().join("; "))]
     Validation {
-        /// The tool.
+        /// The tool's name.
         tool: String,
         /// Every problem found.
         errors: Vec<FieldError>,
@@ -57,25 +57,25 @@ pub enum ToolError {
     /// The tool's own schema does not compile.
     #[error("tool `{tool}` is broken: {message}")]
     BrokenTool {
-        /// The tool.
+        /// The tool's name.
         tool: String,
-        /// Why.
+        /// Why its schema does not compile.
         message: String,
     },
     /// The call is not allowed, or needed approval and did not get it.
     #[error("permission denied for `{tool}` (tier {tier}): {reason}")]
     PermissionDenied {
-        /// The tool.
+        /// The tool's name.
         tool: String,
         /// The tool's tier.
         tier: Tier,
-        /// Why.
+        /// Which rule denied it.
         reason: Denial,
     },
     /// The program could not be started.
     #[error("tool `{tool}`: {source}")]
     Spawn {
-        /// The tool.
+        /// The tool's name.
         tool: String,
         /// The OS error.
         #[source]

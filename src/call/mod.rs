@@ -357,8 +357,8 @@ fn run_native(
         stdout_truncated: keep < stdout.len(),
         stdout: stdout[..keep].to_vec(),
         stdout_total_bytes: total,
-        stderr: Vec::new(),
         stderr_total_bytes: 0,
+        stderr: Vec::new(),
         timed_out: false,
         duration: start.elapsed(),
     };
@@ -378,6 +378,8 @@ fn shape(tool: &Tool, plan: &Plan, (out, native_error): (RunOutcome, Option<Stri
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         duration_ms: u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX),
         truncated: out.stdout_truncated,
+        stdout_bytes: out.stdout_total_bytes,
+        stderr_bytes: out.stderr_total_bytes,
         timed_out: out.timed_out,
         error: None,
         failure: None,

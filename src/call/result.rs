@@ -28,6 +28,12 @@ pub struct ToolResult {
     pub duration_ms: u64,
     /// stdout was longer than `max_output_bytes` and was cut.
     pub truncated: bool,
+    /// Everything the tool wrote to stdout, in bytes (more than was kept when `truncated`).
+    #[serde(skip)]
+    pub stdout_bytes: u64,
+    /// Everything the tool wrote to stderr, in bytes (`stderr` keeps the tail).
+    #[serde(skip)]
+    pub stderr_bytes: u64,
     /// The timeout killed the tool's process group.
     pub timed_out: bool,
     /// Why `ok` is false, when it is (the [`Failure`] as text, secrets masked).

@@ -55,7 +55,7 @@ impl SearchPath {
     }
 
     /// The same directories, caching executables' `--describe` answers in `cache`
-    /// (see [`crate::describe_cache`]).
+    /// (see [`DescribeCache`]).
     pub fn with_describe_cache(self, cache: Option<DescribeCache>) -> Self {
         Self { describe_cache: cache, ..self }
     }
@@ -76,7 +76,7 @@ pub enum LookupError {
     /// Two files in one directory declare this name.
     #[error("tool `{name}` is declared twice in one pack directory: {} and {}", first.display(), second.display())]
     Ambiguous {
-        /// The name.
+        /// The name both files declare.
         name: String,
         /// One file.
         first: PathBuf,
@@ -88,7 +88,7 @@ pub enum LookupError {
 /// A tool that lost to one of the same name in an earlier directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shadowed {
-    /// The name.
+    /// The name both tools declare.
     pub name: String,
     /// The file that is used.
     pub winner: PathBuf,
@@ -168,7 +168,7 @@ impl Catalog {
     ///
     /// The file is never run: `packs exec` on a copy of an executable manifest
     /// named without its `.tool.*` suffix must not end up executing itself.
-    pub fn load_file(path: &Path) -> Result<(Tool, Vec<Diagnostic>), Vec<Diagnostic>> {
+    pub(crate) fn load_file(path: &Path) -> Result<(Tool, Vec<Diagnostic>), Vec<Diagnostic>> {
         Tool::from_manifest(manifest::load(path)?)
     }
 
@@ -262,19 +262,10 @@ impl Catalog {
         })
     }
 
-    /// The tool named `name`, shared (a reloading server hands it to a running call).
-    pub fn get_shared(&self, name: &str) -> Result<Arc<Tool>, LookupError> {
-        self.get(name)?;
-        match self.index.get(name).map(|&i| &self.entries[i].1) {
-            Some(Entry::Tool(t)) => Ok(Arc::clone(t)),
-            _ => Err(LookupError::NotFound { name: name.to_owned(), suggestion: None }),
-        }
-    }
-
     /// After reloading: every tool of `previous` whose file is now broken (an error
     /// diagnostic names it) and that this catalog lacks is kept in its last good version.
     /// Returns the names kept.
-    pub fn keep_last_good(&mut self, previous: &Catalog) -> Vec<String> {
+    pub(crate) fn keep_last_good(&mut self, previous: &Catalog) -> Vec<String> {
         let mut kept = Vec::new();
         for (name, entry) in &previous.entries {
             let Entry::Tool(tool) = entry else { continue };

@@ -18,17 +18,17 @@ use crate::catalog::{Catalog, SearchPath};
 use crate::source::Diagnostic;
 
 /// Exit codes of `packs run` (documented in docs/TOOL_INTERFACE.md).
-pub mod exit {
+pub(crate) mod exit {
     /// The tool ran and succeeded.
-    pub const OK: i32 = 0;
+    pub(crate) const OK: i32 = 0;
     /// Not found, bad arguments, validation failure (or a usage error).
-    pub const USAGE: i32 = 1;
+    pub(crate) const USAGE: i32 = 1;
     /// The tool ran and failed.
-    pub const TOOL_FAILED: i32 = 2;
+    pub(crate) const TOOL_FAILED: i32 = 2;
     /// The call needed approval and did not get it.
-    pub const DENIED: i32 = 3;
+    pub(crate) const DENIED: i32 = 3;
     /// The tool timed out.
-    pub const TIMEOUT: i32 = 124;
+    pub(crate) const TIMEOUT: i32 = 124;
 }
 
 #[derive(Parser, Debug)]
@@ -121,7 +121,7 @@ enum Command {
 }
 
 /// Run the CLI with the process's arguments; returns the exit code.
-pub fn main() -> i32 {
+pub(crate) fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -120,7 +120,7 @@ pub enum LintError {
     BadPath {
         /// The path.
         path: PathBuf,
-        /// Why.
+        /// Why it cannot be linted.
         reason: String,
     },
 }
