@@ -9,8 +9,12 @@ use crate::tool::Tool;
 
 const INDENT: &str = "       ";
 
-/// The help page of `tool` (`packs help NAME`).
+/// The manual page of `tool` (`packs help NAME`): a native tool's own, else one
+/// generated from the tool itself.
 pub fn page(tool: &Tool) -> String {
+    if let Some(page) = tool.native().and_then(crate::NativeTool::help) {
+        return page;
+    }
     let mut s = String::new();
     let d = tool.describe();
     let title = d.name.to_uppercase();
@@ -22,8 +26,8 @@ pub fn page(tool: &Tool) -> String {
     section(&mut s, "COMMAND", &command(tool));
     section(&mut s, "POLICY", &policy(tool));
     section(&mut s, "OUTPUT", &output(tool));
-    if let Some(m) = tool.manifest().filter(|m| !m.examples.is_empty()) {
-        section(&mut s, "EXAMPLES", &m.examples.join("\n\n"));
+    if !tool.examples().is_empty() {
+        section(&mut s, "EXAMPLES", &tool.examples().join("\n\n"));
     }
     section(
         &mut s,
@@ -114,6 +118,9 @@ fn parameters(tool: &Tool) -> String {
 }
 
 fn command(tool: &Tool) -> String {
+    if tool.native().is_some() {
+        return format!("(a native tool: it runs inside the program that registered it, as `{}`)", tool.name());
+    }
     let Some(m) = tool.manifest() else {
         return format!(
             "{} '<arguments as JSON>'\n(an executable tool: it receives the call's JSON as its one argument)",

@@ -86,9 +86,13 @@ pub fn input_shape(parameters: &Value) -> String {
     format!("{{{}}}", parts.join(", "))
 }
 
-/// One tool's entry in a system prompt: `- name: first line of the description. Input: {...}`.
+/// One tool's entry in a system prompt: a native tool's own line, else
+/// `- name: first line of the description. Input: {...}`.
 pub fn tool_entry(tool: &Tool) -> String {
-    let description = tool.description().lines().next().unwrap_or_default().trim_end_matches('.');
+    if let Some(line) = tool.native().and_then(crate::NativeTool::prompt_line) {
+        return line;
+    }
+    let description = tool.short_description().trim_end_matches('.');
     format!("- {}: {description}. Input: {}", tool.name(), input_shape(&tool.describe().parameters))
 }
 

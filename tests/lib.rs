@@ -9,6 +9,8 @@
 
 #[path = "suite/approval.rs"]
 mod approval;
+#[path = "suite/architecture.rs"]
+mod architecture;
 #[path = "suite/argv_rules.rs"]
 mod argv_rules;
 #[path = "suite/catalog.rs"]
@@ -31,6 +33,8 @@ mod injection;
 mod library;
 #[path = "suite/lint.rs"]
 mod lint;
+#[path = "suite/native.rs"]
+mod native;
 #[path = "suite/network.rs"]
 mod network;
 #[path = "suite/output.rs"]

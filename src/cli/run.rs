@@ -94,6 +94,9 @@ impl Approver for TerminalApprover {
         if let Some(cwd) = &request.cwd {
             let _ = writeln!(err, "  in {}", cwd.display());
         }
+        for (k, v) in &request.env {
+            let _ = writeln!(err, "  env: {k}={}", quoted(std::slice::from_ref(v)));
+        }
         let _ = write!(err, "Run it? [y/N] ");
         let _ = err.flush();
         let mut answer = String::new();

@@ -1,0 +1,246 @@
+//! Native tools: a third kind of tool, registered by a Rust program, through the same
+//! pipeline as manifests and executables.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use packs::formats::{ExportFormat, export};
+use packs::{
+    Agent, ApproveAll, AuditLog, Call, Catalog, Context, Denial, DenyAll, Failure, NativeError, NativeTool,
+    NativeToolError, OutputSpec, Policy, SearchPath, Status, ToolError, ToolKind,
+};
+use serde_json::{Map, Value, json};
+
+use crate::common::{Packs, printf_tool};
+
+/// A configurable native tool that counts its runs.
+struct Echo {
+    name: &'static str,
+    policy: Policy,
+    output: OutputSpec,
+    runs: Arc<AtomicUsize>,
+    behave: fn(&Map<String, Value>) -> Result<String, NativeError>,
+}
+
+impl Echo {
+    fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            policy: Policy { read_only: true, ..Policy::default() },
+            output: OutputSpec::default(),
+            runs: Arc::new(AtomicUsize::new(0)),
+            behave: |args| Ok(format!("said {}", args["word"].as_str().unwrap_or_default())),
+        }
+    }
+}
+
+impl NativeTool for Echo {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> &str {
+        "Say a word back.\nLonger text for the manual page."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"word": {"type": "string", "maxLength": 8}}, "required": ["word"], "additionalProperties": false})
+    }
+    fn policy(&self) -> Policy {
+        self.policy.clone()
+    }
+    fn output(&self) -> OutputSpec {
+        self.output.clone()
+    }
+    fn execute(&self, args: &Map<String, Value>) -> Result<String, NativeError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        (self.behave)(args)
+    }
+}
+
+fn catalog_with(tool: Echo) -> Catalog {
+    let mut catalog = Catalog::default();
+    catalog.register(tool).expect("registers");
+    catalog
+}
+
+#[test]
+fn a_native_tool_is_listed_exported_described_and_called() {
+    let packs = Packs::new().manifest("file_tool", printf_tool("file_tool", json!({}), json!(["x"])));
+    let mut catalog = Catalog::load(&SearchPath::dirs([packs.path()]));
+    catalog.register(Echo::new("echo_word")).unwrap();
+    let names: Vec<(&str, ToolKind)> = catalog.tools().map(|t| (t.name(), t.kind())).collect();
+    assert_eq!(names, [("file_tool", ToolKind::Manifest), ("echo_word", ToolKind::Native)]);
+
+    let tool = catalog.get("echo_word").unwrap();
+    assert_eq!(tool.short_description(), "Say a word back.");
+    assert_eq!(tool.describe().parameters["required"], json!(["word"]));
+    let openai = export(&[tool], ExportFormat::Openai);
+    assert_eq!(openai.as_json().unwrap()[0]["function"]["name"], "echo_word");
+    assert_eq!(openai.as_json().unwrap()[0]["function"]["parameters"]["properties"]["word"]["maxLength"], 8);
+    assert!(packs::prompt::tool_entry(tool).starts_with("- echo_word: Say a word back. Input: "));
+    let page = packs::help_page(tool);
+    assert!(page.contains("Longer text for the manual page."), "{page}");
+    assert!(page.contains("native tool"), "{page}");
+
+    let r = Call::new("echo_word", json!({"word": "hi"})).run(&catalog).unwrap();
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.output, "said hi");
+    assert_eq!(r.exit_code, Some(0));
+}
+
+#[test]
+fn validation_comes_before_a_native_tool_runs() {
+    let tool = Echo::new("echo_word");
+    let runs = Arc::clone(&tool.runs);
+    let catalog = catalog_with(tool);
+    for bad in [json!({}), json!({"word": "far too long"}), json!({"word": "a", "extra": 1}), json!("[1]")] {
+        let e = Call::new("echo_word", bad.clone()).run(&catalog).unwrap_err();
+        assert_eq!(e.kind(), "validation", "{bad}: {e}");
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "a call that does not validate never runs");
+    let r = Call::new("echo_word", Value::String(r#"{"word": "ok"}"#.into())).run(&catalog).unwrap();
+    assert_eq!(r.output, "said ok");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn tiers_approval_and_agent_rules_apply_to_native_tools() {
+    let mut careful = Echo::new("careful_word");
+    careful.policy = Policy { confirm_before_run: true, ..Policy::default() };
+    let runs = Arc::clone(&careful.runs);
+    let catalog = catalog_with(careful);
+    let args = || json!({"word": "hi"});
+    let e = Call::new("careful_word", args()).approver(&DenyAll).run(&catalog).unwrap_err();
+    match &e {
+        ToolError::PermissionDenied { reason: Denial::NotApproved(_), .. } => {}
+        other => panic!("expected a refused approval, got {other:?}"),
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let asked = Mutex::new(Vec::new());
+    struct Recorder<'a>(&'a Mutex<Vec<Vec<String>>>);
+    impl packs::Approver for Recorder<'_> {
+        fn approve(&self, request: &packs::ApprovalRequest) -> bool {
+            self.0.lock().unwrap().push(request.argv.clone());
+            true
+        }
+    }
+    let r = Call::new("careful_word", args()).approver(&Recorder(&asked)).run(&catalog).unwrap();
+    assert!(r.ok);
+    assert_eq!(asked.into_inner().unwrap(), [vec!["careful_word".to_owned(), r#"{"word":"hi"}"#.to_owned()]]);
+
+    // An agent that denies the tool: the approver is never reached.
+    let agents = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(agents.path().join("a")).unwrap();
+    std::fs::write(agents.path().join("a/agent.toml"), "deny = [\"careful_*\"]\n").unwrap();
+    let context = Context::new().with_agent(Agent::load(agents.path(), "a").unwrap());
+    let e = Call::new("careful_word", args()).context(&context).approver(&ApproveAll).run(&catalog).unwrap_err();
+    assert!(matches!(e, ToolError::PermissionDenied { reason: Denial::NotAllowed { .. }, .. }), "{e:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn native_calls_are_audited_and_report_their_phases() {
+    let catalog = catalog_with(Echo::new("echo_word"));
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let context = Context::new().with_audit(AuditLog::open(&log).unwrap());
+    let phases = Mutex::new(Vec::new());
+    let on_status = |s: Status<'_>| {
+        if let Status::Phase(p) = s {
+            phases.lock().unwrap().push(format!("{p:?}"));
+        }
+    };
+    Call::new("echo_word", json!({"word": "hi"})).context(&context).on_status(&on_status).run(&catalog).unwrap();
+    assert_eq!(phases.into_inner().unwrap(), ["Validate", "Authorize", "Execute", "Complete"]);
+    let line: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().trim()).unwrap();
+    assert_eq!(line["tool"], "echo_word");
+    assert_eq!(line["tier"], "read_only");
+    assert_eq!(line["decision"], "allowed");
+    assert_eq!(line["outcome"], "ok");
+    assert_eq!(line["argv"], json!(["echo_word", r#"{"word":"hi"}"#]));
+}
+
+#[test]
+fn native_output_is_shaped_and_failures_are_results() {
+    let mut structured = Echo::new("structured");
+    structured.output = OutputSpec {
+        format: packs::OutputFormat::Json,
+        extract_field: Some("data".into()),
+        max_chars: 5,
+        ..OutputSpec::default()
+    };
+    structured.behave = |_| Ok(r#"{"data": {"answer": 42, "text": "long enough"}}"#.into());
+    let mut failing = Echo::new("failing");
+    failing.behave = |_| Err("the service said no".into());
+    let mut panicking = Echo::new("panicking");
+    panicking.behave = |_| panic!("boom");
+    let mut catalog = catalog_with(structured);
+    catalog.register(failing).unwrap();
+    catalog.register(panicking).unwrap();
+    let args = || json!({"word": "x"});
+
+    let r = Call::new("structured", args()).run(&catalog).unwrap();
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.json, Some(json!({"answer": 42, "text": "long enough"})), "the parsed value travels with the result");
+    assert_eq!(r.display.chars().count(), 5);
+
+    let r = Call::new("failing", args()).run(&catalog).unwrap();
+    assert!(!r.ok);
+    assert_eq!(r.failure, Some(Failure::Native("the service said no".into())));
+    assert_eq!(r.error_json()["error"]["message"], "the service said no");
+
+    let r = Call::new("panicking", args()).run(&catalog).unwrap();
+    assert!(!r.ok);
+    assert_eq!(r.error.as_deref(), Some("the tool panicked: boom"));
+}
+
+#[test]
+fn registration_checks_the_tool() {
+    let mut catalog = Catalog::default();
+    assert_eq!(catalog.register(Echo::new("Not Snake")), Err(NativeToolError::BadName("Not Snake".into())));
+    struct NoSchema;
+    impl NativeTool for NoSchema {
+        fn name(&self) -> &str {
+            "no_schema"
+        }
+        fn description(&self) -> &str {
+            "d"
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type": "string"})
+        }
+        fn execute(&self, _: &Map<String, Value>) -> Result<String, NativeError> {
+            Ok(String::new())
+        }
+    }
+    assert!(matches!(catalog.register(NoSchema), Err(NativeToolError::BadSchema { .. })));
+    catalog.register(Echo::new("echo_word")).unwrap();
+    assert_eq!(catalog.register(Echo::new("echo_word")), Err(NativeToolError::Duplicate("echo_word".into())));
+
+    // A native tool shadows a pack directory's tool of the same name, and says so.
+    let packs = Packs::new().manifest("echo_word", printf_tool("echo_word", json!({}), json!(["x"])));
+    let mut catalog = Catalog::load(&SearchPath::dirs([packs.path()]));
+    catalog.register(Echo::new("echo_word")).unwrap();
+    assert_eq!(catalog.get("echo_word").unwrap().kind(), ToolKind::Native);
+    assert_eq!(catalog.shadowed.len(), 1);
+    assert!(catalog.shadowed[0].hidden.ends_with("echo_word.tool.json"));
+}
+
+#[test]
+fn the_native_tool_example_runs() {
+    // Cargo builds the examples for `cargo test`, beside the test binaries' directory.
+    let exe = std::env::current_exe().unwrap();
+    let example = exe.parent().and_then(|deps| deps.parent()).unwrap().join("examples/native_tool");
+    let out = std::process::Command::new(&example)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("PACKS_CACHE_DIR", "")
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", example.display()));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let export_end = stdout.find("\ndisk_usage: ").expect("a manifest call");
+    let tools: Value = serde_json::from_str(&stdout[..export_end]).expect("the OpenAI export first");
+    let names: Vec<&str> = tools.as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+    assert!(names.contains(&"sum_numbers") && names.contains(&"disk_usage"), "{names:?}");
+    assert!(stdout.contains("word_count: 5 words, 1 lines, 37 characters"), "{stdout}");
+    assert!(stdout.contains(r#"sum_numbers (structured): {"sum":6.5,"count":3}"#), "{stdout}");
+}
