@@ -106,9 +106,9 @@ impl Agent {
         let max_tier = config
             .max_tier
             .as_deref()
-            .map(str::parse)
+            .map(str::parse::<Tier>)
             .transpose()
-            .map_err(|message| AgentError::BadConfig { path: path.clone(), message })?;
+            .map_err(|e| AgentError::BadConfig { path: path.clone(), message: e.to_string() })?;
         Ok(Self { id: id.to_owned(), dir, config, allow, deny, ask, max_tier })
     }
 

@@ -51,8 +51,8 @@ mod tool_test;
 pub use agent::{Agent, AgentError};
 pub use audit::AuditLog;
 pub use call::{
-    ApprovalReason, ApprovalRequest, ApproveAll, Approver, Call, Context, Decision, Denial, DenyAll, Failure,
-    FieldError, Phase, Planned, Status, ToolError, ToolResult, UnknownContextKey, decide,
+    ApprovalReason, ApprovalRequest, ApproveAll, Approver, ArgumentsError, Call, Context, Decision, Denial, DenyAll,
+    Failure, FieldError, Phase, Planned, Status, ToolError, ToolResult, UnknownContextKey, decide,
 };
 pub use catalog::{Catalog, LookupError, SearchPath, Shadowed};
 pub use describe::Describe;
@@ -60,7 +60,7 @@ pub use describe_cache::DescribeCache;
 pub use help::page as help_page;
 pub use native::{NativeError, NativeTool};
 pub use output::{OutputFormat, OutputSpec};
-pub use policy::{Policy, Tier};
+pub use policy::{Policy, Tier, UnknownTier};
 pub use runner::{Process, SpawnError, Stream};
 pub use source::{Diagnostic, Severity};
 pub use testing::{Outcome as TestOutcome, run_tests};

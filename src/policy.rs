@@ -51,15 +51,20 @@ impl std::fmt::Display for Tier {
     }
 }
 
+/// A tier name that is none of `read_only`, `workspace`, `system`, `elevated`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown tier `{0}`; tiers are read_only, workspace, system, elevated")]
+pub struct UnknownTier(pub String);
+
 impl std::str::FromStr for Tier {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownTier;
+    fn from_str(s: &str) -> Result<Self, UnknownTier> {
         match s {
             "read_only" => Ok(Self::ReadOnly),
             "workspace" => Ok(Self::Workspace),
             "system" => Ok(Self::System),
             "elevated" => Ok(Self::Elevated),
-            other => Err(format!("unknown tier `{other}`; tiers are read_only, workspace, system, elevated")),
+            other => Err(UnknownTier(other.to_owned())),
         }
     }
 }

@@ -40,8 +40,11 @@ use crate::tool::{Body, Tool};
 use mask::Masker;
 use plan::{Plan, Target};
 
+/// Why a front-end could not build a call's arguments (its message is shown to the caller).
+pub type ArgumentsError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Builds a call's arguments from the tool once it is found.
-type Build<'a> = Box<dyn FnOnce(&Tool) -> Result<Value, String> + 'a>;
+type Build<'a> = Box<dyn FnOnce(&Tool) -> Result<Value, ArgumentsError> + 'a>;
 
 /// How the arguments of a call are given.
 enum Input<'a> {
@@ -98,7 +101,7 @@ impl<'a> Call<'a> {
 
     /// A call whose arguments are built from the tool once it is found (e.g. typing
     /// `key=value` pairs by its schema). An error becomes [`ToolError::InvalidArguments`].
-    pub fn with_arguments_from(name: &'a str, build: impl FnOnce(&Tool) -> Result<Value, String> + 'a) -> Self {
+    pub fn with_arguments_from(name: &'a str, build: impl FnOnce(&Tool) -> Result<Value, ArgumentsError> + 'a) -> Self {
         Self { input: Input::Build(Box::new(build)), ..Self::new(name, Value::Null) }
     }
 
@@ -240,9 +243,8 @@ fn steps<'c>(
     }
     let raw = match input {
         Input::Value(v) => v,
-        Input::Build(build) => {
-            build(tool).map_err(|message| ToolError::InvalidArguments { tool: tool.name().to_owned(), message })?
-        }
+        Input::Build(build) => build(tool)
+            .map_err(|e| ToolError::InvalidArguments { tool: tool.name().to_owned(), message: e.to_string() })?,
     };
     let args = arguments::prepare(tool, raw, context)?;
     let plan = Plan::new(tool, &args, context, mode == Mode::TestDryRun)?;

@@ -42,7 +42,10 @@ pub(super) fn call(catalog: &Catalog, a: &CallArgs, base: &Context) -> Result<i3
 fn answer(catalog: &Catalog, call: FoundCall, context: &Context, approver: &dyn Approver) -> CallResult {
     // Arguments that could not be read are reported (and recorded) by the pipeline too.
     let args = call.args.clone();
-    let outcome = Call::with_arguments_from(&call.name, move |_| args).context(context).approver(approver).run(catalog);
+    let outcome = Call::with_arguments_from(&call.name, move |_| args.map_err(Into::into))
+        .context(context)
+        .approver(approver)
+        .run(catalog);
     match outcome {
         Err(e) => {
             let value = e.to_json();

@@ -115,8 +115,8 @@ pub(super) fn run(catalog: &Catalog, a: &RunArgs, base: &Context) -> Result<i32>
         Err(e) => (base.clone(), Some(format!("{e:#}"))),
     };
     let build = |tool: &crate::tool::Tool| match context_error {
-        Some(e) => Err(e),
-        None => args::arguments(tool, a.input.as_deref(), &a.args).map_err(|e| format!("{e:#}")),
+        Some(e) => Err(e.into()),
+        None => args::arguments(tool, a.input.as_deref(), &a.args).map_err(|e| format!("{e:#}").into()),
     };
     let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
     let stream = |status: Status<'_>| {
