@@ -411,12 +411,15 @@ fn is_executable(path: &Path) -> bool {
 }
 
 /// Whether the time zone database knows `zone` (some minimal systems have none).
-pub(crate) fn has_zone(zone: &str) -> bool {
+/// Fails the test when the time zone `zone` is not installed (`.ci/run` installs tzdata).
+pub(crate) fn require_zone(zone: &str) {
     let known = Path::new("/usr/share/zoneinfo").join(zone).is_file();
-    if !known {
-        eprintln!("no tzdata for {zone}: skipping");
-    }
-    known
+    assert!(known, "this test needs tzdata for {zone} (`apt-get install tzdata`; .ci/run installs it)");
+}
+
+/// Fails the test when `program` is not on `PATH` (`.ci/run` installs what the tests need).
+pub(crate) fn require(program: &str) {
+    assert!(on_path(program), "this test needs `{program}` on PATH (.ci/run installs it)");
 }
 
 /// The directory holding the built binary.

@@ -5,7 +5,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::common::{BUNDLED, Packs, REPO, Test, has_zone, path_with_packs};
+use crate::common::{BUNDLED, Packs, REPO, Test, path_with_packs, require_zone};
 
 fn now_toml() -> String {
     format!("{BUNDLED}/now.tool.toml")
@@ -25,9 +25,7 @@ fn exec_describe_prints_the_describe_json() {
 
 #[test]
 fn exec_runs_with_one_json_argument() {
-    if !has_zone("Asia/Tokyo") {
-        return;
-    }
+    require_zone("Asia/Tokyo");
     Test::new()
         .args(["exec", &now_toml(), r#"{"timezone": "Asia/Tokyo", "format": "%Z|%z"}"#])
         .run()
@@ -166,9 +164,7 @@ fn now_tool_runs_through_its_shebang() {
 #[test]
 fn now_tool_defaults_to_the_callers_time_zone() {
     // Without `timezone`, `TZ` is not set to "" (which the C library reads as UTC).
-    if !has_zone("Asia/Tokyo") {
-        return;
-    }
+    require_zone("Asia/Tokyo");
     Test::new()
         .env("TZ", "Asia/Tokyo")
         .args(["exec", &now_toml(), r#"{"format": "%Z"}"#])

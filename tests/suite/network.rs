@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::{Output, Packs, Test, on_path};
+use crate::common::{Output, Packs, Test, require};
 
 /// One request the server received.
 #[derive(Debug)]
@@ -128,14 +128,6 @@ fn decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn curl_missing() -> bool {
-    if on_path("curl") {
-        return false;
-    }
-    eprintln!("curl is not on PATH: skipping");
-    true
-}
-
 /// A run of a network pack with a neutral curl configuration.
 fn net(packs: Packs) -> Test {
     let test = Test::new();
@@ -196,9 +188,7 @@ fn assert_weather_query(req: &Request, path: &str, unit: &str) {
 
 #[test]
 fn get_weather_asks_the_configured_server() {
-    if curl_missing() {
-        return;
-    }
+    require("curl");
     let server = Server::start(vec![(200, "Lisbon: Sunny, +21°C, wind ↗10km/h"), (200, "Lisbon: Sunny, +70°F")]);
     net(weather())
         .env("PACKS_WTTR_URL", &server.url)
@@ -219,9 +209,7 @@ fn get_weather_asks_the_configured_server() {
 
 #[test]
 fn get_weather_encodes_the_location() {
-    if curl_missing() {
-        return;
-    }
+    require("curl");
     let server = Server::start(vec![(200, "ok"), (200, "ok")]);
     for location in ["New York", "São Paulo"] {
         net(weather())
@@ -239,9 +227,7 @@ fn get_weather_encodes_the_location() {
 
 #[test]
 fn get_weather_cannot_leave_the_base_path() {
-    if curl_missing() {
-        return;
-    }
+    require("curl");
     let server = Server::start(vec![(200, "ok")]);
     let out = net(weather())
         .env("PACKS_WTTR_URL", format!("{}/api/v1", server.url))
@@ -273,9 +259,7 @@ fn github_issue(server: &Server, token: Option<&str>, repo: &str, extra: &[&str]
 
 #[test]
 fn github_issue_posts_to_the_configured_api() {
-    if curl_missing() {
-        return;
-    }
+    require("curl");
     let server = Server::start(vec![(201, r#"{"html_url":"http://x/1","number":1}"#)]);
     github_issue(&server, Some("t0ken"), "acme/widgets", &[])
         .success()
@@ -295,9 +279,7 @@ fn github_issue_posts_to_the_configured_api() {
 
 #[test]
 fn github_issue_body_defaults_to_empty() {
-    if curl_missing() {
-        return;
-    }
+    require("curl");
     let server = Server::start(vec![(201, r#"{"html_url":"http://x/2"}"#)]);
     net(github())
         .env("PACKS_GITHUB_API", &server.url)
@@ -323,9 +305,7 @@ fn github_issue_masks_the_token() {
 
 #[test]
 fn github_issue_masks_the_token_in_results() {
-    if curl_missing() {
-        return;
-    }
+    require("curl");
     let server = Server::start(vec![(201, r#"{"html_url":"http://x/t0ken-s3cret"}"#)]);
     let out = github_issue(&server, Some("t0ken-s3cret"), "acme/widgets", &["--json"]);
     out.success().stdout_lacks("t0ken-s3cret");
@@ -359,9 +339,7 @@ fn github_issue_without_a_token_is_refused() {
 
 #[test]
 fn github_issue_api_errors_fail_the_call() {
-    if curl_missing() {
-        return;
-    }
+    require("curl");
     let server = Server::start(vec![(422, r#"{"message":"Validation Failed"}"#)]);
     let out = github_issue(&server, Some("t0ken"), "acme/widgets", &["--json"]);
     out.code(2);
@@ -385,9 +363,7 @@ fn github_issue_rejects_repos_that_are_not_owner_slash_name() {
 
 #[test]
 fn github_issue_cannot_leave_repos() {
-    if curl_missing() {
-        return;
-    }
+    require("curl");
     let server = Server::start(vec![(201, r#"{"html_url":"http://x/1"}"#)]);
     let out = github_issue(&server, Some("t0ken"), "../user", &[]);
     let seen = server.finish();

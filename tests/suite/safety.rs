@@ -312,10 +312,7 @@ fn status_callback_reports_phases_and_chunks_in_order() {
 fn approval_on_a_pseudo_terminal() {
     use std::io::Write;
     use std::process::{Command, Stdio};
-    if !crate::common::on_path("script") {
-        eprintln!("skipped: `script` (util-linux) is not installed");
-        return;
-    }
+    crate::common::require("script"); // util-linux's (Debian: bsdutils)
     let packs = Packs::new().manifest(
         "careful",
         json!({"name": "careful", "description": "d", "command": "echo ran", "policy": {"confirm_before_run": true}}),
