@@ -9,24 +9,26 @@ use serde_json::{Map, Value, json};
 
 use crate::formats::functiongemma;
 
-/// The response formats `packs call` understands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CallFormat {
-    /// Detect from the input.
-    Auto,
-    /// OpenAI Chat Completions (`tool_calls`, arguments as a JSON string).
-    Openai,
-    /// OpenAI Responses (`function_call` output items).
-    OpenaiResponses,
-    /// Anthropic Messages (`tool_use` content blocks).
-    Anthropic,
-    /// Ollama chat (`message.tool_calls`, arguments as an object or a JSON string).
-    Ollama,
-    /// Gemini `generateContent` (`functionCall` parts).
-    Gemini,
-    /// FunctionGemma text (`call:NAME{...}`).
-    Gemma,
+crate::names::named_enum! {
+    /// The response formats `packs call` understands.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum CallFormat {
+        /// Detect from the input.
+        Auto = "auto",
+        /// OpenAI Chat Completions (`tool_calls`, arguments as a JSON string).
+        Openai = "openai",
+        /// OpenAI Responses (`function_call` output items).
+        OpenaiResponses = "openai-responses",
+        /// Anthropic Messages (`tool_use` content blocks).
+        Anthropic = "anthropic",
+        /// Ollama chat (`message.tool_calls`, arguments as an object or a JSON string).
+        Ollama = "ollama",
+        /// Gemini `generateContent` (`functionCall` parts).
+        Gemini = "gemini",
+        /// FunctionGemma text (`call:NAME{...}`).
+        Gemma = "gemma",
+    }
 }
 
 /// One call found in a response.

@@ -39,3 +39,69 @@ pub(crate) fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some('a'..='z' | 'A'..='Z' | '_')) && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
+
+/// A name that is not one of the values a setting accepts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown value `{given}`; expected one of: {}", expected.join(", "))]
+pub struct UnknownName {
+    /// The name given.
+    pub given: String,
+    /// The names accepted.
+    pub expected: &'static [&'static str],
+}
+
+/// An enum of named values (formats a command line or a configuration chooses by name):
+/// each variant has a fixed name and a one-line help, and the enum gets `ALL`, `as_str`,
+/// `help`, `Display` and `FromStr` (with [`UnknownName`]). Front-ends build their own
+/// parsers from these; the library needs no command-line crate.
+macro_rules! named_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $( #[doc = $doc:literal] $variant:ident = $text:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        pub enum $name {
+            $( #[doc = $doc] $variant, )+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+            const NAMES: &'static [&'static str] = &[$($text),+];
+
+            /// The value's name (as a command line spells it).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text,)+
+                }
+            }
+
+            /// What the value means, in one line.
+            pub fn help(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $doc.trim(),)+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = $crate::names::UnknownName;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::ALL
+                    .iter()
+                    .copied()
+                    .find(|v| v.as_str() == s)
+                    .ok_or_else(|| $crate::names::UnknownName { given: s.to_owned(), expected: Self::NAMES })
+            }
+        }
+    };
+}
+pub(crate) use named_enum;

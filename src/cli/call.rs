@@ -14,7 +14,7 @@ use crate::catalog::Catalog;
 #[derive(clap::Args, Debug)]
 pub(super) struct CallArgs {
     /// The response's format
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = super::choice(CallFormat::ALL, CallFormat::as_str, CallFormat::help))]
     format: CallFormat,
     /// Approve calls that need confirmation (stdin carries the response, so packs cannot ask)
     #[arg(short = 'y', long)]

@@ -16,7 +16,7 @@ pub(super) struct LintArgs {
     /// Pack directories, manifests or executables (default: the search path)
     paths: Vec<PathBuf>,
     /// Output format
-    #[arg(long, value_enum, default_value = "human")]
+    #[arg(long, default_value = "human", value_parser = super::choice(render::Format::ALL, render::Format::as_str, render::Format::help))]
     format: render::Format,
     /// Fail on warnings too
     #[arg(long)]

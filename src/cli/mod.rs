@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 
 use crate::agent::Agent;
 use crate::catalog::{Catalog, SearchPath};
+use crate::formats::ExportFormat;
 use crate::source::Diagnostic;
 
 /// Exit codes of `packs run` (documented in docs/TOOL_INTERFACE.md).
@@ -89,8 +90,8 @@ enum Command {
     /// Print the --describe JSON of every tool as an array
     Catalog {
         /// The format: describe JSON, or tool definitions for a model API
-        #[arg(long, value_enum, default_value = "describe")]
-        format: crate::formats::ExportFormat,
+        #[arg(long, default_value = "describe", value_parser = choice(ExportFormat::ALL, ExportFormat::as_str, ExportFormat::help))]
+        format: ExportFormat,
     },
     /// Run a tool
     Run(run::RunArgs),
@@ -220,6 +221,18 @@ pub(crate) fn main() -> i32 {
             exit::USAGE
         }
     }
+}
+
+/// A clap parser for one of the library's named enums: the accepted names, each with
+/// its help, listed in `--help` and in the error for a value that is none of them.
+fn choice<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    name: fn(T) -> &'static str,
+    help: fn(T) -> &'static str,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(all.iter().map(|v| PossibleValue::new(name(*v)).help(help(*v))))
+        .map(move |s| all.iter().copied().find(|v| name(*v) == s).expect("clap accepted one of the names"))
 }
 
 /// Read `KEY=value` lines (blank lines and `#` comments skipped) into packs' own

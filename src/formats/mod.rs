@@ -15,23 +15,25 @@ pub mod gemini;
 pub mod mcp;
 pub mod openai;
 
-/// The tool-definition formats `packs catalog --format` can print.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ExportFormat {
-    /// The tools' describe JSON, as `packs describe` prints it.
-    Describe,
-    /// OpenAI Chat Completions `tools`.
-    Openai,
-    /// OpenAI Chat Completions `tools` in strict mode (Structured Outputs).
-    OpenaiStrict,
-    /// Anthropic Messages API `tools`.
-    Anthropic,
-    /// Gemini API `tools[].functionDeclarations`.
-    Gemini,
-    /// MCP `tools/list` result entries.
-    Mcp,
-    /// FunctionGemma function declarations (text).
-    Gemma,
+crate::names::named_enum! {
+    /// The tool-definition formats `packs catalog --format` can print.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ExportFormat {
+        /// The tools' describe JSON, as `packs describe` prints it.
+        Describe = "describe",
+        /// OpenAI Chat Completions `tools`.
+        Openai = "openai",
+        /// OpenAI Chat Completions `tools` in strict mode (Structured Outputs).
+        OpenaiStrict = "openai-strict",
+        /// Anthropic Messages API `tools`.
+        Anthropic = "anthropic",
+        /// Gemini API `tools[].functionDeclarations`.
+        Gemini = "gemini",
+        /// MCP `tools/list` result entries.
+        Mcp = "mcp",
+        /// FunctionGemma function declarations (text).
+        Gemma = "gemma",
+    }
 }
 
 /// An export is JSON, except FunctionGemma's, which is text.

@@ -12,17 +12,19 @@ use serde_json::{Value, json};
 use super::{RULES, Report};
 use crate::source::{Diagnostic, Severity};
 
-/// The output formats of `packs lint`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// Source lines with carets, like rustc (default).
-    Human,
-    /// One JSON document.
-    Json,
-    /// GitHub Actions workflow commands (`::error file=…::`).
-    Github,
-    /// SARIF 2.1.0, for GitHub code scanning.
-    Sarif,
+crate::names::named_enum! {
+    /// The output formats of `packs lint`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Format {
+        /// Source lines with carets, like rustc (default).
+        Human = "human",
+        /// One JSON document.
+        Json = "json",
+        /// GitHub Actions workflow commands (`::error file=…::`).
+        Github = "github",
+        /// SARIF 2.1.0, for GitHub code scanning.
+        Sarif = "sarif",
+    }
 }
 
 /// Render `report` in `format`.
