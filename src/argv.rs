@@ -198,16 +198,16 @@ impl CommandTemplate {
     ) -> Result<Rendered, RenderFailure> {
         for (path, t) in templates {
             for r in t.refs() {
-                if let Ref::Secret(name) = r {
-                    if !environment.secrets.contains_key(name) {
-                        return Err(RenderFailure {
-                            field: path.to_string(),
-                            template: t.source().to_owned(),
-                            message: format!(
-                                "secret `{name}` is not set: export {name}=... in the environment packs runs in"
-                            ),
-                        });
-                    }
+                if let Ref::Secret(name) = r
+                    && !environment.secrets.contains_key(name)
+                {
+                    return Err(RenderFailure {
+                        field: path.to_string(),
+                        template: t.source().to_owned(),
+                        message: format!(
+                            "secret `{name}` is not set: export {name}=... in the environment packs runs in"
+                        ),
+                    });
                 }
             }
         }

@@ -58,6 +58,7 @@ pub use catalog::{Catalog, LookupError, SearchPath, Shadowed};
 pub use describe::Describe;
 pub use describe_cache::DescribeCache;
 pub use help::page as help_page;
+pub use names::UnknownName;
 pub use native::{NativeError, NativeTool};
 pub use output::{OutputFormat, OutputSpec};
 pub use policy::{Policy, Tier, UnknownTier};

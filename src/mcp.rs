@@ -180,10 +180,10 @@ impl Server {
         let id = msg.get("id").cloned();
         let Some(method) = msg.get("method").and_then(Value::as_str) else {
             // A response to a request of ours (elicitation).
-            if let Some(id) = &id {
-                if let Some(tx) = self.pending.lock().ok().and_then(|mut p| p.remove(&id.to_string())) {
-                    let _ = tx.send(msg);
-                }
+            if let Some(id) = &id
+                && let Some(tx) = self.pending.lock().ok().and_then(|mut p| p.remove(&id.to_string()))
+            {
+                let _ = tx.send(msg);
             }
             return None;
         };

@@ -131,10 +131,10 @@ fn check(expect: &Expect, observed: &Observed) -> Vec<String> {
             );
         }
     }
-    if let Some(want) = &expect.stdout_contains {
-        if !output.contains(want.as_str()) {
-            fail("output containing", format!("{want:?}"), format!("{output:?}"));
-        }
+    if let Some(want) = &expect.stdout_contains
+        && !output.contains(want.as_str())
+    {
+        fail("output containing", format!("{want:?}"), format!("{output:?}"));
     }
     if let Some(pattern) = &expect.stdout_matches {
         match regex::Regex::new(pattern) {
@@ -143,10 +143,10 @@ fn check(expect: &Expect, observed: &Observed) -> Vec<String> {
             Err(e) => fail("a valid stdout_matches regex", pattern.clone(), e.to_string()),
         }
     }
-    if let Some(want) = &expect.output_equals {
-        if output.trim_end() != want.trim_end() {
-            fail("output", format!("{want:?}"), format!("{output:?}"));
-        }
+    if let Some(want) = &expect.output_equals
+        && output.trim_end() != want.trim_end()
+    {
+        fail("output", format!("{want:?}"), format!("{output:?}"));
     }
     if expect.argv.is_some() {
         fail("argv", "a dry_run test".into(), "the test ran the tool; set \"dry_run\": true".into());

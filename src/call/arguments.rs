@@ -48,12 +48,11 @@ pub(crate) fn prepare(tool: &Tool, args: Value, context: &Context) -> Result<Arg
     let mut given = parse_arguments(tool.name(), args)?;
     if let Some(m) = tool.manifest() {
         for (name, p) in &m.parameters {
-            if let Some(key) = p.source.and_then(|s| s.context_key()) {
-                if !given.contains_key(name) {
-                    if let Some(v) = context.values().get(key) {
-                        given.insert(name.clone(), v.clone());
-                    }
-                }
+            if let Some(key) = p.source.and_then(|s| s.context_key())
+                && !given.contains_key(name)
+                && let Some(v) = context.values().get(key)
+            {
+                given.insert(name.clone(), v.clone());
             }
         }
     }
@@ -62,10 +61,10 @@ pub(crate) fn prepare(tool: &Tool, args: Value, context: &Context) -> Result<Arg
     let mut resolved = given.clone();
     if let Some(m) = tool.manifest() {
         for (name, p) in &m.parameters {
-            if !p.is_offered() {
-                if let Some(d) = &p.default {
-                    given.insert(name.clone(), d.clone());
-                }
+            if !p.is_offered()
+                && let Some(d) = &p.default
+            {
+                given.insert(name.clone(), d.clone());
             }
             if let Some(v) = given.get(name).or(p.default.as_ref()) {
                 resolved.insert(name.clone(), v.clone());

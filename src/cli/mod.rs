@@ -147,11 +147,11 @@ pub(crate) fn main() -> i32 {
                     return exit::USAGE;
                 }
             };
-            if let Some(file) = &cli.secrets_file {
-                if let Err(e) = load_secrets(file) {
-                    report(&e);
-                    return exit::USAGE;
-                }
+            if let Some(file) = &cli.secrets_file
+                && let Err(e) = load_secrets(file)
+            {
+                report(&e);
+                return exit::USAGE;
             }
             let mut base = crate::call::Context::new();
             // Only commands that run tools write the log (and need it writable).

@@ -95,10 +95,10 @@ pub fn schema(s: &Value) -> Value {
                 }
             }
             "format" => {
-                if let (Some(t), Some(f)) = (&ty, value.as_str()) {
-                    if format_allowed(t, f) {
-                        out.insert(key.clone(), value.clone());
-                    }
+                if let (Some(t), Some(f)) = (&ty, value.as_str())
+                    && format_allowed(t, f)
+                {
+                    out.insert(key.clone(), value.clone());
                 }
             }
             "enum" => {

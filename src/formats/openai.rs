@@ -182,10 +182,10 @@ fn make_nullable(mut out: Map<String, Value>) -> Map<String, Value> {
         }
         out.insert("enum".into(), Value::Array(values));
     }
-    if let Some(Value::Array(e)) = out.get_mut("enum") {
-        if !e.contains(&Value::Null) {
-            e.push(Value::Null);
-        }
+    if let Some(Value::Array(e)) = out.get_mut("enum")
+        && !e.contains(&Value::Null)
+    {
+        e.push(Value::Null);
     }
     match out.get_mut("type") {
         Some(Value::String(t)) => {

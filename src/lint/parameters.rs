@@ -86,16 +86,16 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
                 ));
             }
         }
-        if let Some(pattern) = &p.pattern {
-            if jsonschema::validator_for(&json!({"type": "string", "pattern": pattern})).is_err() {
-                out.push(s.diag(
-                    Severity::Error,
-                    "invalid-pattern",
-                    &at.key("pattern"),
-                    Target::Value,
-                    format!("`pattern` of `{name}` is not a valid regular expression: {pattern}"),
-                ));
-            }
+        if let Some(pattern) = &p.pattern
+            && jsonschema::validator_for(&json!({"type": "string", "pattern": pattern})).is_err()
+        {
+            out.push(s.diag(
+                Severity::Error,
+                "invalid-pattern",
+                &at.key("pattern"),
+                Target::Value,
+                format!("`pattern` of `{name}` is not a valid regular expression: {pattern}"),
+            ));
         }
         if p.pattern.is_some() && p.kind != ParamType::String {
             out.push(s.diag(

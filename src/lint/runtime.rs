@@ -80,16 +80,16 @@ fn tests(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
                 );
             }
         }
-        if let Some(re) = &t.expect.stdout_matches {
-            if let Err(e) = regex::Regex::new(re) {
-                bad(
-                    path.key("expect").key("stdout_matches"),
-                    format!(
-                        "`stdout_matches` is not a valid regular expression: {}",
-                        e.to_string().lines().last().unwrap_or_default().trim_start_matches("error: ")
-                    ),
-                );
-            }
+        if let Some(re) = &t.expect.stdout_matches
+            && let Err(e) = regex::Regex::new(re)
+        {
+            bad(
+                path.key("expect").key("stdout_matches"),
+                format!(
+                    "`stdout_matches` is not a valid regular expression: {}",
+                    e.to_string().lines().last().unwrap_or_default().trim_start_matches("error: ")
+                ),
+            );
         }
         if t.expect.argv.is_some() && !t.dry_run {
             bad(path.key("expect").key("argv"), "`expect.argv` is only checked by a `dry_run` test".into());

@@ -351,19 +351,20 @@ fn mutation(s: &Subject<'_>) -> Option<String> {
 
 fn read_only_claims(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
     let explicit = s.raw.pointer("/policy/read_only").is_some();
-    if !explicit && s.m.policy.read_only {
-        if let Some(why) = mutation(s) {
-            out.push(
-                s.diag(
-                    Severity::Warning,
-                    "implicit-read-only",
-                    &FieldPath::dotted("command"),
-                    Target::Key,
-                    format!("{why}, but the manifest relies on the default `read_only: true`"),
-                )
-                .with_help("set `\"policy\": {\"read_only\": false}` (and consider `confirm_before_run`)"),
-            );
-        }
+    if !explicit
+        && s.m.policy.read_only
+        && let Some(why) = mutation(s)
+    {
+        out.push(
+            s.diag(
+                Severity::Warning,
+                "implicit-read-only",
+                &FieldPath::dotted("command"),
+                Target::Key,
+                format!("{why}, but the manifest relies on the default `read_only: true`"),
+            )
+            .with_help("set `\"policy\": {\"read_only\": false}` (and consider `confirm_before_run`)"),
+        );
     }
     let p = &s.m.policy;
     if !p.read_only && p.requires_network && !p.confirm_before_run {
