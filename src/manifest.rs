@@ -12,6 +12,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::lint::codes::Code;
 use crate::names::{MAX_NAME_LEN, did_you_mean, is_identifier, is_snake_case};
 use crate::output::OutputSpec;
 use crate::policy::Policy;
@@ -381,7 +382,7 @@ fn error_path(p: &serde_path_to_error::Path) -> FieldPath {
 /// character (after a `#!` line) is `{`, else TOML.
 pub(crate) fn load(path: &Path) -> Result<Loaded, Vec<Diagnostic>> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| vec![Diagnostic::file(Severity::Error, "unreadable", path, format!("cannot read: {e}"))])?;
+        .map_err(|e| vec![Diagnostic::file(Severity::Error, Code::Unreadable, path, format!("cannot read: {e}"))])?;
     let syntax = Syntax::of_manifest(path).unwrap_or_else(|| {
         let body = if text.starts_with("#!") { text.find('\n').map_or("", |i| &text[i..]) } else { &text };
         let json = path.extension().is_some_and(|e| e == "json") || body.trim_start().starts_with('{');
@@ -422,7 +423,7 @@ pub(crate) fn parse_checked(source: SourceFile) -> (Option<Loaded>, Vec<Diagnost
             let d = Diagnostic::at(
                 &source,
                 Severity::Warning,
-                "unknown-key",
+                Code::UnknownKey,
                 &path,
                 Target::Key,
                 format!("unknown key `{key}`{where_}; it is ignored"),
@@ -440,7 +441,7 @@ pub(crate) fn parse_checked(source: SourceFile) -> (Option<Loaded>, Vec<Diagnost
 fn parse_json(source: &SourceFile, unknown: &mut Vec<FieldPath>) -> Result<Manifest, Diagnostic> {
     let diagnostic = |inner: &serde_json::Error, path: &FieldPath| {
         let syntax = (inner.is_syntax() || inner.is_eof()) && !is_valid_json(&source.text);
-        let code = if syntax { "invalid-json" } else { "invalid-field" };
+        let code = if syntax { Code::InvalidJson } else { Code::InvalidField };
         let mut msg = strip_position(&inner.to_string());
         if !syntax && msg == "expected value" {
             // serde_json's word for "this enum field holds the wrong kind of value".
@@ -474,13 +475,13 @@ fn parse_toml(source: &SourceFile, unknown: &mut Vec<FieldPath>) -> Result<Manif
         }
         d
     };
-    let de =
-        toml::Deserializer::parse(&source.text).map_err(|e| syntax_error(e, "invalid-toml", &FieldPath::default()))?;
+    let de = toml::Deserializer::parse(&source.text)
+        .map_err(|e| syntax_error(e, Code::InvalidToml, &FieldPath::default()))?;
     let mut record = |p: serde_ignored::Path<'_>| unknown.push(ignored_path(&p));
     let ignored = serde_ignored::Deserializer::new(de, &mut record);
     serde_path_to_error::deserialize(ignored).map_err(|e| {
         let path = error_path(e.path());
-        syntax_error(e.into_inner(), "invalid-field", &path)
+        syntax_error(e.into_inner(), Code::InvalidField, &path)
     })
 }
 
@@ -520,7 +521,7 @@ fn check(m: &Manifest, src: &SourceFile, warnings: &mut Vec<Diagnostic>) -> Vec<
         warnings.push(Diagnostic::at(
             src,
             Severity::Warning,
-            "extract-field-needs-json",
+            Code::ExtractFieldNeedsJson,
             &FieldPath::dotted("output.extract_field"),
             Target::Key,
             "`output.extract_field` has no effect unless `output.format` is `json`",
@@ -533,7 +534,7 @@ fn check(m: &Manifest, src: &SourceFile, warnings: &mut Vec<Diagnostic>) -> Vec<
     if !is_snake_case(&m.name) {
         err(
             "name",
-            "invalid-name",
+            Code::InvalidName,
             format!(
                 "tool name `{}` must be snake_case: a lowercase letter, then lowercase letters, digits or `_`",
                 m.name
@@ -542,26 +543,26 @@ fn check(m: &Manifest, src: &SourceFile, warnings: &mut Vec<Diagnostic>) -> Vec<
     } else if m.name.len() > MAX_NAME_LEN {
         err(
             "name",
-            "invalid-name",
+            Code::InvalidName,
             format!("tool name is {} characters long; at most {MAX_NAME_LEN} are allowed", m.name.len()),
         );
     }
     if m.description.trim().is_empty() {
         err(
             "description",
-            "empty-description",
+            Code::EmptyDescription,
             "`description` may not be empty: the model reads it to choose the tool".into(),
         );
     }
     if m.command.program.trim().is_empty() {
-        err("command.program", "empty-program", "`command.program` may not be empty".into());
+        err("command.program", Code::EmptyProgram, "`command.program` may not be empty".into());
     }
     for name in m.parameters.keys() {
         if !is_identifier(name) {
             errors.push(Diagnostic::at(
                 src,
                 Severity::Error,
-                "invalid-parameter-name",
+                Code::InvalidParameterName,
                 &FieldPath::dotted("parameters").key(name),
                 Target::Key,
                 format!("parameter name `{name}` must be letters, digits and `_`, not starting with a digit"),
@@ -573,7 +574,7 @@ fn check(m: &Manifest, src: &SourceFile, warnings: &mut Vec<Diagnostic>) -> Vec<
             errors.push(Diagnostic::at(
                 src,
                 Severity::Error,
-                "literal-without-default",
+                Code::LiteralWithoutDefault,
                 &FieldPath::dotted("parameters").key(name),
                 Target::Key,
                 format!("parameter `{name}` has `source: literal` but no `default` to take its value from"),
@@ -632,7 +633,7 @@ mod tests {
     fn bad_names_are_errors() {
         let e =
             parse_str("{\"name\":\"Bad-Name\",\"description\":\"d\",\"command\":\"true\"}", Syntax::Json).unwrap_err();
-        assert_eq!(e[0].code, "invalid-name");
+        assert_eq!(e[0].code, Code::InvalidName);
         assert_eq!(e[0].column, Some(9));
     }
 }

@@ -5,6 +5,7 @@
 //! byte ranges (`jsonc-parser` for JSON, `toml`'s spanned tables for TOML), and
 //! the field path of the problem is looked up in it.
 
+use crate::lint::codes::Code;
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -250,7 +251,7 @@ pub struct Diagnostic {
     /// Error or warning.
     pub severity: Severity,
     /// Stable kebab-case code, e.g. `unknown-key`.
-    pub code: &'static str,
+    pub code: Code,
     /// The file it is about.
     pub file: PathBuf,
     /// 1-based line, when known.
@@ -270,7 +271,7 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// A diagnostic about a whole file (no position).
-    pub fn file(severity: Severity, code: &'static str, file: &Path, message: impl Into<String>) -> Self {
+    pub fn file(severity: Severity, code: Code, file: &Path, message: impl Into<String>) -> Self {
         Self {
             severity,
             code,
@@ -288,7 +289,7 @@ impl Diagnostic {
     pub fn at(
         src: &SourceFile,
         severity: Severity,
-        code: &'static str,
+        code: Code,
         path: &FieldPath,
         target: Target,
         message: impl Into<String>,

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::argv::CommandTemplate;
 use crate::describe::{self, Describe};
+use crate::lint::codes::Code;
 use crate::manifest::{Loaded, Manifest};
 use crate::native::NativeTool;
 use crate::output::{self, OutputSpec};
@@ -111,7 +112,7 @@ impl Tool {
             let offset = source
                 .locate_in_string(path, e.offset)
                 .or_else(|| source.locate_nearest(path, crate::source::Target::Value).map(|r| r.start));
-            let mut d = Diagnostic::file(Severity::Error, "invalid-template", &source.path, e.message)
+            let mut d = Diagnostic::file(Severity::Error, Code::InvalidTemplate, &source.path, e.message)
                 .at_offset(&source, offset);
             d.field = Some(path.to_string());
             d

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::describe;
 use crate::describe_cache::DescribeCache;
+use crate::lint::codes::Code;
 use crate::manifest;
 use crate::runner::is_executable_file;
 use crate::source::{Diagnostic, Severity, Syntax};
@@ -38,7 +39,7 @@ pub(crate) fn discover(dir: &Path) -> Discovered {
             Ok(e) => e,
             Err(e) => {
                 let path = e.path().unwrap_or(dir).to_owned();
-                found.diagnostics.push(Diagnostic::file(Severity::Warning, "unreadable", &path, e.to_string()));
+                found.diagnostics.push(Diagnostic::file(Severity::Warning, Code::Unreadable, &path, e.to_string()));
                 continue;
             }
         };
@@ -147,7 +148,7 @@ fn load_manifests(paths: &[PathBuf]) -> Vec<Loaded> {
         .zip(paths)
         .map(|(r, p)| {
             r.unwrap_or_else(|| {
-                Err(vec![Diagnostic::file(Severity::Error, "internal", p, "loading failed unexpectedly")])
+                Err(vec![Diagnostic::file(Severity::Error, Code::Internal, p, "loading failed unexpectedly")])
             })
         })
         .collect()
@@ -185,7 +186,7 @@ fn describe_all(paths: &[PathBuf], cache: Option<&DescribeCache>) -> Vec<Result<
             .zip(paths)
             .map(|(h, p)| {
                 h.join().unwrap_or_else(|_| {
-                    Err(Diagnostic::file(Severity::Warning, "bad-describe", p, "describing it failed unexpectedly"))
+                    Err(Diagnostic::file(Severity::Warning, Code::BadDescribe, p, "describing it failed unexpectedly"))
                 })
             })
             .collect()
@@ -193,7 +194,7 @@ fn describe_all(paths: &[PathBuf], cache: Option<&DescribeCache>) -> Vec<Result<
 }
 
 fn skipped(path: &Path, why: String) -> Diagnostic {
-    Diagnostic::file(Severity::Warning, "bad-describe", path, format!("skipped executable: {why}"))
+    Diagnostic::file(Severity::Warning, Code::BadDescribe, path, format!("skipped executable: {why}"))
 }
 
 /// Ask one executable for its describe JSON (or take the answer `cache` kept for
@@ -210,7 +211,7 @@ pub(crate) fn describe_executable(
         .map(|key| {
             Diagnostic::file(
                 Severity::Warning,
-                "unknown-key",
+                Code::UnknownKey,
                 path,
                 format!("its --describe output has an unknown key `{key}`; it is ignored"),
             )

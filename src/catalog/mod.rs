@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::describe_cache::DescribeCache;
+use crate::lint::codes::Code;
 use crate::manifest;
 use crate::native::NativeTool;
 use crate::source::{Diagnostic, Severity};
@@ -149,7 +150,7 @@ impl Catalog {
                 if !path.implicit {
                     catalog.diagnostics.push(Diagnostic::file(
                         Severity::Warning,
-                        "missing-pack-dir",
+                        Code::MissingPackDir,
                         dir,
                         "pack directory does not exist or is not a directory",
                     ));
@@ -218,7 +219,7 @@ impl Catalog {
                     let first = first.to_owned();
                     self.diagnostics.push(Diagnostic::file(
                         Severity::Error,
-                        "duplicate-name",
+                        Code::DuplicateName,
                         tool.source(),
                         precedence::duplicate_message(&name, &first),
                     ));

@@ -5,6 +5,9 @@
 //! (`schemas/tool-pack.v1.json`), the manifest model, its templates, then the rule
 //! families (one file each): parameters, templates, security, runtime.
 
+pub(crate) mod codes;
+
+pub use codes::{Code, UnknownCode};
 mod parameters;
 pub mod render;
 mod runtime;
@@ -21,50 +24,6 @@ use crate::argv::CommandTemplate;
 use crate::catalog::{self, Claim, Precedence};
 use crate::manifest::{self, Manifest};
 use crate::source::{Diagnostic, FieldPath, Seg, Severity, SourceFile, Syntax, Target};
-
-/// Every lint code with a one-line description (docs/LINT.md has the full text).
-pub const RULES: &[(&str, &str)] = &[
-    ("invalid-json", "the file is not valid JSON"),
-    ("invalid-toml", "the file is not valid TOML"),
-    ("unreadable", "the file or directory cannot be read"),
-    ("schema-violation", "the manifest does not match schemas/tool-pack.v1.json"),
-    ("invalid-field", "a field has a value of the wrong type"),
-    ("unknown-key", "a key the format does not know (a typo is ignored silently otherwise)"),
-    ("invalid-name", "the tool name is not snake_case or is longer than 64 characters"),
-    ("empty-description", "the description is empty"),
-    ("empty-program", "command.program is empty"),
-    ("long-description", "the description is longer than 1,024 characters"),
-    ("duplicate-name", "two tools in one pack directory have the same name"),
-    ("shadowed-name", "a tool is hidden by one of the same name earlier on the search path"),
-    ("invalid-parameter-name", "a parameter name is not an identifier"),
-    ("literal-without-default", "a `literal` parameter has no default"),
-    ("default-type-mismatch", "a parameter's default is not of its type"),
-    ("default-not-in-enum", "a parameter's default is not one of its enum values"),
-    ("required-with-default", "a required parameter has a default that is never used"),
-    ("enum-type-mismatch", "an enum value is not of the parameter's type"),
-    ("unknown-source", "a parameter's source is not a known context key"),
-    ("invalid-pattern", "a parameter's pattern is not a valid regular expression"),
-    ("pattern-on-non-string", "a pattern on a parameter that is not a string"),
-    ("undeclared-placeholder", "a template names a parameter that is not declared"),
-    ("unknown-context-key", "a template names an unknown context key"),
-    ("invalid-template", "a template does not parse"),
-    ("unused-parameter", "a parameter offered to the model is used by no template"),
-    ("optional-renders-empty", "an optional parameter without default renders an empty value"),
-    ("extract-field-needs-json", "extract_field without output format json"),
-    ("shell-injection", "a parameter is pasted into code a shell or interpreter runs"),
-    ("option-injection", "a string parameter is a whole argument with no `--` before it"),
-    ("hardcoded-secret", "a credential is written into the manifest"),
-    ("implicit-read-only", "a known mutating command relies on the default read_only: true"),
-    ("unconfirmed-mutation", "a mutating network tool without confirm_before_run"),
-    ("program-not-found", "the program is not on PATH"),
-    ("timeout-out-of-range", "timeout_secs is 0 or more than an hour"),
-    ("invalid-exit-codes", "allowed_exit_codes is empty or outside 0-255"),
-    ("invalid-example", "an example is not a FunctionGemma call of this tool with its parameters"),
-    ("invalid-test", "a test in `tests` cannot run as written"),
-    ("bad-describe", "an executable's --describe fails, times out or prints an invalid description"),
-    ("invalid-parameters-schema", "an executable's parameters are not a valid JSON Schema"),
-    ("missing-pack-dir", "a pack directory does not exist"),
-];
 
 /// The published manifest schema, compiled once.
 const TOOL_PACK_SCHEMA: &str = include_str!("../../schemas/tool-pack.v1.json");
@@ -171,11 +130,11 @@ pub fn lint(paths: &[PathBuf], options: &Options) -> Result<Report, LintError> {
             let diagnostic = match precedence.claim(&name, &file) {
                 Claim::Won => continue,
                 Claim::Duplicate { first } => {
-                    (Severity::Error, "duplicate-name", catalog::duplicate_message(&name, first))
+                    (Severity::Error, Code::DuplicateName, catalog::duplicate_message(&name, first))
                 }
                 Claim::Shadowed { winner } => (
                     Severity::Warning,
-                    "shadowed-name",
+                    Code::ShadowedName,
                     format!("tool `{name}` is shadowed by {}, found earlier on the search path", winner.display()),
                 ),
             };
@@ -187,7 +146,7 @@ pub fn lint(paths: &[PathBuf], options: &Options) -> Result<Report, LintError> {
 }
 
 /// A diagnostic at the `name` of a manifest (or the whole file for an executable).
-fn name_diagnostic(file: &Path, severity: Severity, code: &'static str, message: String) -> Diagnostic {
+fn name_diagnostic(file: &Path, severity: Severity, code: Code, message: String) -> Diagnostic {
     match Syntax::of_manifest(file)
         .and_then(|syntax| std::fs::read_to_string(file).ok().map(|t| SourceFile::new(file.to_owned(), t, syntax)))
     {
@@ -208,7 +167,7 @@ impl Subject<'_> {
     pub(crate) fn diag(
         &self,
         severity: Severity,
-        code: &'static str,
+        code: Code,
         path: &FieldPath,
         target: Target,
         message: impl Into<String>,
@@ -222,7 +181,10 @@ fn lint_manifest(path: &Path, options: &Options, programs: &mut ProgramCache) ->
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => {
-            return (None, vec![Diagnostic::file(Severity::Error, "unreadable", path, format!("cannot read: {e}"))]);
+            return (
+                None,
+                vec![Diagnostic::file(Severity::Error, Code::Unreadable, path, format!("cannot read: {e}"))],
+            );
         }
     };
     let syntax = Syntax::of_manifest(path).unwrap_or(Syntax::Json);
@@ -240,7 +202,7 @@ fn lint_manifest(path: &Path, options: &Options, programs: &mut ProgramCache) ->
     diags.extend(errors);
     let Some(loaded) = loaded else { return (None, diags) };
     // Unknown keys are reported from the schema, with the same did-you-mean.
-    diags.extend(loaded.warnings.iter().filter(|w| w.code != "unknown-key").cloned());
+    diags.extend(loaded.warnings.iter().filter(|w| w.code != Code::UnknownKey).cloned());
     let m = &loaded.manifest;
     let params: Vec<&str> = m.parameters.keys().map(String::as_str).collect();
     let command = match CommandTemplate::compile(&m.command, &params) {
@@ -248,11 +210,11 @@ fn lint_manifest(path: &Path, options: &Options, programs: &mut ProgramCache) ->
         Err(errs) => {
             for (field, e) in errs {
                 let code = if e.message.contains("names no declared parameter") {
-                    "undeclared-placeholder"
+                    Code::UndeclaredPlaceholder
                 } else if e.message.contains("unknown context key") {
-                    "unknown-context-key"
+                    Code::UnknownContextKey
                 } else {
-                    "invalid-template"
+                    Code::InvalidTemplate
                 };
                 let offset = src
                     .locate_in_string(&field, e.offset)
@@ -271,7 +233,7 @@ fn lint_manifest(path: &Path, options: &Options, programs: &mut ProgramCache) ->
                 loads = false;
                 diags.push(Subject { m, src: &src, raw: &raw, command: None }.diag(
                     Severity::Error,
-                    "invalid-template",
+                    Code::InvalidTemplate,
                     &field,
                     Target::Value,
                     e.message,
@@ -285,7 +247,8 @@ fn lint_manifest(path: &Path, options: &Options, programs: &mut ProgramCache) ->
             loads = false;
             let field = FieldPath::dotted("output.template");
             let offset = src.locate_in_string(&field, e.offset);
-            let mut d = Diagnostic::file(Severity::Error, "invalid-template", path, e.message).at_offset(&src, offset);
+            let mut d =
+                Diagnostic::file(Severity::Error, Code::InvalidTemplate, path, e.message).at_offset(&src, offset);
             d.field = Some(field.to_string());
             diags.push(d);
         }
@@ -302,7 +265,7 @@ fn lint_manifest(path: &Path, options: &Options, programs: &mut ProgramCache) ->
 fn parse_value(src: &SourceFile) -> Result<Value, Diagnostic> {
     match src.syntax {
         Syntax::Json => serde_json::from_str(&src.text).map_err(|e| {
-            let mut d = Diagnostic::file(Severity::Error, "invalid-json", &src.path, strip_position(&e.to_string()));
+            let mut d = Diagnostic::file(Severity::Error, Code::InvalidJson, &src.path, strip_position(&e.to_string()));
             if e.line() > 0 {
                 let offset = offset_of_line_col(&src.text, e.line(), e.column());
                 d = d.at_offset(src, Some(offset));
@@ -310,7 +273,7 @@ fn parse_value(src: &SourceFile) -> Result<Value, Diagnostic> {
             d
         }),
         Syntax::Toml => toml::from_str(&src.text).map_err(|e: toml::de::Error| {
-            Diagnostic::file(Severity::Error, "invalid-toml", &src.path, e.message().to_owned())
+            Diagnostic::file(Severity::Error, Code::InvalidToml, &src.path, e.message().to_owned())
                 .at_offset(src, e.span().map(|s| s.start))
         }),
     }
@@ -366,7 +329,7 @@ fn schema_error(src: &SourceFile, e: &jsonschema::ValidationError<'_>, out: &mut
                 let d = Diagnostic::at(
                     src,
                     Severity::Warning,
-                    "unknown-key",
+                    Code::UnknownKey,
                     &at,
                     Target::Key,
                     format!("unknown key `{key}`{where_}; packs ignores it"),
@@ -412,8 +375,8 @@ fn schema_error(src: &SourceFile, e: &jsonschema::ValidationError<'_>, out: &mut
 
 fn violation(src: &SourceFile, path: &FieldPath, message: String) -> Diagnostic {
     let code = match path.0.last() {
-        Some(Seg::Key(k)) if k == "source" => "unknown-source",
-        _ => "schema-violation",
+        Some(Seg::Key(k)) if k == "source" => Code::UnknownSource,
+        _ => Code::SchemaViolation,
     };
     Diagnostic::at(src, Severity::Error, code, path, Target::Value, message)
 }
@@ -444,7 +407,7 @@ fn lint_executable(path: &Path) -> (Option<String>, Vec<Diagnostic>) {
             if let Err(e) = jsonschema::meta::validate(&tool.describe().parameters) {
                 warnings.push(Diagnostic::file(
                     Severity::Error,
-                    "invalid-parameters-schema",
+                    Code::InvalidParametersSchema,
                     path,
                     format!("its --describe `parameters` is not a valid JSON Schema: {e}"),
                 ));

@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use super::Subject;
+use crate::lint::codes::Code;
 use crate::manifest::ParamType;
 use crate::source::{Diagnostic, FieldPath, Severity, Target};
 
@@ -32,7 +33,7 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
     if chars > MAX_DESCRIPTION_CHARS {
         out.push(s.diag(
             Severity::Warning,
-            "long-description",
+            Code::LongDescription,
             &FieldPath::dotted("description"),
             Target::Value,
             format!("the description is {chars} characters; every prompt that lists the tool pays for it (keep it under {MAX_DESCRIPTION_CHARS})"),
@@ -45,7 +46,7 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
             if !is_of_type(d, p.kind) {
                 out.push(s.diag(
                     Severity::Error,
-                    "default-type-mismatch",
+                    Code::DefaultTypeMismatch,
                     &at.key("default"),
                     Target::Value,
                     format!("the default of `{name}` is {d}, which is not {}", a(ty)),
@@ -53,7 +54,7 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
             } else if let Some(allowed) = p.allowed.as_ref().filter(|a| !a.contains(d)) {
                 out.push(s.diag(
                     Severity::Error,
-                    "default-not-in-enum",
+                    Code::DefaultNotInEnum,
                     &at.key("default"),
                     Target::Value,
                     format!(
@@ -66,7 +67,7 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
                 out.push(
                     s.diag(
                         Severity::Warning,
-                        "required-with-default",
+                        Code::RequiredWithDefault,
                         &at.key("required"),
                         Target::Key,
                         format!("`{name}` is required and has a default: the default is never used"),
@@ -79,7 +80,7 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
             if !is_of_type(v, p.kind) {
                 out.push(s.diag(
                     Severity::Error,
-                    "enum-type-mismatch",
+                    Code::EnumTypeMismatch,
                     &at.key("enum").index(i),
                     Target::Value,
                     format!("`enum` value {v} of `{name}` is not {}", a(ty)),
@@ -91,7 +92,7 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
         {
             out.push(s.diag(
                 Severity::Error,
-                "invalid-pattern",
+                Code::InvalidPattern,
                 &at.key("pattern"),
                 Target::Value,
                 format!("`pattern` of `{name}` is not a valid regular expression: {pattern}"),
@@ -100,7 +101,7 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
         if p.pattern.is_some() && p.kind != ParamType::String {
             out.push(s.diag(
                 Severity::Warning,
-                "pattern-on-non-string",
+                Code::PatternOnNonString,
                 &at.key("pattern"),
                 Target::Key,
                 format!("`pattern` only applies to strings, and `{name}` is {}", a(ty)),

@@ -9,7 +9,8 @@ use codespan_reporting::files::SimpleFile;
 use codespan_reporting::term;
 use serde_json::{Value, json};
 
-use super::{RULES, Report};
+use super::Report;
+use crate::lint::codes::Code;
 use crate::source::{Diagnostic, Severity};
 
 crate::names::named_enum! {
@@ -77,13 +78,13 @@ fn human(report: &Report) -> String {
             Severity::Error => Rendered::error(),
             Severity::Warning => Rendered::warning(),
         }
-        .with_code(d.code)
+        .with_code(d.code.as_str())
         .with_message(&d.message);
         if let Some(help) = &d.help {
             r = r.with_notes(vec![format!("help: {help}")]);
         }
         // Never print the line of a credential: CI logs are read by many.
-        let text = if d.code == "hardcoded-secret" { &None } else { text };
+        let text = if d.code == Code::HardcodedSecret { &None } else { text };
         let rendered = text.as_deref().and_then(|t| range(d, t).map(|rg| (t, rg))).and_then(|(t, rg)| {
             let file = SimpleFile::new(shown(&d.file), t);
             let label = match &d.field {
@@ -179,7 +180,7 @@ fn github(report: &Report) -> String {
 
 fn sarif(report: &Report) -> Value {
     let used: Vec<&str> = {
-        let mut codes: Vec<&str> = report.diagnostics.iter().map(|d| d.code).collect();
+        let mut codes: Vec<&str> = report.diagnostics.iter().map(|d| d.code.as_str()).collect();
         codes.sort_unstable();
         codes.dedup();
         codes
@@ -187,7 +188,7 @@ fn sarif(report: &Report) -> Value {
     let rules: Vec<Value> = used
         .iter()
         .map(|code| {
-            let text = RULES.iter().find(|(c, _)| c == code).map_or("packs lint diagnostic", |(_, t)| t);
+            let text = code.parse::<Code>().map_or("packs lint diagnostic", Code::description);
             json!({
                 "id": code,
                 "name": code,
@@ -217,7 +218,7 @@ fn sarif(report: &Report) -> Value {
             }
             json!({
                 "ruleId": d.code,
-                "ruleIndex": used.iter().position(|c| *c == d.code),
+                "ruleIndex": used.iter().position(|c| *c == d.code.as_str()),
                 "level": severity_word(d.severity),
                 "message": {"text": text},
                 "locations": [{"physicalLocation": location}],

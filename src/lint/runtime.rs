@@ -3,6 +3,7 @@
 
 use super::{Options, ProgramCache, Subject};
 use crate::formats::functiongemma;
+use crate::lint::codes::Code;
 use crate::source::{Diagnostic, FieldPath, Severity, Target};
 use crate::template::CONTEXT_KEYS;
 
@@ -16,7 +17,7 @@ pub(super) fn check(s: &Subject<'_>, options: &Options, programs: &mut ProgramCa
         out.push(
             s.diag(
                 severity,
-                "program-not-found",
+                Code::ProgramNotFound,
                 &FieldPath::dotted("command.program"),
                 Target::Value,
                 format!("`{program}` is not on PATH here"),
@@ -33,7 +34,7 @@ pub(super) fn check(s: &Subject<'_>, options: &Options, programs: &mut ProgramCa
         };
         out.push(s.diag(
             Severity::Warning,
-            "timeout-out-of-range",
+            Code::TimeoutOutOfRange,
             &FieldPath::dotted("policy.timeout_secs"),
             Target::Value,
             format!("`timeout_secs` is {timeout}: {why}"),
@@ -44,7 +45,7 @@ pub(super) fn check(s: &Subject<'_>, options: &Options, programs: &mut ProgramCa
     if codes.is_empty() {
         out.push(s.diag(
             Severity::Error,
-            "invalid-exit-codes",
+            Code::InvalidExitCodes,
             &path,
             Target::Value,
             "`allowed_exit_codes` is empty: every run would fail",
@@ -54,7 +55,7 @@ pub(super) fn check(s: &Subject<'_>, options: &Options, programs: &mut ProgramCa
         if !(0..=255).contains(c) {
             out.push(s.diag(
                 Severity::Error,
-                "invalid-exit-codes",
+                Code::InvalidExitCodes,
                 &path.index(i),
                 Target::Value,
                 format!("exit code {c} cannot happen: exit codes are 0 to 255"),
@@ -70,7 +71,7 @@ fn tests(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
     for (i, t) in s.m.tests.iter().enumerate() {
         let path = FieldPath::dotted("tests").index(i);
         let mut bad = |at: FieldPath, message: String| {
-            out.push(s.diag(Severity::Error, "invalid-test", &at, Target::Value, message));
+            out.push(s.diag(Severity::Error, Code::InvalidTest, &at, Target::Value, message));
         };
         for key in t.context.keys() {
             if !CONTEXT_KEYS.contains(&key.as_str()) {
@@ -110,7 +111,7 @@ fn examples(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
     for (i, example) in s.m.examples.iter().enumerate() {
         let path = FieldPath::dotted("examples").index(i);
         let mut bad =
-            |message: String| out.push(s.diag(Severity::Error, "invalid-example", &path, Target::Value, message));
+            |message: String| out.push(s.diag(Severity::Error, Code::InvalidExample, &path, Target::Value, message));
         // `{{url}}`-style placeholders name context keys, filled when the prompt is built.
         let mut rest = example.as_str();
         while let Some(start) = rest.find("{{") {

@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 use regex::{Regex, RegexSet};
 
 use super::Subject;
+use crate::lint::codes::Code;
 use crate::manifest::{Arg, ParamType};
 use crate::source::{Diagnostic, FieldPath, Severity, Target};
 use crate::template::Ref;
@@ -120,7 +121,7 @@ fn first_operand(args: &[&str], value_options: &[&str], assignments: bool) -> Op
 }
 
 fn injection(s: &Subject<'_>, path: &FieldPath, message: String, help: &str) -> Diagnostic {
-    s.diag(Severity::Error, "shell-injection", path, Target::Value, message).with_help(help)
+    s.diag(Severity::Error, Code::ShellInjection, path, Target::Value, message).with_help(help)
 }
 
 fn shell_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
@@ -197,7 +198,7 @@ fn option_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
         out.push(
             s.diag(
                 Severity::Warning,
-                "option-injection",
+                Code::OptionInjection,
                 &path,
                 Target::Value,
                 format!("`{name}` is a whole argument with no `--` before it: a value like `--output=/etc/passwd` would be read as an option"),
@@ -237,7 +238,7 @@ fn hardcoded_secrets(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
             out.push(
                 s.diag(
                     Severity::Error,
-                    "hardcoded-secret",
+                    Code::HardcodedSecret,
                     &path,
                     Target::Value,
                     "this looks like a credential written into the manifest",
@@ -358,7 +359,7 @@ fn read_only_claims(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
         out.push(
             s.diag(
                 Severity::Warning,
-                "implicit-read-only",
+                Code::ImplicitReadOnly,
                 &FieldPath::dotted("command"),
                 Target::Key,
                 format!("{why}, but the manifest relies on the default `read_only: true`"),
@@ -371,7 +372,7 @@ fn read_only_claims(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
         out.push(
             s.diag(
                 Severity::Warning,
-                "unconfirmed-mutation",
+                Code::UnconfirmedMutation,
                 &FieldPath::dotted("policy"),
                 Target::Key,
                 "the tool changes things over the network (`read_only: false`, `requires_network: true`) without `confirm_before_run`",

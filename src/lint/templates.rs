@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 
 use super::Subject;
+use crate::lint::codes::Code;
 use crate::manifest::Arg;
 use crate::source::{Diagnostic, FieldPath, Severity, Target};
 
@@ -16,7 +17,7 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
             out.push(
                 s.diag(
                     Severity::Warning,
-                    "unused-parameter",
+                    Code::UnusedParameter,
                     &FieldPath::dotted("parameters").key(name),
                     Target::Key,
                     format!("parameter `{name}` is offered to the model but no template uses it"),
@@ -41,7 +42,7 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
             out.push(
                 s.diag(
                     Severity::Warning,
-                    "optional-renders-empty",
+                    Code::OptionalRendersEmpty,
                     path,
                     Target::Value,
                     format!("optional parameter `{name}` has no default: without it, `{}` renders with an empty value", t.source()),
