@@ -2,12 +2,9 @@
 //! answered alike whether it comes through `packs run`, `packs call`, `packs serve`
 //! or the library.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use serde_json::{Value, json};
 
-use crate::common::{PACKS, Packs, Test};
+use crate::common::{Packs, Test};
 
 fn tools() -> Packs {
     Packs::new().manifest("hello", json!({"name": "hello", "description": "d", "command": "echo hello"})).manifest(
@@ -22,31 +19,6 @@ fn log_lines(path: &std::path::Path) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect()
-}
-
-/// `packs serve` with `--log`, fed `requests`; returns what it answered.
-fn serve(packs: &Packs, log: &std::path::Path, requests: &[Value]) -> Vec<Value> {
-    let mut child = Command::new(PACKS)
-        .arg("--packs")
-        .arg(packs.path())
-        .arg("--log")
-        .arg(log)
-        .arg("serve")
-        .env_remove("PACKS_PATH")
-        .env_remove("PACKS_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start packs serve");
-    let mut stdin = child.stdin.take().unwrap();
-    for r in requests {
-        writeln!(stdin, "{r}").unwrap();
-    }
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 fn call_request(id: i64, name: &str) -> Value {
@@ -81,7 +53,12 @@ fn unknown_tools_are_audited_by_every_front_end() {
     assert_unknown(&call[0], "no_such_tool");
 
     let serve_log = dir.path().join("serve.jsonl");
-    let answers = serve(&packs, &serve_log, &[call_request(1, "no_such_tool"), call_request(2, "hello")]);
+    let log_arg = serve_log.to_str().unwrap();
+    let answers = crate::serve::session(
+        &packs,
+        &["--log", log_arg],
+        &[call_request(1, "no_such_tool"), call_request(2, "hello")],
+    );
     let unknown = answers.iter().find(|m| m["id"] == 1).unwrap();
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
     let served = log_lines(&serve_log);

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::common::{PACKS, Packs};
 
 /// Send `requests`, close stdin, and collect every message the server wrote.
-fn session(packs: &Packs, extra: &[&str], requests: &[Value]) -> Vec<Value> {
+pub(crate) fn session(packs: &Packs, extra: &[&str], requests: &[Value]) -> Vec<Value> {
     let mut child = Command::new(PACKS)
         .arg("--packs")
         .arg(packs.path())
