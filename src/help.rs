@@ -10,10 +10,10 @@ use crate::tool::Tool;
 const INDENT: &str = "       ";
 
 /// The manual page of `tool` (`packs help NAME`): a native tool's own, else one
-/// generated from the tool itself.
+/// generated from the tool itself; control and invisible characters escaped.
 pub fn page(tool: &Tool) -> String {
     if let Some(page) = tool.native().and_then(crate::NativeTool::help) {
-        return page;
+        return crate::visible::prose(&page).into_owned();
     }
     let mut s = String::new();
     let d = tool.describe();
@@ -39,7 +39,8 @@ pub fn page(tool: &Tool) -> String {
          124  the tool timed out; its process group was killed",
     );
     section(&mut s, "SOURCE", &format!("{} ({})", tool.source().display(), tool.kind().as_str()));
-    s
+    // Manifest strings reach a terminal: nothing in them may move the cursor or hide text.
+    crate::visible::prose(&s).into_owned()
 }
 
 fn section(s: &mut String, title: &str, body: &str) {

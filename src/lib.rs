@@ -47,6 +47,7 @@ mod template;
 mod testing;
 mod tool;
 mod tool_test;
+mod visible;
 
 pub use agent::{Agent, AgentError};
 pub use audit::AuditLog;

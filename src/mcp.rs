@@ -340,8 +340,14 @@ impl Server {
         if let Ok(mut pending) = self.pending.lock() {
             pending.insert(Value::String(id.clone()).to_string(), tx);
         }
-        let command =
-            shlex::try_join(request.argv.iter().map(String::as_str)).unwrap_or_else(|_| request.argv.join(" "));
+        // Control and invisible characters are escaped: the client shows what will run.
+        let mut command = request.command_line();
+        if let Some(cwd) = &request.cwd {
+            command.push_str(&format!("\nin {}", crate::visible::word(&cwd.to_string_lossy())));
+        }
+        for (k, v) in &request.env {
+            command.push_str(&format!("\nenv: {}={}", crate::visible::prose(k), crate::visible::word(v)));
+        }
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": {
             "message": format!("Run `{}` (tier {})? {}.\n\n{command}", request.tool, request.tier, request.reason),
             "requestedSchema": {

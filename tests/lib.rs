@@ -52,3 +52,5 @@ mod serve;
 
 #[path = "suite/validation.rs"]
 mod validation;
+#[path = "suite/visible.rs"]
+mod visible;

@@ -125,6 +125,11 @@ pub struct Planned {
 }
 
 impl Planned {
+    /// The command as a person should read it (see [`ApprovalRequest::command_line`](crate::ApprovalRequest::command_line)).
+    pub fn command_line(&self) -> String {
+        crate::visible::command_line(&self.argv)
+    }
+
     pub(crate) fn new(tool: &Tool, plan: Plan, decision: Decision) -> Self {
         Self {
             tool: tool.name().to_owned(),

@@ -110,6 +110,15 @@ pub struct ApprovalRequest {
     pub env: Vec<(String, String)>,
 }
 
+impl ApprovalRequest {
+    /// The command as a person should read it: each argument quoted for reading (never for
+    /// running), control and invisible characters (`\r`, ESC, bidirectional overrides)
+    /// escaped in bash's `$'…'` spelling, so what is shown is exactly what runs.
+    pub fn command_line(&self) -> String {
+        crate::visible::command_line(&self.argv)
+    }
+}
+
 /// Decides calls that need a person's approval. packs fails closed: a call that
 /// needs approval runs only when the approver says yes.
 pub trait Approver {

@@ -8,6 +8,7 @@ use crate::agent::Agent;
 use crate::catalog::Catalog;
 use crate::formats::{self, Export, ExportFormat};
 use crate::output::truncate;
+use crate::visible;
 
 pub(super) fn list(catalog: &Catalog, as_json: bool) -> Result<i32> {
     if as_json {
@@ -33,8 +34,8 @@ pub(super) fn list(catalog: &Catalog, as_json: bool) -> Result<i32> {
                 t.name().to_owned(),
                 t.kind().as_str().to_owned(),
                 if t.policy().read_only { "yes" } else { "no" }.to_owned(),
-                truncate(t.description().lines().next().unwrap_or_default(), 60),
-                t.source().display().to_string(),
+                truncate(&visible::prose(t.short_description()), 60),
+                visible::prose(&t.source().to_string_lossy()).into_owned(),
             ]
         })
         .collect();
@@ -67,7 +68,7 @@ pub(super) fn list(catalog: &Catalog, as_json: bool) -> Result<i32> {
 pub(super) fn describe(catalog: &Catalog, name: &str, prompt_entry: bool) -> Result<i32> {
     let tool = catalog.get(name)?;
     if prompt_entry {
-        print(&format!("{}\n", crate::prompt::tool_entry(tool)))?;
+        print(&format!("{}\n", visible::prose(&crate::prompt::tool_entry(tool))))?;
         return Ok(exit::OK);
     }
     print(&format!("{}\n", serde_json::to_string_pretty(tool.describe())?))?;

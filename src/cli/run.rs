@@ -12,6 +12,7 @@ use crate::call::{
 };
 use crate::catalog::Catalog;
 use crate::runner::Stream;
+use crate::visible;
 
 #[derive(clap::Args, Debug)]
 pub(super) struct RunArgs {
@@ -90,12 +91,12 @@ impl Approver for TerminalApprover {
         }
         let mut err = std::io::stderr().lock();
         let _ = writeln!(err, "packs: `{}` (tier {}) needs approval: {}", request.tool, request.tier, request.reason);
-        let _ = writeln!(err, "  {}", quoted(&request.argv));
+        let _ = writeln!(err, "  {}", request.command_line());
         if let Some(cwd) = &request.cwd {
-            let _ = writeln!(err, "  in {}", cwd.display());
+            let _ = writeln!(err, "  in {}", visible::word(&cwd.to_string_lossy()));
         }
         for (k, v) in &request.env {
-            let _ = writeln!(err, "  env: {k}={}", quoted(std::slice::from_ref(v)));
+            let _ = writeln!(err, "  env: {}={}", visible::prose(k), visible::word(v));
         }
         let _ = write!(err, "Run it? [y/N] ");
         let _ = err.flush();
@@ -180,14 +181,6 @@ pub(super) fn run(catalog: &Catalog, a: &RunArgs, base: &Context) -> Result<i32>
     }
 }
 
-/// The command as a person would type it (quoted for reading, never for running).
-fn quoted(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| shlex::try_quote(a).map_or_else(|_| format!("{a:?}"), |q| q.into_owned()))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 fn dry_run_text(planned: &Planned, as_json: bool) -> String {
     let (approval, denial) = match &planned.decision {
         Decision::Ask(r) => (Some(r.to_string()), None),
@@ -201,7 +194,8 @@ fn dry_run_text(planned: &Planned, as_json: bool) -> String {
             env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
         let v = json!({
             "argv": masked,
-            "command": quoted(masked),
+            // POSIX quoting, exact and safe to paste into any `sh` (JSON escapes the rest).
+            "command": shlex::try_join(masked.iter().map(String::as_str)).unwrap_or_else(|_| planned.command_line()),
             "cwd": planned.cwd,
             "env": env,
             "timeout_secs": planned.timeout.as_secs(),
@@ -212,15 +206,12 @@ fn dry_run_text(planned: &Planned, as_json: bool) -> String {
         });
         return format!("{v:#}\n");
     }
-    let mut s = format!("{}\n", quoted(masked));
+    let mut s = format!("{}\n", planned.command_line());
     if let Some(cwd) = &planned.cwd {
-        s.push_str(&format!("  cwd: {}\n", cwd.display()));
+        s.push_str(&format!("  cwd: {}\n", visible::word(&cwd.to_string_lossy())));
     }
     for (k, v) in env {
-        s.push_str(&format!(
-            "  env: {k}={}\n",
-            shlex::try_quote(v).map_or_else(|_| format!("{v:?}"), |q| q.into_owned())
-        ));
+        s.push_str(&format!("  env: {}={}\n", visible::prose(k), visible::word(v)));
     }
     s.push_str(&format!("  timeout: {}s\n", planned.timeout.as_secs()));
     s.push_str(&format!("  tier: {}\n", planned.tier));

@@ -1,0 +1,124 @@
+//! Text shown to a person: every character that could move the cursor, erase, reorder
+//! or hide text is written as a visible escape, so what a person reads (and approves)
+//! is what the bytes say.
+//!
+//! Escapes use the spelling of bash's `$'…'` quoting: `\r`, `\n`, `\t`, `\x1b`, `\u202e`,
+//! `\U000e0041`. A command line is shown with each argument that needs one as `$'…'`, so
+//! it can be read exactly and pasted into bash to give the same argv.
+
+use std::borrow::Cow;
+use std::fmt::Write;
+
+/// Whether `c` is shown as an escape: C0 and C1 controls, DEL, and the characters that
+/// change how text around them is displayed without being seen themselves (bidirectional
+/// overrides and isolates, zero-width characters, line and paragraph separators, soft
+/// hyphen, invisible fillers, variation selectors, tag characters, the byte-order mark,
+/// interlinear annotation marks).
+pub(crate) fn needs_escape(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
+        | '\u{ad}' | '\u{34f}' | '\u{61c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}' | '\u{180b}'..='\u{180f}'
+        | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{206f}'
+        | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}' | '\u{ffa0}' | '\u{fff9}'..='\u{fffb}'
+        | '\u{1d173}'..='\u{1d17a}' | '\u{e0000}'..='\u{e007f}' | '\u{e0100}'..='\u{e01ef}')
+}
+
+fn escape_char(c: char, out: &mut String) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c if u32::from(c) < 0x80 => {
+            let _ = write!(out, "\\x{:02x}", u32::from(c));
+        }
+        c if u32::from(c) <= 0xffff => {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        }
+        c => {
+            let _ = write!(out, "\\U{:08x}", u32::from(c));
+        }
+    }
+}
+
+/// Text for a terminal (a description, a help page): every character [`needs_escape`]
+/// says is escaped, except newlines and tabs, which lay the text out.
+pub(crate) fn prose(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(|c| needs_escape(c) && c != '\n' && c != '\t') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if needs_escape(c) && c != '\n' && c != '\t' {
+            escape_char(c, &mut out);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// One argument as a person reads it (and bash would take it): as it is when it is a
+/// plain word, in single quotes when the shell would split or expand it, as `$'…'` with
+/// escapes when it holds a character [`needs_escape`] names.
+pub(crate) fn word(arg: &str) -> Cow<'_, str> {
+    if !arg.chars().any(needs_escape) {
+        // Only NUL makes try_quote fail, and NUL needs an escape.
+        return shlex::try_quote(arg).unwrap_or(Cow::Borrowed(arg));
+    }
+    let mut out = String::with_capacity(arg.len() + 8);
+    out.push_str("$'");
+    for c in arg.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            c if needs_escape(c) => escape_char(c, &mut out),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    Cow::Owned(out)
+}
+
+/// A command line as a person reads it: each argument a [`word`], joined by spaces.
+pub(crate) fn command_line(argv: &[String]) -> String {
+    argv.iter().map(|a| word(a)).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_words_stay_and_shell_words_are_quoted() {
+        assert_eq!(word("src/main.rs"), "src/main.rs");
+        assert_eq!(word("a b"), "'a b'");
+        assert_eq!(word("$(id)"), "'$(id)'");
+        assert_eq!(word(r"C:\dir"), r#""C:\\dir""#);
+    }
+
+    #[test]
+    fn invisible_and_moving_characters_are_escaped() {
+        assert_eq!(word("ok\rrm -rf ~"), r"$'ok\rrm -rf ~'");
+        assert_eq!(word("\u{1b}[2Kx"), r"$'\x1b[2Kx'");
+        assert_eq!(word("txt.\u{202e}exe"), r"$'txt.\u202eexe'");
+        assert_eq!(word("a\u{0}b"), r"$'a\x00b'");
+        assert_eq!(word("it's\n\\"), r"$'it\'s\n\\'");
+        assert_eq!(word("\u{85}\u{200b}\u{e0041}"), r"$'\u0085\u200b\U000e0041'");
+        assert_eq!(word("\u{7f}"), r"$'\x7f'");
+    }
+
+    #[test]
+    fn prose_keeps_its_lines() {
+        assert_eq!(prose("one\ntwo\tcols"), "one\ntwo\tcols");
+        assert_eq!(prose("title\u{1b}]0;pwned\u{7}\r\n"), r"title\x1b]0;pwned\x07\r".to_owned() + "\n");
+        assert!(matches!(prose("plain é ✓"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn every_control_character_is_escaped() {
+        for c in (0u32..0x20).chain(0x7f..0xa0).filter_map(char::from_u32) {
+            let shown = word(&c.to_string()).into_owned();
+            assert!(shown.chars().all(|s| !s.is_control()), "{c:?} shown as {shown:?}");
+        }
+    }
+}
