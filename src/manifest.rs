@@ -175,6 +175,13 @@ pub(crate) struct Parameter {
 }
 
 impl Parameter {
+    /// A filesystem path, or an array of them (`format: path` on the parameter or on its
+    /// `items`): confined to the workspace.
+    pub(crate) fn is_path(&self) -> bool {
+        self.format.as_deref() == Some("path")
+            || self.items.as_ref().and_then(|i| i.get("format")).and_then(Value::as_str) == Some("path")
+    }
+
     /// Offered to the model (everything but `literal`).
     pub(crate) fn is_offered(&self) -> bool {
         self.source != Some(ParamSource::Literal)

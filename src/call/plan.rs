@@ -144,8 +144,10 @@ impl Planned {
     }
 }
 
-/// Every `format: path` value must resolve (symlinks followed) inside the workspace. A
-/// relative value is resolved where the tool will read it: its working directory.
+/// Every value of a path parameter (`format: path`, on the parameter or its `items`) must
+/// lead inside the workspace when the tool opens it: resolved from the tool's working
+/// directory, each symbolic link by its target whether the target exists or not, and
+/// never through a link the kernel resolves per process (`/proc/self/cwd`, `/dev/fd/N`).
 fn confine_paths(
     tool: &Tool,
     given: &Map<String, Value>,
@@ -153,21 +155,29 @@ fn confine_paths(
     cwd: Option<&Path>,
 ) -> Result<(), ToolError> {
     let Some(m) = tool.manifest() else { return Ok(()) };
-    if !m.parameters.values().any(|p| p.format.as_deref() == Some("path")) {
+    if !m.parameters.values().any(crate::manifest::Parameter::is_path) {
         return Ok(());
     }
     let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_owned());
     let here = std::env::current_dir().unwrap_or_else(|_| root.clone());
+    // The tool starts in `cwd` (relative to packs' own directory, as the runner starts it).
     let base = cwd.map_or_else(|| here.clone(), |c| here.join(c));
     let mut errors = Vec::new();
-    for (name, _) in m.parameters.iter().filter(|(_, p)| p.format.as_deref() == Some("path")) {
+    for (name, _) in m.parameters.iter().filter(|(_, p)| p.is_path()) {
         let values: Vec<&str> = match given.get(name) {
             Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
             Some(Value::String(s)) => vec![s.as_str()],
             _ => Vec::new(),
         };
         for v in values {
-            if let Err(why) = confined(&root, &base, v) {
+            let outcome = resolve(&base, v).and_then(|resolved| {
+                if resolved.starts_with(&root) {
+                    Ok(())
+                } else {
+                    Err(format!("resolves to {}, outside the workspace", resolved.display()))
+                }
+            });
+            if let Err(why) = outcome {
                 errors.push(FieldError {
                     field: name.clone(),
                     message: format!("{v:?} {why}; paths must stay inside the workspace {}", root.display()),
@@ -179,32 +189,85 @@ fn confine_paths(
     if errors.is_empty() { Ok(()) } else { Err(ToolError::Validation { tool: tool.name().to_owned(), errors }) }
 }
 
-/// Resolve `value` against `root` (following symlinks as far as the path exists) and
-/// check it stays inside.
-fn confined(root: &Path, base: &Path, value: &str) -> Result<PathBuf, String> {
+/// Most symbolic links followed in one path (the kernel's limit).
+const MAX_LINKS: usize = 40;
+
+/// Where `value` leads when opened from `base`, resolved one component at a time as
+/// the kernel resolves it: `..` after a link climbs from the link's target; a link is
+/// replaced by its target even when the target does not exist (a dangling link is where
+/// a writing tool would create its file); below a name that does not exist the rest is
+/// taken as written, and may not climb with `..`. A path through `/proc` or `/dev/fd`
+/// is refused: the kernel resolves those in the process that opens them, not in packs.
+fn resolve(base: &Path, value: &str) -> Result<PathBuf, String> {
+    use std::collections::VecDeque;
+    use std::ffi::OsString;
     use std::path::Component;
-    let candidate = base.join(value);
-    // The longest part that exists is resolved by the OS (symlinks included); the rest
-    // is taken lexically and may not climb with `..`.
-    let mut existing = candidate.clone();
-    let mut rest = Vec::new();
-    while !existing.exists() {
-        let Some(name) = existing.file_name().map(ToOwned::to_owned) else { break };
-        rest.push(name);
-        if !existing.pop() {
-            break;
+
+    let parts = |p: &Path| -> Vec<OsString> {
+        p.components()
+            .filter_map(|c| match c {
+                Component::RootDir => Some(OsString::from("/")),
+                Component::ParentDir => Some(OsString::from("..")),
+                Component::Normal(n) => Some(n.to_owned()),
+                Component::CurDir | Component::Prefix(_) => None,
+            })
+            .collect()
+    };
+    let value = Path::new(value);
+    let mut pending: VecDeque<OsString> = VecDeque::new();
+    if value.is_relative() {
+        pending.extend(parts(base));
+    }
+    pending.extend(parts(value));
+    let mut resolved = PathBuf::from("/");
+    let mut exists = true;
+    let mut links = 0;
+    while let Some(part) = pending.pop_front() {
+        if part == "/" {
+            resolved = PathBuf::from("/");
+            exists = true;
+            continue;
+        }
+        if part == ".." {
+            if !exists {
+                return Err("climbs out with `..` below a path that does not exist".into());
+            }
+            resolved.pop();
+            continue;
+        }
+        resolved.push(&part);
+        if is_magic(&resolved) {
+            return Err(format!(
+                "goes through {}, which the kernel resolves in the process that opens it; name the file itself",
+                resolved.display()
+            ));
+        }
+        if !exists {
+            continue;
+        }
+        match std::fs::symlink_metadata(&resolved) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                links += 1;
+                if links > MAX_LINKS {
+                    return Err("cannot be resolved (too many levels of symbolic links)".into());
+                }
+                let target = std::fs::read_link(&resolved).map_err(|e| format!("cannot be resolved ({e})"))?;
+                resolved.pop();
+                for p in parts(&target).into_iter().rev() {
+                    pending.push_front(p);
+                }
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => exists = false,
+            Err(e) => return Err(format!("cannot be resolved ({e})")),
         }
     }
-    let mut resolved = std::fs::canonicalize(&existing).map_err(|e| format!("cannot be resolved ({e})"))?;
-    for part in rest.iter().rev() {
-        match Path::new(part).components().next() {
-            Some(Component::Normal(n)) => resolved.push(n),
-            _ => return Err("climbs out with `..` below a path that does not exist".into()),
-        }
-    }
-    if resolved.starts_with(root) {
-        Ok(resolved)
-    } else {
-        Err(format!("resolves to {}, outside the workspace", resolved.display()))
-    }
+    Ok(resolved)
+}
+
+/// Paths whose meaning depends on the process that opens them.
+fn is_magic(path: &Path) -> bool {
+    path.starts_with("/proc")
+        || path.starts_with("/dev/fd")
+        || ["/dev/stdin", "/dev/stdout", "/dev/stderr"].iter().any(|p| path == Path::new(p))
 }

@@ -426,3 +426,56 @@ fn failures_carry_a_structured_error() {
     let ok = Packs::new().manifest("fine", json!({"name": "fine", "description": "d", "command": "true"}));
     assert!(Test::new().packs_dir(&ok).args(["run", "fine", "--json"]).run().success().json().get("failure").is_none());
 }
+
+/// A workspace with a subdirectory, a dangling link out of it, a link to a magic
+/// directory, and a writing tool that runs at the workspace root.
+fn writing_workspace() -> (tempfile::TempDir, tempfile::TempDir, Packs) {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("sub")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("created"), ws.path().join("dangling")).unwrap();
+    std::os::unix::fs::symlink("/proc/self/cwd", ws.path().join("here")).unwrap();
+    let packs = Packs::new().manifest(
+        "touch_at_root",
+        json!({"name": "touch_at_root", "description": "d",
+               "parameters": {"p": {"type": "string", "format": "path", "required": true},
+                              "more": {"type": "array", "items": {"type": "string", "format": "path"}}},
+               "command": {"program": "touch", "args": ["--", "{{p}}", "{{more}}"], "cwd": ws.path().to_str().unwrap()}}),
+    );
+    (ws, outside, packs)
+}
+
+#[test]
+fn confinement_judges_links_by_their_target_and_refuses_magic_links() {
+    let (ws, outside, packs) = writing_workspace();
+    // packs runs in a subdirectory; the tool runs at the workspace root.
+    let run = |args: serde_json::Value| {
+        Test::new()
+            .packs_dir(&packs)
+            .current_dir(ws.path().join("sub"))
+            .arg("--workspace")
+            .arg(ws.path())
+            .args(["run", "touch_at_root"])
+            .arg(args.to_string())
+            .run()
+    };
+    let cases = [
+        // /proc/self/cwd is packs' directory (inside) for packs, the root for the tool.
+        (json!({"p": "/proc/self/cwd/../escaped"}), "/proc/self/cwd"),
+        (json!({"p": "/dev/fd/0"}), "/dev/fd"),
+        (json!({"p": "here/../escaped"}), "goes through /proc"),
+        // A dangling link is where a writing tool would create the file: outside.
+        (json!({"p": "dangling"}), "outside the workspace"),
+        (json!({"p": "sub/../dangling"}), "outside the workspace"),
+        // Items of an array of paths are confined too.
+        (json!({"p": "fine", "more": ["ok", "dangling"]}), "outside the workspace"),
+    ];
+    for (args, why) in cases {
+        run(args.clone()).code(1).stderr_contains("`").stderr_contains(why).no_panic();
+        assert!(!outside.path().join("created").exists(), "{args}: a file was created outside the workspace");
+        assert!(!ws.path().join("escaped").exists() && !ws.path().parent().unwrap().join("escaped").exists());
+    }
+    // Paths that stay inside still work, relative to where the tool runs.
+    run(json!({"p": "made", "more": ["sub/also"]})).success();
+    assert!(ws.path().join("made").exists() && ws.path().join("sub/also").exists());
+}
