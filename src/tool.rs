@@ -314,8 +314,7 @@ impl Tool {
 
     /// The permission tier (stated or derived, see [`Policy::tier`]).
     pub fn tier(&self) -> crate::policy::Tier {
-        let has_path =
-            self.manifest().is_some_and(|m| m.parameters.values().any(crate::manifest::Parameter::is_path));
+        let has_path = self.manifest().is_some_and(|m| m.parameters.values().any(crate::manifest::Parameter::is_path));
         self.policy.tier(has_path)
     }
 
