@@ -147,12 +147,15 @@ pub(crate) fn run_observed(
     // Resolving the program here (with the child's PATH) lets std start it with
     // posix_spawn (vfork) instead of fork + a PATH walk of failing execve calls.
     let mut cmd = match resolve_program(program, inv) {
-        Some(path) => {
+        Lookup::Found(path) => {
             let mut cmd = Command::new(path);
             cmd.arg0(program);
             cmd
         }
-        None => Command::new(program),
+        Lookup::AsWritten => Command::new(program),
+        // Never left to execvp: it would search relative entries and hand a file without
+        // `#!` to /bin/sh.
+        Lookup::Missing => return Err(start_error(io::Error::from_raw_os_error(libc::ENOENT))),
     };
     if inv.clear_env {
         cmd.env_clear();
@@ -266,28 +269,38 @@ pub(crate) fn run_observed(
     })
 }
 
-/// The absolute path `execvp` would run for `program` with the child's `PATH`,
-/// or `None` to leave the lookup to the system (a path with a slash, no `PATH`,
-/// a relative `PATH` entry whose meaning depends on the child's cwd, not found).
-fn resolve_program(program: &str, inv: &Invocation) -> Option<PathBuf> {
+/// Where a program is found.
+#[derive(Debug, PartialEq, Eq)]
+enum Lookup {
+    /// In an absolute directory of the child's `PATH`.
+    Found(PathBuf),
+    /// A path (it has a slash), or there is no `PATH` at all (the system's default
+    /// directories, all absolute, apply): started as written.
+    AsWritten,
+    /// In none of the absolute directories of the child's `PATH`.
+    Missing,
+}
+
+/// The program the child would run for `program`, looked up in the child's `PATH`.
+/// Relative entries (`.`, an empty entry, `bin`) are ignored: they mean whatever the
+/// tool's working directory holds, so a file in a workspace could shadow a real program.
+fn resolve_program(program: &str, inv: &Invocation) -> Lookup {
     if program.is_empty() || program.contains('/') {
-        return None;
+        return Lookup::AsWritten;
     }
     let path = match inv.env.iter().rev().find(|(k, _)| k == "PATH") {
         Some((_, v)) => OsString::from(v),
-        None if inv.clear_env => return None,
-        None => std::env::var_os("PATH")?,
+        None if inv.clear_env => return Lookup::AsWritten,
+        None => match std::env::var_os("PATH") {
+            Some(p) => p,
+            None => return Lookup::AsWritten,
+        },
     };
-    for dir in std::env::split_paths(&path) {
-        if !dir.is_absolute() {
-            return None;
-        }
-        let candidate = dir.join(program);
-        if may_execute(&candidate) {
-            return Some(candidate);
-        }
-    }
-    None
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(program))
+        .find(|candidate| may_execute(candidate))
+        .map_or(Lookup::Missing, Lookup::Found)
 }
 
 /// Whether `program` could start here, found on our `PATH` with the same test the
@@ -827,14 +840,14 @@ mod tests {
     fn the_childs_path_decides_which_program_runs() {
         let (_dir, script, mut i) = on_own_path("packs-runner-which-test", "#!/bin/sh\necho mine\n");
         assert_eq!(run(&i).unwrap().stdout, b"mine\n");
-        assert_eq!(resolve_program("packs-runner-which-test", &i), Some(script));
+        assert_eq!(resolve_program("packs-runner-which-test", &i), Lookup::Found(script));
 
-        // A relative PATH entry depends on the child's cwd: left to the system.
-        i.env = vec![("PATH".into(), "bin:/usr/bin".into())];
-        assert_eq!(resolve_program("true", &i), None);
-        i.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
-        assert!(resolve_program("true", &i).is_some_and(|p| p.is_absolute()));
-        assert_eq!(resolve_program("./true", &i), None);
+        // Relative PATH entries are ignored: they mean whatever the tool's cwd holds.
+        i.env = vec![("PATH".into(), "bin:.::/usr/bin:/bin".into())];
+        assert!(matches!(resolve_program("true", &i), Lookup::Found(p) if p.is_absolute()));
+        i.env = vec![("PATH".into(), ".:bin".into())];
+        assert_eq!(resolve_program("true", &i), Lookup::Missing);
+        assert_eq!(resolve_program("./true", &i), Lookup::AsWritten);
     }
 
     #[test]

@@ -212,3 +212,28 @@ fn stdin_is_not_passed_to_the_tool() {
     out.success().stdout_eq("");
     assert!(out.elapsed < Duration::from_secs(4), "cat waited for input: {:?}", out.elapsed);
 }
+
+#[test]
+fn relative_path_entries_never_find_a_program() {
+    use std::os::unix::fs::PermissionsExt;
+    // A workspace holding files named like programs, one without `#!` (execvp would hand
+    // it to /bin/sh), and a PATH that starts with `.`.
+    let ws = tempfile::tempdir().unwrap();
+    let marker = ws.path().join("shadowed");
+    for (name, body) in
+        [("true", format!("touch {}\n", marker.display())), ("only_here", "#!/bin/sh\necho ran\n".into())]
+    {
+        let file = ws.path().join(name);
+        std::fs::write(&file, body).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let packs = Packs::new()
+        .manifest("t", json!({"name": "t", "description": "d", "command": "true"}))
+        .manifest("o", json!({"name": "o", "description": "d", "command": "only_here"}));
+    let path = format!(".::{}", std::env::var("PATH").unwrap());
+    let run =
+        |name: &str| Test::new().packs_dir(&packs).current_dir(ws.path()).env("PATH", &path).args(["run", name]).run();
+    run("t").success();
+    assert!(!marker.exists(), "a file in the workspace shadowed `true`");
+    run("o").code(2).stderr_contains("cannot start `only_here`: No such file or directory");
+}
