@@ -48,9 +48,42 @@ pub struct Entry<'a> {
 }
 
 impl AuditLog {
-    /// Open (creating if needed) `path` for appending.
+    /// Open (creating if needed) `path` for appending. It must be a regular file or a
+    /// character device (`/dev/stderr`, `/dev/null`): a FIFO, a socket, a directory or a
+    /// block device is refused at once (opening a FIFO with no reader would block forever).
     pub fn open(path: &Path) -> std::io::Result<Self> {
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+        // Non-blocking, so a FIFO without a reader fails (ENXIO) instead of hanging.
+        let file = OpenOptions::new().create(true).append(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(
+            |e| match e.raw_os_error() {
+                Some(libc::ENXIO) => std::io::Error::other(
+                    "it is a FIFO (a named pipe); the audit log must be a regular file or a character device",
+                ),
+                _ => e,
+            },
+        )?;
+        let kind = file.metadata()?.file_type();
+        if !(kind.is_file() || kind.is_char_device()) {
+            let what = if kind.is_fifo() {
+                "a FIFO (a named pipe)"
+            } else if kind.is_socket() {
+                "a socket"
+            } else if kind.is_block_device() {
+                "a block device"
+            } else {
+                "not a regular file"
+            };
+            return Err(std::io::Error::other(format!(
+                "it is {what}; the audit log must be a regular file or a character device"
+            )));
+        }
+        // Writes block as usual from here on (a full pipe or terminal is waited for).
+        // SAFETY: fcntl on a descriptor this function owns; no memory is passed.
+        let flags = unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&file), libc::F_GETFL) };
+        if flags >= 0 {
+            // SAFETY: as above.
+            unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&file), libc::F_SETFL, flags & !libc::O_NONBLOCK) };
+        }
         Ok(Self { path: path.to_owned(), file: Mutex::new(file), failure: Mutex::new(None) })
     }
 

@@ -479,3 +479,25 @@ fn confinement_judges_links_by_their_target_and_refuses_magic_links() {
     run(json!({"p": "made", "more": ["sub/also"]})).success();
     assert!(ws.path().join("made").exists() && ws.path().join("sub/also").exists());
 }
+
+#[test]
+fn an_audit_log_that_is_a_fifo_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("log.fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let packs = Packs::new().manifest("t", json!({"name": "t", "description": "d", "command": "true"}));
+    let started = std::time::Instant::now();
+    Test::new()
+        .packs_dir(&packs)
+        .arg("--log")
+        .arg(&fifo)
+        .args(["run", "t"])
+        .run()
+        .code(1)
+        .stderr_contains("cannot write the audit log")
+        .stderr_contains("FIFO");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "opening the log blocked");
+    // A directory is refused too; a character device is a fine log.
+    Test::new().packs_dir(&packs).arg("--log").arg(dir.path()).args(["run", "t"]).run().code(1);
+    Test::new().packs_dir(&packs).args(["--log", "/dev/null", "run", "t"]).run().success();
+}
