@@ -87,12 +87,23 @@ pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 
         std::thread::spawn(move || watch(&server, &stop))
     });
     let mut calls = Vec::new();
-    for line in input.lines() {
-        let line = line?;
+    let mut input = input;
+    let mut bytes = Vec::new();
+    loop {
+        bytes.clear();
+        // Lines are read as bytes: one that is not UTF-8 gets a parse error like any
+        // other bad line, and the server goes on.
+        if input.read_until(b'\n', &mut bytes)? == 0 {
+            break;
+        }
+        let Ok(line) = std::str::from_utf8(&bytes) else {
+            server.error(&Value::Null, PARSE_ERROR, "not JSON: the line is not valid UTF-8");
+            continue;
+        };
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Value>(&line) {
+        match serde_json::from_str::<Value>(line) {
             Ok(msg) => {
                 if let Some(handle) = server.handle(msg) {
                     calls.push(handle);

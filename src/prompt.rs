@@ -45,6 +45,8 @@ pub fn compose(agent_dir: &Path) -> Result<String, PromptError> {
         Ok(entries) => entries
             .filter_map(Result::ok)
             .map(|e| e.path())
+            // `*.md` as a shell glob reads it: hidden files (`.draft.md`, `._x.md`) are not modules.
+            .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| !n.starts_with('.')))
             .filter(|p| p.extension().is_some_and(|e| e == "md") && p.is_file())
             .collect(),
         Err(_) => Vec::new(),

@@ -58,6 +58,7 @@ pub(crate) fn prepare(tool: &Tool, args: Value, context: &Context) -> Result<Arg
     }
     validate(tool, &given)?;
     reject_leading_dashes(tool, &given)?;
+    reject_nul_bytes(tool, &given)?;
     let mut resolved = given.clone();
     if let Some(m) = tool.manifest() {
         for (name, p) in &m.parameters {
@@ -142,6 +143,33 @@ fn validate(tool: &Tool, args: &Map<String, Value>) -> Result<(), ToolError> {
             }
             let root = field.split('/').next().unwrap_or_default().to_owned();
             FieldError { schema: property(&root), field, message }
+        })
+        .collect();
+    if errors.is_empty() { Ok(()) } else { Err(ToolError::Validation { tool: tool.name().to_owned(), errors }) }
+}
+
+/// A manifest tool's values become argv elements and environment values, which cannot
+/// hold a NUL byte: such a value is the caller's mistake to fix, not a failure to run.
+fn reject_nul_bytes(tool: &Tool, given: &Map<String, Value>) -> Result<(), ToolError> {
+    fn has_nul(v: &Value) -> bool {
+        match v {
+            Value::String(s) => s.contains('\0'),
+            Value::Array(items) => items.iter().any(has_nul),
+            Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+            Value::Null | Value::Bool(_) | Value::Number(_) => false,
+        }
+    }
+    if tool.manifest().is_none() {
+        return Ok(()); // executables and native tools receive JSON, which carries `\u0000`
+    }
+    let errors: Vec<FieldError> = given
+        .iter()
+        .filter(|(_, v)| has_nul(v))
+        .map(|(name, _)| FieldError {
+            field: name.clone(),
+            message: "contains a NUL byte, which no program argument or environment variable can carry; remove it"
+                .to_owned(),
+            schema: tool.validation_schema().get("properties").and_then(|p| p.get(name)).cloned(),
         })
         .collect();
     if errors.is_empty() { Ok(()) } else { Err(ToolError::Validation { tool: tool.name().to_owned(), errors }) }

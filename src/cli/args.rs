@@ -21,6 +21,7 @@ pub(super) fn arguments(tool: &Tool, json: Option<&str>, pairs: &[String]) -> Re
         },
     };
     let props = tool.validation_schema().get("properties").and_then(Value::as_object);
+    let mut set = std::collections::HashSet::new();
     for pair in pairs {
         let (key, raw) = split_pair("--arg", pair)?;
         let ty = props.and_then(|p| p.get(key)).and_then(|s| s.get("type")).and_then(Value::as_str);
@@ -28,7 +29,11 @@ pub(super) fn arguments(tool: &Tool, json: Option<&str>, pairs: &[String]) -> Re
         match (ty, args.get_mut(key), value) {
             // `--arg tag=a --arg tag=b` builds a list
             (Some("array"), Some(Value::Array(items)), Value::Array(new)) => items.extend(new),
+            // A second --arg for one that is not a list would silently replace the first
+            // (a --arg does replace a value of the JSON object: that is how to override one).
+            (_, Some(_), _) if !set.insert(key) => bail!("`--arg {key}` is given twice; `{key}` takes one value"),
             (_, _, value) => {
+                set.insert(key);
                 args.insert(key.to_owned(), value);
             }
         }

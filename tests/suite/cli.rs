@@ -251,3 +251,21 @@ fn a_closed_stdout_is_not_an_error() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(stderr, "");
 }
+
+#[test]
+fn a_scalar_given_twice_is_an_error_not_the_last_one() {
+    let packs = Packs::new().manifest(
+        "echo_v",
+        printf_tool(
+            "echo_v",
+            json!({"v": {"type": "string"}, "tags": {"type": "array"}}),
+            json!(["{{v}}", "{{tags}}"]),
+        ),
+    );
+    let run = |args: &[&str]| Test::new().packs_dir(&packs).args(["run", "echo_v"]).args(args.iter().copied()).run();
+    run(&["--arg", "v=a", "--arg", "v=b"]).code(1).stderr_contains("`--arg v` is given twice");
+    // One --arg over the JSON object's value is how a value is overridden.
+    run(&[r#"{"v": "a"}"#, "--arg", "v=b"]).success().stdout_eq("b\0\n");
+    // Lists still grow one --arg at a time.
+    run(&["--arg", "v=a", "--arg", "tags=x", "--arg", "tags=y"]).success().stdout_eq("a\0x\0y\0\n");
+}

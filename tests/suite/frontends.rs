@@ -254,3 +254,9 @@ fn agent_rules_apply_to_calls() {
         .code(3)
         .stderr_contains("does not allow");
 }
+
+#[test]
+fn hidden_files_are_not_context_modules() {
+    let a = agents(Some("S"), &[("a.md", "A"), (".draft.md", "DRAFT"), ("._a.md", "APPLEDOUBLE")], "");
+    Test::new().env("PACKS_AGENTS", a.path()).args(["prompt", "--agent", "a"]).run().success().stdout_eq("S\n---\nA");
+}

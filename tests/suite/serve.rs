@@ -127,3 +127,31 @@ fn progress_notifications_carry_output() {
     assert_eq!(progress[0]["params"]["message"], "-- hello\n");
     assert_eq!(by_id(&m, 7)["result"]["content"][0]["text"], "-- hello\n");
 }
+
+#[test]
+fn a_line_that_is_not_utf8_gets_a_parse_error_and_the_server_goes_on() {
+    let packs = tools();
+    let mut child = Command::new(PACKS)
+        .arg("--packs")
+        .arg(packs.path())
+        .arg("serve")
+        .env_remove("PACKS_PATH")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"\xff}\n").unwrap();
+    stdin.write_all(b"\xc3\n").unwrap();
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo_words", "arguments": {"w": "still here"}}})).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let m: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let errors: Vec<&Value> = m.iter().filter(|x| x["error"]["code"] == -32700).collect();
+    assert_eq!(errors.len(), 2, "{m:#?}");
+    assert_eq!(errors[0]["id"], Value::Null);
+    assert_eq!(by_id(&m, 2)["result"]["content"][0]["text"], "-- still here\n");
+}

@@ -265,3 +265,19 @@ fn arg_overrides_the_json_object() {
     out.success();
     assert_eq!(out.argv(), ["from-arg", "1"]);
 }
+
+#[test]
+fn a_nul_byte_in_a_value_is_a_validation_error() {
+    let packs = Packs::new().manifest(
+        "echo_v",
+        json!({"name": "echo_v", "description": "d", "parameters": {"v": {"type": "string"}, "vs": {"type": "array"}},
+               "command": {"program": "echo", "args": ["--", "{{v}}", "{{vs}}"]}}),
+    );
+    for args in [json!({"v": "a\u{0}b"}), json!({"vs": ["ok", "x\u{0}"]})] {
+        let out = Test::new().packs_dir(&packs).args(["run", "echo_v", "--json"]).arg(args.to_string()).run();
+        let v = out.code(1).json();
+        assert_eq!(v["error"]["kind"], "validation", "{v}");
+        assert_eq!(v["error"]["retryable"], true);
+        assert!(v["error"]["message"].as_str().unwrap().contains("NUL byte"), "{v}");
+    }
+}
