@@ -175,6 +175,7 @@ pub(crate) fn run_observed(
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let process = Process::new(child.id());
     let mut reaper = Reaper { child, process: process.clone() };
+    register(&process);
     on_spawn(&process);
     let wait_error = |source| SpawnError::Wait { program: program.clone(), source };
     let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
@@ -387,7 +388,36 @@ impl Reaper {
     fn reap(&mut self) -> io::Result<ExitStatus> {
         // From here on `Process::kill` sends nothing: the pid is about to be freed.
         *self.process.reaped.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        live().retain(|p| *p != self.process);
         self.child.wait()
+    }
+}
+
+/// Every tool process started and not yet reaped, so that an interrupt of packs can
+/// end them all ([`kill_all`]).
+static LIVE: Mutex<Vec<Process>> = Mutex::new(Vec::new());
+
+/// Set once packs is stopping: a process that starts after that is killed at once.
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn live() -> std::sync::MutexGuard<'static, Vec<Process>> {
+    LIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Kill the process group of every tool still running, and every one started from now
+/// on (packs is stopping). Returns how many were signalled.
+pub(crate) fn kill_all() -> usize {
+    let live = live();
+    STOPPING.store(true, std::sync::atomic::Ordering::SeqCst);
+    live.iter().filter(|p| p.kill()).count()
+}
+
+/// Keep `process` in the registry [`kill_all`] reads; if packs is already stopping, kill it.
+fn register(process: &Process) {
+    let mut live = live();
+    live.push(process.clone());
+    if STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
+        process.kill();
     }
 }
 

@@ -6,6 +6,7 @@ mod lint;
 mod list;
 mod prompt;
 mod run;
+mod signals;
 mod test;
 
 use std::io::Write;
@@ -131,6 +132,12 @@ pub(crate) fn main() -> i32 {
             return code;
         }
     };
+    if matches!(
+        cli.command,
+        Command::Run(_) | Command::Call(_) | Command::Serve { .. } | Command::Exec(_) | Command::Test(_)
+    ) {
+        signals::end_tools_on_interrupt();
+    }
     let result = match cli.command {
         Command::Exec(args) => run::exec(&args),
         Command::Lint(args) => Ok(lint::lint(&args, &cli.packs)),
@@ -179,7 +186,7 @@ pub(crate) fn main() -> i32 {
                 let options =
                     crate::mcp::Options { search: search_path(&dirs), context: base.clone(), yes: *yes, watch: *watch };
                 return match crate::mcp::serve(options, std::io::stdin().lock(), std::io::stdout()) {
-                    Ok(()) => exit::OK,
+                    Ok(()) => signals::exit_status().unwrap_or(exit::OK),
                     Err(e) => {
                         report(&e.into());
                         exit::USAGE
@@ -214,13 +221,14 @@ pub(crate) fn main() -> i32 {
             result
         }
     };
-    match result {
+    let code = match result {
         Ok(code) => code,
         Err(e) => {
             report(&e);
             exit::USAGE
         }
-    }
+    };
+    signals::exit_status().unwrap_or(code)
 }
 
 /// A clap parser for one of the library's named enums: the accepted names, each with

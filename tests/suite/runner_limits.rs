@@ -237,3 +237,70 @@ fn relative_path_entries_never_find_a_program() {
     assert!(!marker.exists(), "a file in the workspace shadowed `true`");
     run("o").code(2).stderr_contains("cannot start `only_here`: No such file or directory");
 }
+
+/// A tool that records its pid and its child's, then waits far past any test.
+fn sleeper(dir: &Path) -> Packs {
+    let script = format!("sleep 300 & echo $! > {0}/child; echo $$ > {0}/tool; wait", dir.display());
+    Packs::new().manifest(
+        "sleepy",
+        json!({"name": "sleepy", "description": "d", "command": {"program": "sh", "args": ["-c", script]},
+               "policy": {"timeout_secs": 600}}),
+    )
+}
+
+fn wait_for_file(path: &Path) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(path).ok().and_then(|s| s.trim().parse().ok()) {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie is gone as far as the tool is concerned; /proc shows its state.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) != Some("Z"))
+}
+
+#[test]
+fn an_interrupt_ends_the_tool_then_packs_with_the_conventional_status() {
+    for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143), (libc::SIGHUP, 129)] {
+        let dir = tempfile::tempdir().unwrap();
+        let packs = sleeper(dir.path());
+        for args in [&["run", "sleepy"][..], &["serve"]] {
+            let _ = std::fs::remove_file(dir.path().join("tool"));
+            let _ = std::fs::remove_file(dir.path().join("child"));
+            let mut child = std::process::Command::new(crate::common::PACKS)
+                .arg("--packs")
+                .arg(packs.path())
+                .args(args)
+                .env_remove("PACKS_PATH")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            // Held open until packs exits: a client that signals the server has not hung up.
+            let mut stdin = child.stdin.take().unwrap();
+            if args[0] == "serve" {
+                use std::io::Write;
+                let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sleepy", "arguments": {}}});
+                writeln!(stdin, "{call}").unwrap();
+            }
+            let (tool, grandchild) =
+                (wait_for_file(&dir.path().join("tool")), wait_for_file(&dir.path().join("child")));
+            let sent = Instant::now();
+            // SAFETY: kill(2) on the packs process this test started and has not reaped.
+            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+            let status = child.wait().unwrap();
+            drop(stdin);
+            assert_eq!(status.code(), Some(code), "{args:?} after signal {signal}");
+            assert!(sent.elapsed() < Duration::from_secs(5), "{args:?}: packs took {:?}", sent.elapsed());
+            std::thread::sleep(Duration::from_millis(100));
+            assert!(!alive(tool) && !alive(grandchild), "{args:?}: the tool outlived packs (signal {signal})");
+        }
+    }
+}
