@@ -33,11 +33,23 @@ const WATCH_INTERVAL: Duration = Duration::from_millis(300);
 /// How long an approval question waits for the client's answer.
 const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// After the client's input ends, how long calls still running may take to answer
+/// before they are ended.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+/// Most `tools/call` requests running at once; one more is refused until one ends.
+const MAX_CALLS: usize = 64;
+
+/// Protocol versions whose clients may send JSON-RPC batches (2025-06-18 removed them).
+const BATCH_VERSIONS: &[&str] = &["2025-03-26", "2024-11-05"];
+
 /// JSON-RPC error codes.
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
+/// Implementation-defined server error: too many calls, no thread for a call.
+const SERVER_ERROR: i64 = -32000;
 
 /// How `packs serve` was started.
 #[derive(Debug, Clone)]
@@ -67,9 +79,20 @@ struct Server {
     flights: Mutex<HashMap<String, Flight>>,
     pending: Mutex<HashMap<String, mpsc::Sender<Value>>>,
     next_id: AtomicU64,
+    /// The protocol version `initialize` settled on.
+    version: Mutex<Option<&'static str>>,
+    /// The client hung up: approvals are denied, calls are ended.
+    closed: AtomicBool,
 }
 
-/// Serve until `input` ends; then wait for calls still running to answer.
+thread_local! {
+    /// While a batch is handled (on one thread, in order), the responses it produces,
+    /// sent together as one array at its end.
+    static BATCH: std::cell::RefCell<Option<Vec<Value>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Serve until `input` ends; then deny approvals still waiting, give calls still running
+/// [`CLOSE_GRACE`] to answer, and end the rest.
 pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 'static) -> std::io::Result<()> {
     let catalog = load(&options.search, None);
     let server = Arc::new(Server {
@@ -80,11 +103,17 @@ pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 
         flights: Mutex::new(HashMap::new()),
         pending: Mutex::new(HashMap::new()),
         next_id: AtomicU64::new(1),
+        version: Mutex::new(None),
+        closed: AtomicBool::new(false),
     });
     let stop = Arc::new(AtomicBool::new(false));
     let watcher = server.options.watch.then(|| {
         let (server, stop) = (Arc::clone(&server), Arc::clone(&stop));
-        std::thread::spawn(move || watch(&server, &stop))
+        std::thread::Builder::new()
+            .name("packs-watch".into())
+            .spawn(move || watch(&server, &stop))
+            .inspect_err(|e| eprintln!("packs serve: --watch is off: cannot start its thread: {e}"))
+            .ok()
     });
     let mut calls = Vec::new();
     let mut input = input;
@@ -113,11 +142,19 @@ pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 
         }
         calls.retain(|h: &std::thread::JoinHandle<()>| !h.is_finished());
     }
+    // The client sent its last request: nobody is left to approve, and calls still
+    // running get a short grace to answer (`echo REQUEST | packs serve` works), then end.
+    server.deny_approvals();
+    let grace = std::time::Instant::now() + CLOSE_GRACE;
+    while calls.iter().any(|h| !h.is_finished()) && std::time::Instant::now() < grace {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    server.end_calls();
     for h in calls {
         let _ = h.join();
     }
     stop.store(true, Ordering::Relaxed);
-    if let Some(w) = watcher {
+    if let Some(w) = watcher.flatten() {
         let _ = w.join();
     }
     Ok(())
@@ -178,39 +215,158 @@ impl Server {
         let _ = out.write_all(line.as_bytes()).and_then(|()| out.flush());
     }
 
+    /// Send a response, or keep it for the batch this thread is answering.
+    fn respond(&self, response: Value) {
+        let kept = BATCH.with(|b| match b.borrow_mut().as_mut() {
+            Some(responses) => {
+                responses.push(response.clone());
+                true
+            }
+            None => false,
+        });
+        if !kept {
+            self.send(&response);
+        }
+    }
+
     fn reply(&self, id: &Value, result: Value) {
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+        self.respond(json!({"jsonrpc": "2.0", "id": id, "result": result}));
     }
 
     fn error(&self, id: &Value, code: i64, message: &str) {
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}));
+        self.respond(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}));
     }
 
-    /// Handle one message; a `tools/call` returns the thread running it.
-    fn handle(self: &Arc<Self>, msg: Value) -> Option<std::thread::JoinHandle<()>> {
-        let id = msg.get("id").cloned();
-        let Some(method) = msg.get("method").and_then(Value::as_str) else {
-            // A response to a request of ours (elicitation).
-            if let Some(id) = &id
-                && let Some(tx) = self.pending.lock().ok().and_then(|mut p| p.remove(&id.to_string()))
-            {
-                let _ = tx.send(msg);
+    /// The client hung up: every approval still waiting (or asked from now on) is denied.
+    fn deny_approvals(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+    }
+
+    /// End every call still running (their answers would reach nobody).
+    fn end_calls(&self) {
+        let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for flight in flights.values_mut() {
+            flight.cancelled = true;
+            if let Some(process) = &flight.process {
+                process.kill();
             }
+        }
+    }
+
+    /// Handle a batch (protocol versions that have them): every request in order on
+    /// this thread, then one array of the responses. Elsewhere, one error.
+    fn batch(self: &Arc<Self>, items: Vec<Value>) -> Option<std::thread::JoinHandle<()>> {
+        let version = *self.version.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !version.is_some_and(|v| BATCH_VERSIONS.contains(&v)) {
+            let shown = version.unwrap_or("none yet");
+            self.error(
+                &Value::Null,
+                INVALID_REQUEST,
+                &format!("JSON-RPC batches are not part of protocol version {shown}: send one message per line"),
+            );
+            return None;
+        }
+        if items.is_empty() {
+            self.error(&Value::Null, INVALID_REQUEST, "an empty batch");
+            return None;
+        }
+        let server = Arc::clone(self);
+        let run = move || {
+            BATCH.with(|b| *b.borrow_mut() = Some(Vec::new()));
+            for item in items {
+                if let Some(handle) = server.handle_one(item, true) {
+                    let _ = handle.join();
+                }
+            }
+            let responses = BATCH.with(|b| b.borrow_mut().take()).unwrap_or_default();
+            if !responses.is_empty() {
+                server.send(&Value::Array(responses));
+            }
+        };
+        match std::thread::Builder::new().name("packs-batch".into()).spawn(run) {
+            Ok(handle) => Some(handle),
+            Err(e) => {
+                self.error(&Value::Null, SERVER_ERROR, &format!("cannot start a thread for the batch: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Handle one message; a `tools/call` (or a batch) returns the thread running it.
+    fn handle(self: &Arc<Self>, msg: Value) -> Option<std::thread::JoinHandle<()>> {
+        match msg {
+            Value::Array(items) => self.batch(items),
+            msg => self.handle_one(msg, false),
+        }
+    }
+
+    /// Handle one message. In a batch (`inline`), a `tools/call` runs on this thread.
+    fn handle_one(self: &Arc<Self>, msg: Value, inline: bool) -> Option<std::thread::JoinHandle<()>> {
+        let Value::Object(fields) = &msg else {
+            self.error(&Value::Null, INVALID_REQUEST, "a message must be a JSON object");
             return None;
         };
-        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        let id = fields.get("id").cloned();
+        let method = match fields.get("method") {
+            Some(Value::String(m)) => m.clone(),
+            Some(_) => {
+                self.error(&id.unwrap_or(Value::Null), INVALID_REQUEST, "`method` must be a string");
+                return None;
+            }
+            None if fields.contains_key("result") || fields.contains_key("error") => {
+                // A response to a request of ours (elicitation).
+                if let Some(id) = &id
+                    && let Some(tx) = self.pending.lock().ok().and_then(|mut p| p.remove(&id.to_string()))
+                {
+                    let _ = tx.send(msg);
+                }
+                return None;
+            }
+            None => {
+                self.error(&id.unwrap_or(Value::Null), INVALID_REQUEST, "a request needs a `method`");
+                return None;
+            }
+        };
+        let params = fields.get("params").cloned().unwrap_or(Value::Null);
         let Some(id) = id else {
-            self.notification(method, &params);
+            self.notification(&method, &params);
             return None;
         };
-        match method {
+        match method.as_str() {
             "initialize" => self.initialize(&id, &params),
             "ping" => self.reply(&id, json!({})),
             "tools/list" => self.list(&id, &params),
             "tools/call" => {
+                {
+                    let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if flights.len() >= MAX_CALLS {
+                        drop(flights);
+                        self.error(
+                            &id,
+                            SERVER_ERROR,
+                            &format!("{MAX_CALLS} calls are running; try again when one ends"),
+                        );
+                        return None;
+                    }
+                    flights.insert(id.to_string(), Flight::default());
+                }
+                if inline {
+                    self.call(&id, &params);
+                    return None;
+                }
                 let server = Arc::clone(self);
-                self.flights.lock().ok()?.insert(id.to_string(), Flight::default());
-                return Some(std::thread::spawn(move || server.call(&id, &params)));
+                let (thread_id, thread_params) = (id.clone(), params);
+                match std::thread::Builder::new()
+                    .name("packs-call".into())
+                    .spawn(move || server.call(&thread_id, &thread_params))
+                {
+                    Ok(handle) => return Some(handle),
+                    Err(e) => {
+                        self.finish(&id.to_string());
+                        self.error(&id, SERVER_ERROR, &format!("cannot start a thread for the call: {e}"));
+                    }
+                }
             }
             _ if id.is_null() => self.error(&id, INVALID_REQUEST, "a request needs an id"),
             other => self.error(&id, METHOD_NOT_FOUND, &format!("unknown method `{other}`")),
@@ -234,6 +390,7 @@ impl Server {
     fn initialize(&self, id: &Value, params: &Value) {
         let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
         let version = PROTOCOL_VERSIONS.iter().find(|v| **v == asked).unwrap_or(&PROTOCOL_VERSIONS[0]);
+        *self.version.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(version);
         let elicitation = params.pointer("/capabilities/elicitation").is_some();
         self.elicitation.store(elicitation, Ordering::Relaxed);
         self.reply(
@@ -348,7 +505,12 @@ impl Server {
     fn elicit(&self, request: &ApprovalRequest) -> bool {
         let id = format!("packs-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = mpsc::channel();
-        if let Ok(mut pending) = self.pending.lock() {
+        {
+            let mut pending = self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Under the lock `close` takes: a client that hung up approves nothing.
+            if self.closed.load(Ordering::SeqCst) {
+                return false;
+            }
             pending.insert(Value::String(id.clone()).to_string(), tx);
         }
         // Control and invisible characters are escaped: the client shows what will run.

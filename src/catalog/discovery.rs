@@ -154,6 +154,30 @@ fn load_manifests(paths: &[PathBuf]) -> Vec<Loaded> {
         .collect()
 }
 
+/// Work started on a thread of a scope, or done on this one because no thread could
+/// be started (a process or cgroup limit): loading never fails for want of threads.
+enum Job<'s, R> {
+    Thread(std::thread::ScopedJoinHandle<'s, R>),
+    Done(R),
+}
+
+impl<'s, R: Send + 's> Job<'s, R> {
+    fn start<'e>(scope: &'s std::thread::Scope<'s, 'e>, work: impl FnOnce() -> R + Send + Copy + 's) -> Self {
+        match std::thread::Builder::new().spawn_scoped(scope, work) {
+            Ok(handle) => Self::Thread(handle),
+            Err(_) => Self::Done(work()),
+        }
+    }
+
+    /// The result; `None` when the thread panicked.
+    fn finish(self) -> Option<R> {
+        match self {
+            Self::Thread(handle) => handle.join().ok(),
+            Self::Done(result) => Some(result),
+        }
+    }
+}
+
 /// `f` over `items` in order, on all cores when there are 64 items or more;
 /// `None` for the items of a thread that panicked.
 fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<Option<R>> {
@@ -164,28 +188,26 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
     let chunk = items.len().div_ceil(threads);
     let f = &f;
     std::thread::scope(|s| {
-        let handles: Vec<_> =
-            items.chunks(chunk).map(|c| s.spawn(move || c.iter().map(f).collect::<Vec<_>>())).collect();
-        handles
-            .into_iter()
+        let jobs: Vec<_> =
+            items.chunks(chunk).map(|c| Job::start(s, move || c.iter().map(f).collect::<Vec<_>>())).collect();
+        jobs.into_iter()
             .zip(items.chunks(chunk))
-            .flat_map(|(h, c)| match h.join() {
-                Ok(results) => results.into_iter().map(Some).collect::<Vec<_>>(),
-                Err(_) => c.iter().map(|_| None).collect(),
+            .flat_map(|(job, c)| match job.finish() {
+                Some(results) => results.into_iter().map(Some).collect::<Vec<_>>(),
+                None => c.iter().map(|_| None).collect(),
             })
             .collect()
     })
 }
 
-/// Run `--describe` on every executable, in parallel.
+/// Run `--describe` on every executable, in parallel (each waits on a process).
 fn describe_all(paths: &[PathBuf], cache: Option<&DescribeCache>) -> Vec<Result<(Tool, Vec<Diagnostic>), Diagnostic>> {
     std::thread::scope(|s| {
-        let handles: Vec<_> = paths.iter().map(|p| s.spawn(move || describe_executable(p, cache))).collect();
-        handles
-            .into_iter()
+        let jobs: Vec<_> = paths.iter().map(|p| Job::start(s, move || describe_executable(p, cache))).collect();
+        jobs.into_iter()
             .zip(paths)
-            .map(|(h, p)| {
-                h.join().unwrap_or_else(|_| {
+            .map(|(job, p)| {
+                job.finish().unwrap_or_else(|| {
                     Err(Diagnostic::file(Severity::Warning, Code::BadDescribe, p, "describing it failed unexpectedly"))
                 })
             })

@@ -155,3 +155,94 @@ fn a_line_that_is_not_utf8_gets_a_parse_error_and_the_server_goes_on() {
     assert_eq!(errors[0]["id"], Value::Null);
     assert_eq!(by_id(&m, 2)["result"]["content"][0]["text"], "-- still here\n");
 }
+
+fn init(version: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+}
+
+#[test]
+fn every_message_that_could_be_a_request_gets_an_answer() {
+    let packs = tools();
+    let m = session(
+        &packs,
+        &[],
+        &[
+            json!("just a string"),
+            json!(5),
+            json!({"jsonrpc": "2.0", "id": 3, "method": 5}),
+            json!({"jsonrpc": "2.0", "id": 4}),
+            json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}),
+        ],
+    );
+    let invalid = |id: Value| m.iter().filter(|x| x["id"] == id && x["error"]["code"] == -32600).count();
+    assert_eq!(invalid(Value::Null), 2, "{m:#?}");
+    assert_eq!(invalid(json!(3)), 1, "{m:#?}");
+    assert_eq!(invalid(json!(4)), 1, "{m:#?}");
+    assert_eq!(by_id(&m, 5)["result"], json!({}));
+}
+
+#[test]
+fn batches_are_answered_as_the_negotiated_version_requires() {
+    let packs = tools();
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo_words", "arguments": {"w": "batched"}}},
+    ]);
+    // 2025-03-26 has batches: one array of the responses, in order.
+    let m = session(&packs, &[], &[init("2025-03-26"), batch.clone(), json!([])]);
+    let arrays: Vec<&Value> = m.iter().filter(|x| x.is_array()).collect();
+    assert_eq!(arrays.len(), 1, "{m:#?}");
+    assert_eq!(arrays[0][0]["id"], 1);
+    assert_eq!(arrays[0][1]["result"]["content"][0]["text"], "-- batched\n");
+    assert_eq!(arrays[0].as_array().unwrap().len(), 2, "a notification gets no response");
+    assert!(m.iter().any(|x| x["error"]["code"] == -32600 && x["error"]["message"] == "an empty batch"), "{m:#?}");
+    // Newer versions removed them: one error, nothing run.
+    let m = session(&packs, &[], &[init("2025-11-25"), batch]);
+    assert_eq!(m.len(), 2, "{m:#?}");
+    assert_eq!(m[1]["error"]["code"], -32600);
+    assert!(m[1]["error"]["message"].as_str().unwrap().contains("2025-11-25"));
+}
+
+#[test]
+fn a_client_that_hangs_up_ends_waiting_approvals_and_running_tools() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let started_marker = dir.path().join("started");
+    let packs = Packs::new()
+        .manifest("careful", json!({"name": "careful", "description": "d", "command": {"program": "touch", "args": [ran.to_str().unwrap()]}, "policy": {"confirm_before_run": true}}))
+        .manifest("slow", json!({"name": "slow", "description": "d", "command": {"program": "sh", "args": ["-c", format!("touch {}; sleep 300", started_marker.display())]}, "policy": {"timeout_secs": 600}}));
+    let mut child = Command::new(PACKS)
+        .arg("--packs")
+        .arg(packs.path())
+        .arg("serve")
+        .env_remove("PACKS_PATH")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let call = |id: i64, name: &str| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": {}}});
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t", "version": "1"}}})).unwrap();
+    writeln!(stdin, "{}", call(1, "careful")).unwrap();
+    writeln!(stdin, "{}", call(2, "slow")).unwrap();
+    // Wait until the approval is asked for and the slow tool runs, then hang up.
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    while let Some(Ok(line)) = lines.next() {
+        if line.contains("elicitation/create") {
+            break;
+        }
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !started_marker.exists() {
+        assert!(std::time::Instant::now() < deadline, "the slow tool never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let hung_up = std::time::Instant::now();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert!(hung_up.elapsed() < std::time::Duration::from_secs(5), "took {:?}", hung_up.elapsed());
+    assert!(!ran.exists(), "an approval nobody gave ran the tool");
+}
