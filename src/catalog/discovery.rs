@@ -28,12 +28,21 @@ pub(crate) struct Discovered {
 }
 
 pub(crate) fn discover(dir: &Path) -> Discovered {
+    use std::os::unix::fs::MetadataExt;
     let mut found = Discovered { manifests: Vec::new(), executables: Vec::new(), diagnostics: Vec::new() };
-    let walk = walkdir::WalkDir::new(dir)
-        .follow_links(true)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|e| e.depth() == 0 || !is_hidden(e.file_name()));
+    // Each real directory is entered once, however many links lead to it: links make a
+    // directory graph, and a graph without a cycle can still hold exponentially many paths.
+    let mut entered = std::collections::HashSet::new();
+    let walk = walkdir::WalkDir::new(dir).follow_links(true).sort_by_file_name().into_iter().filter_entry(|e| {
+        if e.depth() > 0 && is_hidden(e.file_name()) {
+            return false;
+        }
+        if !e.file_type().is_dir() {
+            return true;
+        }
+        // `metadata` follows links (follow_links is on): the directory itself.
+        e.metadata().map_or(true, |m| entered.insert((m.dev(), m.ino())))
+    });
     for entry in walk {
         let entry = match entry {
             Ok(e) => e,

@@ -298,3 +298,33 @@ fn an_executable_manifest_is_a_manifest() {
     assert_eq!(out.json()[0]["name"], "current_time");
     assert_eq!(out.json()[0]["kind"], "manifest");
 }
+
+#[test]
+fn a_graph_of_directory_links_is_walked_once_per_directory() {
+    // level_i holds two links to level_{i+1}: 2^30 paths, 31 directories.
+    let root = tempfile::tempdir().unwrap();
+    let levels = 30;
+    for i in 0..=levels {
+        std::fs::create_dir(root.path().join(format!("level_{i}"))).unwrap();
+    }
+    for i in 0..levels {
+        for link in ["a", "b"] {
+            std::os::unix::fs::symlink(
+                root.path().join(format!("level_{}", i + 1)),
+                root.path().join(format!("level_{i}/{link}")),
+            )
+            .unwrap();
+        }
+    }
+    std::fs::write(
+        root.path().join(format!("level_{levels}/deep.tool.json")),
+        r#"{"name": "deep", "description": "d", "command": "true"}"#,
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = Test::new().packs_dir(root.path().join("level_0")).args(["list", "--json"]).run();
+    let tools = out.success().json();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
+    assert_eq!(tools.as_array().map(Vec::len), Some(1), "{tools}");
+    assert_eq!(tools[0]["name"], "deep");
+}
