@@ -92,7 +92,7 @@ thread_local! {
 }
 
 /// Serve until `input` ends; then deny approvals still waiting, give calls still running
-/// [`CLOSE_GRACE`] to answer, and end the rest.
+/// two seconds to answer, and end the rest.
 pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 'static) -> std::io::Result<()> {
     let catalog = load(&options.search, None);
     let server = Arc::new(Server {
