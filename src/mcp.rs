@@ -466,6 +466,13 @@ impl Server {
         if let Some(failure) = self.options.context.audit().and_then(crate::audit::AuditLog::take_failure) {
             eprintln!("packs serve: {failure}; the call is not in the log");
         }
+        if let Some(signal) = crate::runner::interrupted() {
+            // The server was interrupted (the CLI asked for that): every tool ends, then
+            // the server, with 128 + the signal.
+            crate::runner::kill_all();
+            eprintln!("packs serve: signal {signal}: running tools were ended");
+            std::process::exit(128 + signal);
+        }
         if self.finish(&key) {
             return; // cancelled: the client no longer expects an answer
         }

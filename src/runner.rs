@@ -171,7 +171,13 @@ pub(crate) fn run_observed(
     }
 
     let start = Instant::now();
-    let mut child = cmd.spawn().map_err(start_error)?;
+    RUNNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let mut child = cmd
+        .spawn()
+        .inspect_err(|_| {
+            RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        })
+        .map_err(start_error)?;
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let process = Process::new(child.id());
     let mut reaper = Reaper { child, process: process.clone() };
@@ -188,6 +194,7 @@ pub(crate) fn run_observed(
     let mut buf = vec![0; READ_BUF_BYTES];
     let deadline = start.checked_add(inv.timeout);
     let mut timed_out = false;
+    let mut interrupted = false;
     let mut finished: Option<(Option<ExitStatus>, Duration, Instant)> = None;
     loop {
         // Checked on every pass, not only when `poll` times out: a tool that
@@ -213,8 +220,8 @@ pub(crate) fn run_observed(
                 None => None,
             },
         };
-        let mut fds = [pollfd(exit.fd()); 3];
-        let mut polled = [None; 3];
+        let mut fds = [pollfd(exit.fd()); 4];
+        let mut polled = [None; 4];
         let mut n = 0;
         for (slot, pipe) in pipes.iter().enumerate() {
             if let Some(pipe) = pipe {
@@ -225,12 +232,24 @@ pub(crate) fn run_observed(
         if finished.is_none() {
             fds[n] = pollfd(exit.fd());
             n += 1;
+            if let Some(pipe) = INTERRUPT_PIPE.get().filter(|_| !interrupted) {
+                fds[n] = pollfd(pipe.as_fd());
+                polled[n] = Some(INTERRUPT_SLOT);
+                n += 1;
+            }
         }
         if poll(&mut fds[..n], wait).map_err(wait_error)? == 0 {
             continue;
         }
         for (fd, slot) in fds[..n].iter().zip(polled) {
             match slot {
+                Some(INTERRUPT_SLOT) if fd.revents != 0 => {
+                    // packs is interrupted: end the tool; the exit is reaped as usual.
+                    if self::interrupted().is_some() {
+                        reaper.process.kill();
+                    }
+                    interrupted = true;
+                }
                 Some(slot) if fd.revents != 0 => {
                     let pipe = pipes[slot].as_mut().expect("polled pipes are open");
                     match pipe.read(&mut buf) {
@@ -389,9 +408,14 @@ impl Reaper {
         // From here on `Process::kill` sends nothing: the pid is about to be freed.
         *self.process.reaped.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
         live().retain(|p| *p != self.process);
-        self.child.wait()
+        let status = self.child.wait();
+        RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        status
     }
 }
+
+/// The `polled` marker of the interrupt pipe in a run's poll set.
+const INTERRUPT_SLOT: usize = usize::MAX;
 
 /// Every tool process started and not yet reaped, so that an interrupt of packs can
 /// end them all ([`kill_all`]).
@@ -410,6 +434,58 @@ pub(crate) fn kill_all() -> usize {
     let live = live();
     STOPPING.store(true, std::sync::atomic::Ordering::SeqCst);
     live.iter().filter(|p| p.kill()).count()
+}
+
+/// Tools started and not yet reaped (counted from just before the spawn, so a signal
+/// never finds a tool running that it believes is not).
+static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The signal that interrupted packs while tools ran (0: none).
+static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The read end of the pipe the interrupt handler writes to; every run's poll loop
+/// watches it (nobody reads it, so it stays readable for all of them).
+static INTERRUPT_PIPE: std::sync::OnceLock<std::os::fd::OwnedFd> = std::sync::OnceLock::new();
+
+/// From now on SIGINT, SIGTERM and SIGHUP end every running tool's process group: while
+/// tools run, the handler records the signal and wakes every run, which kills its tool
+/// and returns ([`interrupted`] then says which signal); while none runs, the signal
+/// does what it does by default. Installed by the CLI only, once; a library user keeps
+/// its own signal handling.
+pub(crate) fn end_tools_on_interrupt() -> io::Result<()> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned here alone.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    if INTERRUPT_PIPE.set(read).is_err() {
+        return Ok(()); // installed already
+    }
+    // The write end lives as long as the process: the handler may run at any time.
+    let write = std::os::fd::IntoRawFd::into_raw_fd(write);
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let action = move || {
+            if RUNNING.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+            } else {
+                INTERRUPTED.store(signal, std::sync::atomic::Ordering::SeqCst);
+                // SAFETY: write(2) is async-signal-safe; the descriptor stays open.
+                let _ = unsafe { libc::write(write, b"!".as_ptr().cast(), 1) };
+            }
+        };
+        // SAFETY: the action only touches atomics and calls write(2) or signal-hook's
+        // emulation of the default action, all async-signal-safe.
+        unsafe { signal_hook::low_level::register(signal, action) }?;
+    }
+    Ok(())
+}
+
+/// The signal that interrupted packs while tools ran, if one did.
+pub(crate) fn interrupted() -> Option<i32> {
+    Some(INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)).filter(|s| *s != 0)
 }
 
 /// Keep `process` in the registry [`kill_all`] reads; if packs is already stopping, kill it.

@@ -33,7 +33,12 @@ pub(super) fn call(catalog: &Catalog, a: &CallArgs, base: &Context) -> Result<i3
         return Ok(0);
     }
     let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
-    let results: Vec<CallResult> = found.into_iter().map(|c| answer(catalog, c, &context, approver)).collect();
+    // An interrupt ends the call that runs and the ones after it.
+    let results: Vec<CallResult> = found
+        .into_iter()
+        .take_while(|_| crate::runner::interrupted().is_none())
+        .map(|c| answer(catalog, c, &context, approver))
+        .collect();
     print(&calls::render_results(&results, format))?;
     Ok(0)
 }
