@@ -34,7 +34,7 @@ impl Syntax {
 }
 
 /// One step of a path into a document: an object key or an array index.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Seg {
     /// An object key.
     Key(String),
@@ -108,7 +108,15 @@ pub struct SourceFile {
     pub text: String,
     /// Its syntax.
     pub syntax: Syntax,
+    /// Where each line starts, computed on first use.
+    line_starts: std::sync::OnceLock<Vec<usize>>,
+    /// The key and value range of every field, parsed once on first use (None when
+    /// the text does not parse).
+    fields: std::sync::OnceLock<Option<Fields>>,
 }
+
+/// Every field of a document: its path → (the key's range, if it has a key; the value's range).
+type Fields = std::collections::HashMap<Vec<Seg>, (Option<Range<usize>>, Range<usize>)>;
 
 impl SourceFile {
     /// Wrap text read from `path`; a leading `#!` line is blanked so that an
@@ -118,25 +126,36 @@ impl SourceFile {
             let end = text.find('\n').unwrap_or(text.len());
             text.replace_range(..end, &" ".repeat(end));
         }
-        Self { path, text, syntax }
+        Self { path, text, syntax, line_starts: std::sync::OnceLock::new(), fields: std::sync::OnceLock::new() }
     }
 
     /// 1-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
-        let offset = offset.min(self.text.len());
-        let before = &self.text[..floor_char_boundary(&self.text, offset)];
-        let line = before.matches('\n').count() + 1;
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        (line, before[line_start..].chars().count() + 1)
+        let offset = floor_char_boundary(&self.text, offset.min(self.text.len()));
+        let starts = self
+            .line_starts
+            .get_or_init(|| std::iter::once(0).chain(self.text.match_indices('\n').map(|(i, _)| i + 1)).collect());
+        let line = starts.partition_point(|&start| start <= offset);
+        let line_start = starts[line - 1];
+        (line, self.text[line_start..offset].chars().count() + 1)
     }
 
     /// The byte range of the key or value at `path`, if the document has it.
     /// An empty path is the whole document.
     pub fn locate(&self, path: &FieldPath, target: Target) -> Option<Range<usize>> {
-        match self.syntax {
-            Syntax::Json => locate_json(&self.text, path, target),
-            Syntax::Toml => locate_toml(&self.text, path, target),
-        }
+        // Parsed once per file: a file with thousands of diagnostics stays linear.
+        let fields = self
+            .fields
+            .get_or_init(|| match self.syntax {
+                Syntax::Json => json_fields(&self.text),
+                Syntax::Toml => toml_fields(&self.text),
+            })
+            .as_ref()?;
+        let (key, value) = fields.get(&path.0)?;
+        Some(match (target, key) {
+            (Target::Key, Some(k)) => k.clone(),
+            _ => value.clone(),
+        })
     }
 
     /// Like [`SourceFile::locate`], falling back to the nearest enclosing field that
@@ -168,9 +187,33 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-fn locate_json(text: &str, path: &FieldPath, target: Target) -> Option<Range<usize>> {
+fn json_fields(text: &str) -> Option<Fields> {
     use jsonc_parser::ast::Value;
     use jsonc_parser::common::Ranged;
+    fn walk(node: &Value<'_>, path: &mut Vec<Seg>, fields: &mut Fields) {
+        match node {
+            Value::Object(obj) => {
+                for prop in &obj.properties {
+                    path.push(Seg::Key(prop.name.as_str().to_owned()));
+                    let (k, v) = (prop.name.range(), prop.value.range());
+                    // The first of two equal keys is the one a position points at.
+                    fields.entry(path.clone()).or_insert((Some(k.start..k.end), v.start..v.end));
+                    walk(&prop.value, path, fields);
+                    path.pop();
+                }
+            }
+            Value::Array(arr) => {
+                for (i, element) in arr.elements.iter().enumerate() {
+                    path.push(Seg::Index(i));
+                    let r = element.range();
+                    fields.insert(path.clone(), (None, r.start..r.end));
+                    walk(element, path, fields);
+                    path.pop();
+                }
+            }
+            _ => {}
+        }
+    }
     let options = jsonc_parser::ParseOptions {
         allow_comments: false,
         allow_loose_object_property_names: false,
@@ -182,57 +225,43 @@ fn locate_json(text: &str, path: &FieldPath, target: Target) -> Option<Range<usi
         ..Default::default()
     };
     let parsed = jsonc_parser::parse_to_ast(text, &Default::default(), &options).ok()?;
-    let mut node = parsed.value?;
-    let mut key_range = None;
-    for seg in &path.0 {
-        node = match (node, seg) {
-            (Value::Object(obj), Seg::Key(k)) => {
-                let prop = obj.properties.into_iter().find(|p| p.name.as_str() == k)?;
-                key_range = Some(prop.name.range());
-                prop.value
-            }
-            (Value::Array(arr), Seg::Index(i)) => {
-                key_range = None;
-                arr.elements.into_iter().nth(*i)?
-            }
-            _ => return None,
-        };
-    }
-    let r = match (target, key_range) {
-        (Target::Key, Some(k)) => k,
-        _ => node.range(),
-    };
-    Some(r.start..r.end)
+    let root = parsed.value?;
+    let mut fields = Fields::new();
+    let r = root.range();
+    fields.insert(Vec::new(), (None, r.start..r.end));
+    walk(&root, &mut Vec::new(), &mut fields);
+    Some(fields)
 }
 
-fn locate_toml(text: &str, path: &FieldPath, target: Target) -> Option<Range<usize>> {
+fn toml_fields(text: &str) -> Option<Fields> {
     use toml::de::{DeTable, DeValue};
-    let root = DeTable::parse(text).ok()?;
-    let mut span = root.span();
-    let mut key_span = None;
-    let mut value = DeValue::Table(root.into_inner());
-    for seg in &path.0 {
-        let (next, next_span, k) = match (value, seg) {
-            (DeValue::Table(table), Seg::Key(k)) => {
-                let (key, v) = table.into_iter().find(|(key, _)| key.get_ref() == k)?;
-                let vs = v.span();
-                (v.into_inner(), vs, Some(key.span()))
+    fn walk(value: &DeValue<'_>, path: &mut Vec<Seg>, fields: &mut Fields) {
+        match value {
+            DeValue::Table(table) => {
+                for (key, v) in table {
+                    path.push(Seg::Key(key.get_ref().to_string()));
+                    fields.entry(path.clone()).or_insert((Some(key.span()), v.span()));
+                    walk(v.get_ref(), path, fields);
+                    path.pop();
+                }
             }
-            (DeValue::Array(items), Seg::Index(i)) => {
-                let v = items.into_iter().nth(*i)?;
-                let vs = v.span();
-                (v.into_inner(), vs, None)
+            DeValue::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    path.push(Seg::Index(i));
+                    fields.insert(path.clone(), (None, v.span()));
+                    walk(v.get_ref(), path, fields);
+                    path.pop();
+                }
             }
-            _ => return None,
-        };
-        value = next;
-        span = next_span;
-        key_span = k;
+            _ => {}
+        }
     }
-    Some(match (target, key_span) {
-        (Target::Key, Some(k)) => k,
-        _ => span,
-    })
+    let root = DeTable::parse(text).ok()?;
+    let mut fields = Fields::new();
+    fields.insert(Vec::new(), (None, root.span()));
+    let table = DeValue::Table(root.into_inner());
+    walk(&table, &mut Vec::new(), &mut fields);
+    Some(fields)
 }
 
 /// How bad a diagnostic is.
@@ -305,7 +334,9 @@ impl Diagnostic {
 
     /// Set the position from a byte offset in `src`.
     pub fn at_offset(mut self, src: &SourceFile, offset: Option<usize>) -> Self {
-        if let Some(offset) = offset {
+        // An offset from a parser may fall inside a multi-byte character (a text cut in
+        // the middle of one): point at the character's start.
+        if let Some(offset) = offset.map(|o| floor_char_boundary(&src.text, o.min(src.text.len()))) {
             let (line, column) = src.line_col(offset);
             self.line = Some(line);
             self.column = Some(column);

@@ -60,20 +60,28 @@ fn range(d: &Diagnostic, text: &str) -> Option<std::ops::Range<usize>> {
         let at = start + rest.char_indices().nth(col - 1).map_or(rest.len(), |(i, _)| i);
         Some(at..at)
     })?;
+    // Never slice inside a character or past the end, whatever a span says.
+    let valid = |i: usize| i <= text.len() && text.is_char_boundary(i);
+    if !valid(r.start) || !valid(r.end) || r.end < r.start {
+        return None;
+    }
     let end = if r.end > r.start {
         r.end
     } else {
         text[r.start..].chars().next().map_or(r.start, |c| r.start + c.len_utf8())
     };
-    (end <= text.len()).then_some(r.start..end)
+    Some(r.start..end)
 }
 
 fn human(report: &Report) -> String {
-    let mut texts: HashMap<PathBuf, Option<String>> = HashMap::new();
+    // One source file (and its line index) per file, however many diagnostics it has.
+    let mut files: HashMap<PathBuf, Option<SimpleFile<String, String>>> = HashMap::new();
     let config = term::Config::default();
     let mut out = String::new();
     for d in &report.diagnostics {
-        let text = texts.entry(d.file.clone()).or_insert_with(|| std::fs::read_to_string(&d.file).ok());
+        let file = files
+            .entry(d.file.clone())
+            .or_insert_with(|| std::fs::read_to_string(&d.file).ok().map(|t| SimpleFile::new(shown(&d.file), t)));
         let mut r = match d.severity {
             Severity::Error => Rendered::error(),
             Severity::Warning => Rendered::warning(),
@@ -84,14 +92,13 @@ fn human(report: &Report) -> String {
             r = r.with_notes(vec![format!("help: {help}")]);
         }
         // Never print the line of a credential: CI logs are read by many.
-        let text = if d.code == Code::HardcodedSecret { &None } else { text };
-        let rendered = text.as_deref().and_then(|t| range(d, t).map(|rg| (t, rg))).and_then(|(t, rg)| {
-            let file = SimpleFile::new(shown(&d.file), t);
+        let file = if d.code == Code::HardcodedSecret { &None } else { &*file };
+        let rendered = file.as_ref().and_then(|f| range(d, f.source()).map(|rg| (f, rg))).and_then(|(f, rg)| {
             let label = match &d.field {
-                Some(f) => Label::primary((), rg).with_message(format!("`{f}`")),
+                Some(name) => Label::primary((), rg).with_message(format!("`{name}`")),
                 None => Label::primary((), rg),
             };
-            term::emit_into_string(&config, &file, &r.clone().with_labels(vec![label])).ok()
+            term::emit_into_string(&config, f, &r.clone().with_labels(vec![label])).ok()
         });
         match rendered {
             Some(s) => out.push_str(&s),
