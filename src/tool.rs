@@ -16,7 +16,7 @@ use crate::native::NativeTool;
 use crate::output::{self, OutputSpec};
 use crate::policy::Policy;
 use crate::source::{Diagnostic, FieldPath, Severity};
-use crate::template::Template;
+use crate::template::{Ref, Template};
 
 /// The kinds of tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -124,6 +124,10 @@ impl Tool {
             .as_deref()
             .map(|t| Template::parse(t, output::TEMPLATE_NAMES))
             .transpose()
+            .and_then(|t| match t.as_ref().map(secret_in_output).transpose() {
+                Err(message) => Err(crate::template::TemplateError { message, offset: 0 }),
+                Ok(_) => Ok(t),
+            })
             .map_err(|e| template_error(&FieldPath::dotted("output.template"), e));
         let mut errors: Vec<Diagnostic> = match &command {
             Err(errs) => errs.iter().map(|(p, e)| template_error(p, e.clone())).collect(),
@@ -166,6 +170,7 @@ impl Tool {
             .map(|t| Template::parse(t, output::TEMPLATE_NAMES))
             .transpose()
             .map_err(|e| format!("its output template is invalid: {e}"))?;
+        output_template.as_ref().map(secret_in_output).transpose()?;
         Ok(Self {
             policy: describe.policy.clone().unwrap_or_else(Policy::executable_default),
             output,
@@ -200,6 +205,9 @@ impl Tool {
             .map(|t| Template::parse(t, output::TEMPLATE_NAMES))
             .transpose()
             .map_err(|e| NativeToolError::BadOutputTemplate { tool: name.clone(), message: e.to_string() })?;
+        if let Some(message) = output_template.as_ref().and_then(|t| secret_in_output(t).err()) {
+            return Err(NativeToolError::BadOutputTemplate { tool: name, message });
+        }
         let describe = Describe {
             name: name.clone(),
             description: native.description().to_owned(),
@@ -358,5 +366,15 @@ impl Tool {
             })
             .as_ref()
             .map_err(Clone::clone)
+    }
+}
+
+/// An output template renders what the model is sent: it may not read a secret.
+fn secret_in_output(template: &Template) -> Result<(), String> {
+    match template.refs().iter().find(|r| matches!(r, Ref::Secret(_))) {
+        Some(Ref::Secret(name)) => Err(format!(
+            "`{{{{secret.{name}}}}}` in `output.template` would send the secret to the model; secrets belong in `command` only"
+        )),
+        _ => Ok(()),
     }
 }

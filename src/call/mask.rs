@@ -1,69 +1,183 @@
 //! Secret masking: every secret value becomes `***` in what a call shows, returns,
 //! streams or records.
+//!
+//! A secret is masked in the forms packs itself writes it (as is, URL-encoded by
+//! `{{urlencode secret.X}}`, JSON-escaped by `{{json secret.X}}`), the longest match
+//! first, in one pass over the text (Aho-Corasick: linear in the text's size, whatever
+//! the number of secrets). Text that was cut (the stdout kept under `max_output_bytes`,
+//! the tail kept of stderr) loses a secret cut at its edge too.
 
-/// Replace every secret in `text` with `***`.
-pub(crate) fn mask(text: &str, secrets: &[String]) -> String {
-    let mut out = text.to_owned();
-    for s in secrets.iter().filter(|s| !s.is_empty()) {
-        if out.contains(s.as_str()) {
-            out = out.replace(s.as_str(), "***");
+use aho_corasick::{AhoCorasick, MatchKind};
+
+/// What replaces a secret.
+const MASK: &str = "***";
+
+/// The secrets of one call, ready to mask text.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Secrets {
+    /// Every form of every secret, longest first.
+    forms: Vec<String>,
+    matcher: Option<AhoCorasick>,
+}
+
+impl Secrets {
+    /// The secrets whose values are `values` (empty values are ignored).
+    pub(crate) fn new(values: &[String]) -> Self {
+        let mut forms: Vec<String> = values
+            .iter()
+            .filter(|v| !v.is_empty())
+            .flat_map(|v| {
+                let json = serde_json::to_string(v).unwrap_or_default();
+                let json = json.get(1..json.len().saturating_sub(1)).unwrap_or_default().to_owned();
+                [v.clone(), crate::template::urlencode(v), json]
+            })
+            .filter(|f| !f.is_empty())
+            .collect();
+        forms.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        forms.dedup();
+        let matcher = (!forms.is_empty())
+            .then(|| AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).build(&forms).ok())
+            .flatten();
+        Self { forms, matcher }
+    }
+
+    /// No secret to mask.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.forms.is_empty()
+    }
+
+    /// The longest form, in bytes.
+    fn longest(&self) -> usize {
+        self.forms.first().map_or(0, String::len)
+    }
+
+    /// `text` with every secret replaced by `***`.
+    pub(crate) fn mask(&self, text: &str) -> String {
+        match &self.matcher {
+            Some(m) => m.replace_all(text, &vec![MASK; self.forms.len()]),
+            None => text.to_owned(),
         }
     }
-    out
+
+    /// `bytes` with every secret replaced by `***`.
+    pub(crate) fn mask_bytes(&self, bytes: &[u8]) -> Vec<u8> {
+        match &self.matcher {
+            Some(m) => m.replace_all_bytes(bytes, &vec![MASK.as_bytes(); self.forms.len()]),
+            None => bytes.to_vec(),
+        }
+    }
+
+    /// Like [`Secrets::mask_bytes`] for text that was cut after its end (a prefix of
+    /// what the tool wrote): a secret's beginning at the end is masked too.
+    pub(crate) fn mask_cut_end(&self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = self.mask_bytes(bytes);
+        if let Some(len) = self.forms.iter().filter_map(|f| partial_end(&out, f.as_bytes())).max() {
+            out.truncate(out.len() - len);
+            out.extend_from_slice(MASK.as_bytes());
+        }
+        out
+    }
+
+    /// Like [`Secrets::mask_bytes`] for text that was cut before its start (the tail of
+    /// what the tool wrote): a secret's end at the start is masked too.
+    pub(crate) fn mask_cut_start(&self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = self.mask_bytes(bytes);
+        if let Some(len) = self.forms.iter().filter_map(|f| partial_start(&out, f.as_bytes())).max() {
+            out.splice(..len, MASK.bytes());
+        }
+        out
+    }
+}
+
+/// The length of the longest proper prefix of `secret` that `text` ends with.
+fn partial_end(text: &[u8], secret: &[u8]) -> Option<usize> {
+    (1..secret.len()).rev().find(|&n| text.ends_with(&secret[..n]))
+}
+
+/// The length of the longest proper suffix of `secret` that `text` starts with.
+fn partial_start(text: &[u8], secret: &[u8]) -> Option<usize> {
+    (1..secret.len()).rev().find(|&n| text.starts_with(&secret[secret.len() - n..]))
 }
 
 /// Masks secrets in a stream that arrives in chunks: a secret split across two chunks
-/// is still caught, because the last `longest secret - 1` bytes wait for the next chunk.
-pub(crate) struct Masker {
-    secrets: Vec<Vec<u8>>,
+/// is still caught, because the last `longest form - 1` bytes wait for the next chunk.
+pub(crate) struct Masker<'s> {
+    secrets: &'s Secrets,
     held: Vec<u8>,
 }
 
-impl Masker {
-    pub(crate) fn new(secrets: &[String]) -> Self {
-        Self {
-            secrets: secrets.iter().filter(|s| !s.is_empty()).map(|s| s.as_bytes().to_vec()).collect(),
-            held: Vec::new(),
-        }
+impl<'s> Masker<'s> {
+    pub(crate) fn new(secrets: &'s Secrets) -> Self {
+        Self { secrets, held: Vec::new() }
     }
 
     /// Add a chunk; returns what can be shown now, masked.
     pub(crate) fn push(&mut self, chunk: &[u8]) -> Vec<u8> {
         self.held.extend_from_slice(chunk);
-        let keep = self.secrets.iter().map(Vec::len).max().unwrap_or(1).saturating_sub(1);
+        let keep = self.secrets.longest().saturating_sub(1);
         let mut cut = self.held.len().saturating_sub(keep);
         // A secret that starts before the cut ends inside what is held: release all of it.
-        for s in &self.secrets {
-            for start in 0..cut.min(self.held.len()) {
-                if self.held[start..].starts_with(s) {
-                    cut = cut.max(start + s.len());
+        if let Some(m) = &self.secrets.matcher {
+            for found in m.find_iter(&self.held) {
+                if found.start() < cut {
+                    cut = cut.max(found.end());
+                } else {
+                    break;
                 }
             }
         }
         let ready: Vec<u8> = self.held.drain(..cut).collect();
-        self.mask(&ready)
+        self.secrets.mask_bytes(&ready)
     }
 
     /// Everything still held, masked.
     pub(crate) fn finish(&mut self) -> Vec<u8> {
         let rest = std::mem::take(&mut self.held);
-        self.mask(&rest)
+        self.secrets.mask_bytes(&rest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secrets(values: &[&str]) -> Secrets {
+        Secrets::new(&values.iter().map(|v| (*v).to_owned()).collect::<Vec<_>>())
     }
 
-    fn mask(&self, bytes: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(bytes.len());
-        let mut i = 0;
-        'outer: while i < bytes.len() {
-            for s in &self.secrets {
-                if bytes[i..].starts_with(s) {
-                    out.extend_from_slice(b"***");
-                    i += s.len();
-                    continue 'outer;
-                }
-            }
-            out.push(bytes[i]);
-            i += 1;
-        }
-        out
+    #[test]
+    fn the_longest_secret_wins_and_encoded_forms_are_masked() {
+        let s = secrets(&["abc", "abcdef", "p@ss w\"rd"]);
+        assert_eq!(s.mask("x abcdef y abc"), "x *** y ***");
+        assert_eq!(s.mask("url=p%40ss%20w%22rd json=p@ss w\\\"rd raw=p@ss w\"rd"), "url=*** json=*** raw=***");
+    }
+
+    #[test]
+    fn a_secret_cut_at_an_edge_is_masked() {
+        let s = secrets(&["hunter22"]);
+        assert_eq!(s.mask_cut_end(b"token: hunt"), b"token: ***");
+        assert_eq!(s.mask_cut_end(b"token: hunter22 and h"), b"token: *** and ***");
+        assert_eq!(s.mask_cut_start(b"er22 was the key"), b"*** was the key");
+        assert_eq!(s.mask_cut_end(b"nothing here"), b"nothing here");
+    }
+
+    #[test]
+    fn streaming_masks_across_chunks() {
+        let s = secrets(&["hunter22"]);
+        let mut m = Masker::new(&s);
+        let mut out = m.push(b"key=hun");
+        out.extend(m.push(b"ter22 done"));
+        out.extend(m.finish());
+        assert_eq!(out, b"key=*** done");
+    }
+
+    #[test]
+    fn masking_is_linear() {
+        // Many near-misses: a quadratic scan would take seconds here.
+        let s = secrets(&["aaaaaaaaaaaaaaaaaaaaaaaaaaaaab", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaac"]);
+        let text = "a".repeat(4_000_000);
+        let started = std::time::Instant::now();
+        assert_eq!(s.mask(&text).len(), text.len());
+        assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
     }
 }

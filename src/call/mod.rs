@@ -37,7 +37,7 @@ use crate::catalog::Catalog;
 use crate::output::{self, OutputFormat};
 use crate::runner::{self, RunOutcome, SpawnError, Stream};
 use crate::tool::{Body, Tool};
-use mask::Masker;
+use mask::{Masker, Secrets};
 use plan::{Plan, Target};
 
 /// Why a front-end could not build a call's arguments (its message is shown to the caller).
@@ -165,7 +165,7 @@ impl<'a> Call<'a> {
                 f(s);
             }
         };
-        let mut record = Record { tool: None, decision: "none", argv: Vec::new() };
+        let mut record = Record { tool: None, decision: "none", argv: Vec::new(), secrets: Secrets::default() };
         let result = steps(catalog, self.name, self.input, context, self.approver, mode, &on_status, &mut record);
         if matches!(mode, Mode::Run | Mode::Test) {
             on_status(Status::Phase(Phase::Complete));
@@ -184,6 +184,8 @@ struct Record<'c> {
     decision: &'static str,
     /// The argv shown (secrets masked), once planned.
     argv: Vec<String>,
+    /// The call's secrets, once planned: masked in the error recorded too.
+    secrets: Secrets,
 }
 
 impl Record<'_> {
@@ -199,7 +201,12 @@ impl Record<'_> {
                 (r.exit_code, Some(r.duration_ms), outcome, r.error.clone())
             }
             Ok(Outcome::Planned(_)) => return,
-            Err(e) => (None, None, if self.decision == "denied" { "denied" } else { e.kind() }, Some(e.to_string())),
+            Err(e) => (
+                None,
+                None,
+                if self.decision == "denied" { "denied" } else { e.kind() },
+                Some(self.secrets.mask(&e.to_string())),
+            ),
         };
         // The log was opened before the call; a failed write is kept in the log for
         // the front-end to report (`AuditLog::take_failure`): the call has run.
@@ -252,6 +259,7 @@ fn steps<'c>(
         return Ok(Outcome::Planned(Planned::new(tool, plan, decision)));
     }
     record.argv.clone_from(&plan.shown_argv);
+    record.secrets = plan.secrets.clone();
     on_status(Status::Phase(Phase::Authorize));
     record.decision = match decision {
         Decision::Allow => "allowed",
@@ -261,7 +269,7 @@ fn steps<'c>(
                 reason,
                 tier: tool.tier(),
                 argv: plan.shown_argv.clone(),
-                cwd: plan.cwd.clone(),
+                cwd: plan.shown_cwd.clone(),
                 env: plan.shown_env.clone(),
             };
             if !approver.approve(&request) {
@@ -305,7 +313,15 @@ fn execute(
     };
     let ran = match (&plan.target, &tool.body) {
         (Target::Process(invocation), _) => {
-            let spawn_error = |source| ToolError::Spawn { tool: tool.name().to_owned(), source };
+            // A program named by a secret is not shown either.
+            let spawn_error = |source: SpawnError| ToolError::Spawn {
+                tool: tool.name().to_owned(),
+                source: match source {
+                    SpawnError::Start { program, source } => SpawnError::Start { program: plan.mask(&program), source },
+                    SpawnError::Wait { program, source } => SpawnError::Wait { program: plan.mask(&program), source },
+                    other => other,
+                },
+            };
             if let Some(cwd) = invocation.cwd.as_ref().filter(|c| !c.is_dir()) {
                 let message = format!("its working directory {} does not exist", cwd.display());
                 return Err(spawn_error(SpawnError::Start {
@@ -368,7 +384,26 @@ fn run_native(
 }
 
 /// Turn what ran into a result: check the exit, shape stdout, mask secrets everywhere.
-fn shape(tool: &Tool, plan: &Plan, (out, native_error): (RunOutcome, Option<String>), context: &Context) -> ToolResult {
+fn shape(
+    tool: &Tool,
+    plan: &Plan,
+    (mut out, native_error): (RunOutcome, Option<String>),
+    context: &Context,
+) -> ToolResult {
+    // Masked before anything is shaped or cut: a secret cut at the edge of what was kept
+    // (or by `max_chars` later) never shows its beginning or its end.
+    if !plan.secrets.is_empty() {
+        out.stdout = if out.stdout_truncated {
+            plan.secrets.mask_cut_end(&out.stdout)
+        } else {
+            plan.secrets.mask_bytes(&out.stdout)
+        };
+        out.stderr = if out.stderr_total_bytes > out.stderr.len() as u64 {
+            plan.secrets.mask_cut_start(&out.stderr)
+        } else {
+            plan.secrets.mask_bytes(&out.stderr)
+        };
+    }
     let policy = tool.policy();
     let spec = tool.output_spec();
     let mut result = ToolResult {
@@ -432,9 +467,9 @@ fn shape(tool: &Tool, plan: &Plan, (out, native_error): (RunOutcome, Option<Stri
 }
 
 /// Mask secrets in every string of a JSON value.
-fn mask_json(value: &mut Value, secrets: &[String]) {
+fn mask_json(value: &mut Value, secrets: &Secrets) {
     match value {
-        Value::String(s) => *s = mask::mask(s, secrets),
+        Value::String(s) => *s = secrets.mask(s),
         Value::Array(items) => items.iter_mut().for_each(|v| mask_json(v, secrets)),
         Value::Object(map) => map.values_mut().for_each(|v| mask_json(v, secrets)),
         Value::Null | Value::Bool(_) | Value::Number(_) => {}

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::argv::Values;
 use crate::call::arguments::Arguments;
-use crate::call::mask::mask;
+use crate::call::mask::Secrets;
 use crate::call::{Context, Decision, FieldError, ToolError};
 use crate::environment::minimal_env;
 use crate::policy::Tier;
@@ -28,13 +28,14 @@ pub(crate) enum Target {
 pub(crate) struct Plan {
     pub(crate) target: Target,
     /// Secret values in it (`{{secret.NAME}}`), masked wherever the call is shown.
-    pub(crate) secrets: Vec<String>,
+    pub(crate) secrets: Secrets,
     /// The argv as shown: secrets masked.
     pub(crate) shown_argv: Vec<String>,
     /// The variables the manifest sets, secrets masked (the rest of the environment
     /// is the minimal base).
     pub(crate) shown_env: Vec<(String, String)>,
-    pub(crate) cwd: Option<PathBuf>,
+    /// The working directory as shown: secrets masked (the process gets the real one).
+    pub(crate) shown_cwd: Option<PathBuf>,
     pub(crate) timeout: Duration,
     pub(crate) max_output_bytes: u64,
 }
@@ -71,8 +72,10 @@ impl Plan {
         };
         let cwd = cwd.or_else(|| context.workspace_set().cloned());
         confine_paths(tool, &args.given, &context.workspace(), cwd.as_deref())?;
-        let shown_argv = argv.iter().map(|a| mask(a, &secrets)).collect();
-        let shown_env = env.iter().map(|(k, v)| (k.clone(), mask(v, &secrets))).collect();
+        let secrets = Secrets::new(&secrets);
+        let shown_argv = argv.iter().map(|a| secrets.mask(a)).collect();
+        let shown_env = env.iter().map(|(k, v)| (k.clone(), secrets.mask(v))).collect();
+        let shown_cwd = cwd.as_ref().map(|c| PathBuf::from(secrets.mask(&c.to_string_lossy())));
         let target = match &tool.body {
             Body::Native(_) => Target::Native,
             Body::Manifest { .. } | Body::Executable => Target::Process(Invocation {
@@ -89,7 +92,7 @@ impl Plan {
             secrets,
             shown_argv,
             shown_env,
-            cwd,
+            shown_cwd,
             timeout: policy.timeout(),
             max_output_bytes: policy.max_output_bytes,
         })
@@ -97,7 +100,7 @@ impl Plan {
 
     /// Replace every secret value in `text` with `***`.
     pub(crate) fn mask(&self, text: &str) -> String {
-        mask(text, &self.secrets)
+        self.secrets.mask(text)
     }
 }
 
@@ -135,7 +138,7 @@ impl Planned {
             tool: tool.name().to_owned(),
             tier: tool.tier(),
             argv: plan.shown_argv,
-            cwd: plan.cwd,
+            cwd: plan.shown_cwd,
             env: plan.shown_env,
             timeout: plan.timeout,
             max_output_bytes: plan.max_output_bytes,

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::call::mask::mask;
+use crate::call::mask::Secrets;
 
 /// What a call produced. A tool that ran and failed is a result with `ok: false`
 /// and a [`Failure`], never an error of the caller.
@@ -104,10 +104,10 @@ impl Failure {
         matches!(self, Self::Timeout(_))
     }
 
-    pub(crate) fn masked(self, secrets: &[String]) -> Self {
+    pub(crate) fn masked(self, secrets: &Secrets) -> Self {
         match self {
-            Self::Output(m) => Self::Output(mask(&m, secrets)),
-            Self::Native(m) => Self::Native(mask(&m, secrets)),
+            Self::Output(m) => Self::Output(secrets.mask(&m)),
+            Self::Native(m) => Self::Native(secrets.mask(&m)),
             other => other,
         }
     }

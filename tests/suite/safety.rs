@@ -501,3 +501,54 @@ fn an_audit_log_that_is_a_fifo_is_refused_at_once() {
     Test::new().packs_dir(&packs).arg("--log").arg(dir.path()).args(["run", "t"]).run().code(1);
     Test::new().packs_dir(&packs).args(["--log", "/dev/null", "run", "t"]).run().success();
 }
+
+#[test]
+fn secrets_never_leave_in_any_form() {
+    let secret = "p@ss w\"rd";
+    let packs = Packs::new()
+        .manifest(
+            "encoded",
+            json!({"name": "encoded", "description": "d",
+                   "command": {"program": "echo", "args": ["--", "{{urlencode secret.PACKS_K}}", "{{json secret.PACKS_K}}", "{{secret.PACKS_K}}"],
+                               "cwd": "/tmp/{{secret.PACKS_K}}"}}),
+        )
+        .manifest(
+            "cut",
+            json!({"name": "cut", "description": "d", "command": {"program": "printf", "args": ["key=%s and more", "{{secret.PACKS_LONG}}"]},
+                   "policy": {"max_output_bytes": 9}}),
+        )
+        .manifest(
+            "nested",
+            json!({"name": "nested", "description": "d", "command": {"program": "printf", "args": ["%s|%s", "{{secret.PACKS_SHORT}}", "{{secret.PACKS_LONG}}"]},
+                   "output": {"max_chars": 6}}),
+        )
+        .manifest(
+            "to_model",
+            json!({"name": "to_model", "description": "d", "command": "true", "output": {"template": "{{output}} {{secret.PACKS_K}}"}}),
+        );
+    let run = |args: &[&str]| {
+        Test::new()
+            .packs_dir(&packs)
+            .env("PACKS_K", secret)
+            .env("PACKS_LONG", "hunter22")
+            .env("PACKS_SHORT", "hunt")
+            .args(args.iter().copied())
+            .run()
+    };
+    // Encoded forms and the working directory are masked where the call is shown.
+    let plan = run(&["run", "encoded", "--dry-run"]);
+    let shown = String::from_utf8_lossy(&plan.success().stdout).into_owned();
+    assert!(!shown.contains("p@ss") && !shown.contains("p%40ss") && !shown.contains("rd"), "{shown}");
+    assert!(shown.contains("cwd: '/tmp/***'"), "{shown}");
+    // A secret cut by max_output_bytes shows none of its beginning.
+    let out = run(&["run", "cut", "--json"]);
+    let v = out.json();
+    assert_eq!(v["output"], "key=***", "{v}");
+    // The longest secret is masked whole, before max_chars cuts the display.
+    let out = run(&["run", "nested", "--json"]);
+    let v = out.json();
+    assert_eq!(v["output"], "***|***", "{v}");
+    assert!(!v["display"].as_str().unwrap().contains("hu"), "{v}");
+    // An output template that reads a secret would send it to the model: a load error.
+    run(&["run", "to_model"]).code(1).stderr_contains("would send the secret to the model");
+}
