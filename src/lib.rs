@@ -28,6 +28,7 @@ mod call;
 pub mod calls;
 mod catalog;
 mod cli;
+mod code;
 mod describe;
 mod describe_cache;
 mod environment;

@@ -12,7 +12,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::lint::codes::Code;
+use crate::code::Code;
 use crate::names::{MAX_NAME_LEN, did_you_mean, is_identifier, is_snake_case};
 use crate::output::OutputSpec;
 use crate::policy::Policy;

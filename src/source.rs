@@ -5,7 +5,7 @@
 //! byte ranges (`jsonc-parser` for JSON, `toml`'s spanned tables for TOML), and
 //! the field path of the problem is looked up in it.
 
-use crate::lint::codes::Code;
+use crate::code::Code;
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};

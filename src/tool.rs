@@ -9,8 +9,8 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 
 use crate::argv::CommandTemplate;
+use crate::code::Code;
 use crate::describe::{self, Describe};
-use crate::lint::codes::Code;
 use crate::manifest::{Loaded, Manifest};
 use crate::native::NativeTool;
 use crate::output::{self, OutputSpec};

@@ -7,9 +7,9 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
+use crate::code::Code;
 use crate::describe;
 use crate::describe_cache::DescribeCache;
-use crate::lint::codes::Code;
 use crate::manifest;
 use crate::runner::is_executable_file;
 use crate::source::{Diagnostic, Severity, Syntax};

@@ -10,8 +10,8 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::code::Code;
 use crate::describe_cache::DescribeCache;
-use crate::lint::codes::Code;
 use crate::manifest;
 use crate::native::NativeTool;
 use crate::source::{Diagnostic, Severity};

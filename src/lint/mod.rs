@@ -5,9 +5,7 @@
 //! (`schemas/tool-pack.v1.json`), the manifest model, its templates, then the rule
 //! families (one file each): parameters, templates, security, runtime.
 
-pub(crate) mod codes;
-
-pub use codes::{Code, UnknownCode};
+pub use crate::code::{Code, UnknownCode};
 mod parameters;
 pub mod render;
 mod runtime;

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::Subject;
-use crate::lint::codes::Code;
+use crate::code::Code;
 use crate::manifest::ParamType;
 use crate::source::{Diagnostic, FieldPath, Severity, Target};
 

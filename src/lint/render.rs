@@ -10,7 +10,7 @@ use codespan_reporting::term;
 use serde_json::{Value, json};
 
 use super::Report;
-use crate::lint::codes::Code;
+use crate::code::Code;
 use crate::source::{Diagnostic, Severity};
 
 crate::names::named_enum! {

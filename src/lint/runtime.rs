@@ -2,8 +2,8 @@
 //! the few-shot examples are calls a model could copy.
 
 use super::{Options, ProgramCache, Subject};
+use crate::code::Code;
 use crate::formats::functiongemma;
-use crate::lint::codes::Code;
 use crate::source::{Diagnostic, FieldPath, Severity, Target};
 use crate::template::CONTEXT_KEYS;
 

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use regex::{Regex, RegexSet};
 
 use super::Subject;
-use crate::lint::codes::Code;
+use crate::code::Code;
 use crate::manifest::{Arg, ParamType};
 use crate::source::{Diagnostic, FieldPath, Severity, Target};
 use crate::template::Ref;

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use super::Subject;
-use crate::lint::codes::Code;
+use crate::code::Code;
 use crate::manifest::Arg;
 use crate::source::{Diagnostic, FieldPath, Severity, Target};
 

@@ -1,7 +1,8 @@
 //! Diagnostic codes: every problem packs reports (loading pack directories, `packs
 //! lint`) has one, stable and kebab-case, documented in docs/LINT.md.
 //!
-//! This module names nothing else of the crate, so every module can use it.
+//! This module names nothing else of the crate, so every module can use it; `packs::lint`
+//! re-exports it.
 
 macro_rules! codes {
     ($( #[doc = $doc:literal] $variant:ident = $name:literal, $description:literal; )+) => {
