@@ -239,8 +239,17 @@ fn choice<T: Copy + Send + Sync + 'static>(
     help: fn(T) -> &'static str,
 ) -> impl clap::builder::TypedValueParser<Value = T> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-    PossibleValuesParser::new(all.iter().map(|v| PossibleValue::new(name(*v)).help(help(*v))))
+    PossibleValuesParser::new(all.iter().map(|v| PossibleValue::new(name(*v)).help(short_help(help(*v)))))
         .map(move |s| all.iter().copied().find(|v| name(*v) == s).expect("clap accepted one of the names"))
+}
+
+/// A one-line help as clap's derive shows a doc comment: without its final period
+/// (an ellipsis stays).
+fn short_help(help: &str) -> &str {
+    match help.strip_suffix('.') {
+        Some(short) if !short.ends_with('.') => short,
+        _ => help,
+    }
 }
 
 /// Read `KEY=value` lines (blank lines and `#` comments skipped) into packs' own

@@ -184,6 +184,33 @@ fn help_without_a_name_is_the_usage() {
 }
 
 #[test]
+fn format_values_are_listed_in_help_and_errors() {
+    for (command, line, values) in [
+        (
+            "catalog",
+            "- openai-strict: OpenAI Chat Completions `tools` in strict mode (Structured Outputs)\n",
+            "describe, openai, openai-strict, anthropic, gemini, mcp, gemma",
+        ),
+        (
+            "call",
+            "- openai-responses: OpenAI Responses (`function_call` output items)\n",
+            "auto, openai, openai-responses, anthropic, ollama, gemini, gemma",
+        ),
+        ("lint", "- human:  Source lines with carets, like rustc (default)\n", "human, json, github, sarif"),
+    ] {
+        Test::new().args([command, "--help"]).run().success().stdout_contains(line);
+        Test::new()
+            .args([command, "--format", "nope"])
+            .run()
+            .code(1)
+            .stdout_eq("")
+            .stderr_contains("error: invalid value 'nope' for '--format <FORMAT>'\n")
+            .stderr_contains(&format!("  [possible values: {values}]\n"))
+            .no_panic();
+    }
+}
+
+#[test]
 fn errors_are_one_line() {
     let packs = Packs::new()
         .manifest("typed", printf_tool("typed", json!({"n": {"type": "integer", "required": true}}), json!(["{{n}}"])));
