@@ -186,20 +186,20 @@ fn github(report: &Report) -> String {
 }
 
 fn sarif(report: &Report) -> Value {
-    let used: Vec<&str> = {
-        let mut codes: Vec<&str> = report.diagnostics.iter().map(|d| d.code.as_str()).collect();
-        codes.sort_unstable();
+    // The rules the results use, by name.
+    let used: Vec<Code> = {
+        let mut codes: Vec<Code> = report.diagnostics.iter().map(|d| d.code).collect();
+        codes.sort_unstable_by_key(|c| c.as_str());
         codes.dedup();
         codes
     };
     let rules: Vec<Value> = used
         .iter()
         .map(|code| {
-            let text = code.parse::<Code>().map_or("packs lint diagnostic", Code::description);
             json!({
                 "id": code,
                 "name": code,
-                "shortDescription": {"text": text},
+                "shortDescription": {"text": code.description()},
                 "helpUri": format!("https://github.com/packs-dev/packs/blob/main/docs/LINT.md#{code}"),
             })
         })
@@ -225,7 +225,7 @@ fn sarif(report: &Report) -> Value {
             }
             json!({
                 "ruleId": d.code,
-                "ruleIndex": used.iter().position(|c| *c == d.code.as_str()),
+                "ruleIndex": used.iter().position(|c| *c == d.code),
                 "level": severity_word(d.severity),
                 "message": {"text": text},
                 "locations": [{"physicalLocation": location}],
