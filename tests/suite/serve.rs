@@ -8,6 +8,20 @@ use serde_json::{Value, json};
 
 use crate::common::{PACKS, Packs};
 
+/// `packs serve` on `packs`, its stdin and stdout piped, for a test that talks to it.
+pub(crate) fn start_server(packs: &Packs) -> std::process::Child {
+    Command::new(PACKS)
+        .arg("--packs")
+        .arg(packs.path())
+        .arg("serve")
+        .env_remove("PACKS_PATH")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start packs serve")
+}
+
 /// Send `requests`, close stdin, and collect every message the server wrote.
 pub(crate) fn session(packs: &Packs, extra: &[&str], requests: &[Value]) -> Vec<Value> {
     let mut child = Command::new(PACKS)
@@ -131,16 +145,7 @@ fn progress_notifications_carry_output() {
 #[test]
 fn a_line_that_is_not_utf8_gets_a_parse_error_and_the_server_goes_on() {
     let packs = tools();
-    let mut child = Command::new(PACKS)
-        .arg("--packs")
-        .arg(packs.path())
-        .arg("serve")
-        .env_remove("PACKS_PATH")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = start_server(&packs);
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"\xff}\n").unwrap();
     stdin.write_all(b"\xc3\n").unwrap();
@@ -213,16 +218,7 @@ fn a_client_that_hangs_up_ends_waiting_approvals_and_running_tools() {
     let packs = Packs::new()
         .manifest("careful", json!({"name": "careful", "description": "d", "command": {"program": "touch", "args": [ran.to_str().unwrap()]}, "policy": {"confirm_before_run": true}}))
         .manifest("slow", json!({"name": "slow", "description": "d", "command": {"program": "sh", "args": ["-c", format!("touch {}; sleep 300", started_marker.display())]}, "policy": {"timeout_secs": 600}}));
-    let mut child = Command::new(PACKS)
-        .arg("--packs")
-        .arg(packs.path())
-        .arg("serve")
-        .env_remove("PACKS_PATH")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start_server(&packs);
     let mut stdin = child.stdin.take().unwrap();
     let call = |id: i64, name: &str| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": {}}});
     writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t", "version": "1"}}})).unwrap();

@@ -91,16 +91,7 @@ fn the_approval_prompt_shows_escapes_and_the_environment() {
 #[test]
 fn mcp_elicitation_shows_escapes_and_the_environment() {
     let packs = echo_tool(true);
-    let mut child = Command::new(PACKS)
-        .arg("--packs")
-        .arg(packs.path())
-        .arg("serve")
-        .env_remove("PACKS_PATH")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = crate::serve::start_server(&packs);
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
