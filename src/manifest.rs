@@ -51,6 +51,9 @@ pub(crate) struct Manifest {
     /// Tests `packs test` runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tests: Vec<crate::tool_test::ToolTest>,
+    /// Whether `policy.read_only` is written in the manifest (not the default).
+    #[serde(skip)]
+    pub read_only_stated: bool,
 }
 
 /// The JSON type of a parameter.
@@ -411,12 +414,12 @@ pub(crate) fn parse(source: SourceFile) -> Result<Loaded, Vec<Diagnostic>> {
 /// deserialized, and the errors.
 pub(crate) fn parse_checked(source: SourceFile) -> (Option<Loaded>, Vec<Diagnostic>) {
     let mut unknown = Vec::new();
-    let result = match source.syntax {
+    let (result, read_only_stated) = crate::policy::noting_read_only(|| match source.syntax {
         Syntax::Json => parse_json(&source, &mut unknown),
         Syntax::Toml => parse_toml(&source, &mut unknown),
-    };
+    });
     let manifest = match result {
-        Ok(m) => m,
+        Ok(m) => Manifest { read_only_stated, ..m },
         Err(d) => return (None, vec![d]),
     };
     let mut warnings: Vec<Diagnostic> = unknown

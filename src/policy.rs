@@ -80,6 +80,7 @@ pub struct Policy {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub env_passthrough: Vec<String>,
     /// The tool does not change anything.
+    #[serde(deserialize_with = "stated_read_only")]
     pub read_only: bool,
     /// The tool needs the network.
     pub requires_network: bool,
@@ -142,4 +143,23 @@ impl Policy {
     pub fn allows_exit(&self, code: i32) -> bool {
         self.allowed_exit_codes.contains(&code)
     }
+}
+
+thread_local! {
+    /// Set when a policy being deserialized on this thread states `read_only` (the
+    /// default, `true` for a manifest, is no statement: MCP clients must not be told a
+    /// tool is read-only because nobody said otherwise).
+    static READ_ONLY_STATED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn stated_read_only<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    READ_ONLY_STATED.with(|s| s.set(true));
+    bool::deserialize(deserializer)
+}
+
+/// Run `parse` and say whether the policy it deserialized stated `read_only`.
+pub(crate) fn noting_read_only<T>(parse: impl FnOnce() -> T) -> (T, bool) {
+    READ_ONLY_STATED.with(|s| s.set(false));
+    let parsed = parse();
+    (parsed, READ_ONLY_STATED.with(std::cell::Cell::get))
 }

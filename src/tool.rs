@@ -315,6 +315,17 @@ impl Tool {
         }
     }
 
+    /// Whether the tool's own definition says it is read-only: a manifest that writes
+    /// `read_only: true` (not the default), an executable whose describe says so, a native
+    /// tool whose policy says so. Only this is advertised (MCP `readOnlyHint`).
+    pub fn states_read_only(&self) -> bool {
+        self.policy.read_only
+            && match &self.body {
+                Body::Manifest { manifest, .. } => manifest.read_only_stated,
+                Body::Executable | Body::Native(_) => true,
+            }
+    }
+
     /// Execution policy.
     pub fn policy(&self) -> &Policy {
         &self.policy

@@ -1,8 +1,10 @@
 //! MCP `tools/list` entries: `{"name", "title", "description", "inputSchema", "annotations"}`.
 //!
-//! The annotations are hints derived from the tool's policy: `readOnlyHint` is
-//! `read_only`, `destructiveHint` its negation, `idempotentHint` is `read_only` (a tool
-//! that changes nothing can be repeated), `openWorldHint` is `requires_network`.
+//! The annotations are hints derived from what the tool's definition states: `readOnlyHint`
+//! only when it says `read_only: true` (a manifest's default is no statement, and clients
+//! auto-approve on the hint), `destructiveHint` its negation, `idempotentHint` the same as
+//! `readOnlyHint` (a tool that changes nothing can be repeated), `openWorldHint` is
+//! `requires_network`.
 
 use serde_json::{Value, json};
 
@@ -12,6 +14,7 @@ use crate::tool::Tool;
 pub fn tool(t: &Tool) -> Value {
     let title = title(t.name());
     let policy = t.policy();
+    let read_only = t.states_read_only();
     json!({
         "name": t.name(),
         "title": title,
@@ -19,9 +22,9 @@ pub fn tool(t: &Tool) -> Value {
         "inputSchema": super::parameters(t),
         "annotations": {
             "title": title,
-            "readOnlyHint": policy.read_only,
-            "destructiveHint": !policy.read_only,
-            "idempotentHint": policy.read_only,
+            "readOnlyHint": read_only,
+            "destructiveHint": !read_only,
+            "idempotentHint": read_only,
             "openWorldHint": policy.requires_network,
         },
     })

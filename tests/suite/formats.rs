@@ -440,9 +440,12 @@ fn check_mcp(export: &Value, tools: &[&Tool]) {
         assert_eq!(keys(a), ["title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"]);
         let p = tool.policy();
         assert_eq!(a["title"], title);
-        assert_eq!(a["readOnlyHint"], p.read_only);
-        assert_eq!(a["destructiveHint"], !p.read_only);
-        assert_eq!(a["idempotentHint"], p.read_only);
+        // Only a stated read_only is advertised (clients auto-approve on the hint).
+        let stated = tool.states_read_only();
+        assert!(!stated || p.read_only);
+        assert_eq!(a["readOnlyHint"], stated);
+        assert_eq!(a["destructiveHint"], !stated);
+        assert_eq!(a["idempotentHint"], stated);
         assert_eq!(a["openWorldHint"], p.requires_network);
     }
 }
@@ -720,4 +723,36 @@ fn the_developer_turn_lists_every_tool_after_the_trigger() {
     assert_eq!(rest, lines.replace('\n', ""), "the declarations, in order, with nothing between them");
     let names: Vec<String> = functiongemma::parse_declarations(&turn).unwrap().into_iter().map(|d| d.name).collect();
     assert_eq!(names, tools.iter().map(|t| t.name()).collect::<Vec<_>>());
+}
+
+#[test]
+fn mcp_read_only_hints_come_only_from_what_a_manifest_states() {
+    let packs = Packs::new()
+        .manifest("silent", json!({"name": "silent", "description": "d", "command": "true"}))
+        .manifest(
+            "said_yes",
+            json!({"name": "said_yes", "description": "d", "command": "true", "policy": {"read_only": true}}),
+        )
+        .manifest(
+            "said_no",
+            json!({"name": "said_no", "description": "d", "command": "true", "policy": {"read_only": false}}),
+        )
+        .file(
+            "toml_yes.tool.toml",
+            "name = \"toml_yes\"\ndescription = \"d\"\ncommand = \"true\"\n[policy]\nread_only = true\n",
+        );
+    let catalog = load(packs.path());
+    let tools: Vec<&Tool> = catalog.tools().collect();
+    let export = formats::export(&tools, ExportFormat::Mcp);
+    let hint = |name: &str| {
+        let list = export.as_json().unwrap().as_array().unwrap();
+        list.iter().find(|t| t["name"] == name).unwrap()["annotations"].clone()
+    };
+    // The silent manifest is read-only by default for packs' own tier, but nobody said so.
+    assert!(catalog.get("silent").unwrap().policy().read_only);
+    assert_eq!(hint("silent")["readOnlyHint"], false);
+    assert_eq!(hint("silent")["destructiveHint"], true);
+    assert_eq!(hint("said_yes")["readOnlyHint"], true);
+    assert_eq!(hint("toml_yes")["readOnlyHint"], true);
+    assert_eq!(hint("said_no")["readOnlyHint"], false);
 }
