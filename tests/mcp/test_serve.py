@@ -30,7 +30,7 @@ def manifest(directory, name, **body):
 def make_packs():
     d = tempfile.mkdtemp(prefix="packs-mcp-")
     manifest(d, "echo_words", parameters={"words": {"type": "string", "required": True}},
-             command={"program": "echo", "args": ["--", "{{words}}"]})
+             command={"program": "echo", "args": ["--", "{{words}}"]}, policy={"read_only": True})
     manifest(d, "count", parameters={"n": {"type": "integer", "required": True}},
              command={"program": "printf", "args": ['{"n": %s}', "{{n}}"]}, output={"format": "json"})
     # A slow tool whose grandchild records its pid, so cancellation can be checked.
@@ -95,6 +95,10 @@ async def main():
                 assert tool.input_schema["type"] == "object"
                 assert tool.input_schema["required"] == ["words"]
                 assert tool.annotations.read_only_hint is True
+                # A manifest that does not state read_only is not advertised as read-only.
+                count = next(t for t in (await s.list_tools()).tools if t.name == "count")
+                assert count.annotations.read_only_hint is False
+                assert count.annotations.destructive_hint is True
 
             async def calls_a_tool():
                 r = await s.call_tool("echo_words", {"words": "hi; $(id) `x`"})
