@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::manifest::{Arg, Command};
 use crate::source::FieldPath;
-use crate::template::{Data, Environment, Ref, Template, TemplateError};
+use crate::template::{Data, Environment, Lead, Ref, Template, TemplateError};
 
 /// A manifest's command with every template compiled.
 #[derive(Debug, Clone)]
@@ -42,6 +42,44 @@ pub(crate) struct Rendered {
     /// The secret values used (`{{secret.NAME}}`), to be masked wherever shown.
     #[serde(skip)]
     pub secrets: Vec<String>,
+    /// The elements a value starts with `-` before the program's options end.
+    #[serde(skip)]
+    pub dash_leads: Vec<DashLead>,
+}
+
+/// An argv element whose leading `-` came from a value, where the program still reads
+/// options (see [`crate::operands`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DashLead {
+    /// Its index in the argv (0 is the program).
+    pub index: usize,
+    /// The manifest element (`command.args.2`, `command.args.3.1`).
+    pub field: String,
+    /// Whose value leads.
+    pub lead: Lead,
+    /// The parameters the element's template reads (for [`Lead::Block`]).
+    pub params: Vec<String>,
+}
+
+/// The argv being built, with what is known of each element's first character.
+struct Out {
+    argv: Vec<String>,
+    /// Per argument after the program: written as plain text by the manifest, and the
+    /// value leading it when it starts with `-`.
+    origins: Vec<Origin>,
+}
+
+struct Origin {
+    literal: bool,
+    field: String,
+    lead: Option<(Lead, Vec<String>)>,
+}
+
+impl Out {
+    fn push(&mut self, text: String, origin: Origin) {
+        self.argv.push(text);
+        self.origins.push(origin);
+    }
 }
 
 /// A template that failed to render.
@@ -158,23 +196,6 @@ impl CommandTemplate {
         all
     }
 
-    /// Parameters rendered as a whole positional argument (an element that is exactly
-    /// `{{p}}`) with no `--` element before them: a value starting with `-` there would be
-    /// read as an option.
-    pub(crate) fn unguarded_positionals(&self) -> Vec<&str> {
-        let mut out = Vec::new();
-        for a in &self.args {
-            let ArgTemplate::One(t) = a else { continue };
-            if t.source() == "--" {
-                break;
-            }
-            if let Some(p) = t.placeholder() {
-                out.push(p);
-            }
-        }
-        out
-    }
-
     /// Render argv, env and cwd for one call. `env.` and `secret.` values are read
     /// from packs' own environment; a secret that is not set is an error.
     pub(crate) fn render(&self, values: &Values<'_>) -> Result<Rendered, RenderFailure> {
@@ -217,14 +238,24 @@ impl CommandTemplate {
         }
         let scope = Scope { given: values.given, resolved, context: values.context, environment };
         let data = scope.data();
-        let mut argv = vec![self.program.clone()];
+        let mut out = Out { argv: vec![self.program.clone()], origins: Vec::new() };
         for (i, arg) in self.args.iter().enumerate() {
             let field = format!("command.args.{i}");
             match arg {
-                ArgTemplate::One(t) => render_one(t, &scope, &data, &field, &mut argv)?,
-                ArgTemplate::Group(members) => render_group(members, &scope, &data, &field, &mut argv)?,
+                ArgTemplate::One(t) => render_one(t, &scope, &data, &field, &mut out)?,
+                ArgTemplate::Group(members) => render_group(members, &scope, &data, &field, &mut out)?,
             }
         }
+        let Out { argv, origins } = out;
+        let args: Vec<crate::operands::Arg<'_>> =
+            argv[1..].iter().zip(&origins).map(|(text, o)| crate::operands::Arg { text, literal: o.literal }).collect();
+        let options_end = crate::operands::start(&self.program, &args);
+        let dash_leads = origins
+            .into_iter()
+            .take(options_end)
+            .enumerate()
+            .filter_map(|(i, o)| o.lead.map(|(lead, params)| DashLead { index: i + 1, field: o.field, lead, params }))
+            .collect();
         let mut env = Vec::with_capacity(self.env.len());
         for (k, t) in &self.env {
             let v = render(t, &data, &format!("command.env.{k}"))?;
@@ -236,7 +267,7 @@ impl CommandTemplate {
             Some(t) => Some(render(t, &data, "command.cwd")?).filter(|c| !c.is_empty()),
             None => None,
         };
-        Ok(Rendered { argv, env, cwd, secrets: environment.secret_values() })
+        Ok(Rendered { argv, env, cwd, secrets: environment.secret_values(), dash_leads })
     }
 }
 
@@ -248,23 +279,26 @@ fn render(t: &Template, data: &Data, field: &str) -> Result<String, RenderFailur
     })
 }
 
-fn render_one(
-    t: &Template,
-    scope: &Scope<'_>,
-    data: &Data,
-    field: &str,
-    argv: &mut Vec<String>,
-) -> Result<(), RenderFailure> {
+fn render_one(t: &Template, scope: &Scope<'_>, data: &Data, field: &str, out: &mut Out) -> Result<(), RenderFailure> {
     if let Some(p) = t.placeholder() {
-        let effective = scope.given.get(p).filter(|v| !v.is_null()).or_else(|| scope.resolved.get(p));
-        if let Some(Value::Array(items)) = effective {
-            argv.extend(items.iter().map(crate::template::value_text));
+        let given = scope.given.get(p).filter(|v| !v.is_null());
+        if let Some(Value::Array(items)) = given.or_else(|| scope.resolved.get(p)) {
+            for item in items {
+                let text = crate::template::value_text(item);
+                let lead = (given.is_some() && text.starts_with('-')).then(|| (Lead::Param(p.to_owned()), Vec::new()));
+                out.push(text, Origin { literal: false, field: field.to_owned(), lead });
+            }
             return Ok(());
         }
     }
     let s = render(t, data, field)?;
     if scope.keep(t, &s) {
-        argv.push(s);
+        let lead = if s.starts_with('-') && !t.source().starts_with('-') {
+            t.lead(data, &s).map(|lead| (lead, t.params().map(str::to_owned).collect()))
+        } else {
+            None
+        };
+        out.push(s, Origin { literal: t.is_literal(), field: field.to_owned(), lead });
     }
     Ok(())
 }
@@ -274,7 +308,7 @@ fn render_group(
     scope: &Scope<'_>,
     data: &Data,
     field: &str,
-    argv: &mut Vec<String>,
+    out: &mut Out,
 ) -> Result<(), RenderFailure> {
     let refs: Vec<&Ref> = members.iter().flat_map(|t| t.refs()).collect();
     if refs.iter().any(|r| scope.present(r).is_none()) {
@@ -286,7 +320,7 @@ fn render_group(
     });
     let Some((name, items)) = arrays.next() else {
         for (j, t) in members.iter().enumerate() {
-            render_one(t, scope, data, &format!("{field}.{j}"), argv)?;
+            render_one(t, scope, data, &format!("{field}.{j}"), out)?;
         }
         return Ok(());
     };
@@ -305,7 +339,7 @@ fn render_group(
         let per_item = Scope { given: &given, resolved, context: scope.context, environment: scope.environment };
         let item_data = data.with(name, item);
         for (j, t) in members.iter().enumerate() {
-            render_one(t, &per_item, &item_data, &format!("{field}.{j}"), argv)?;
+            render_one(t, &per_item, &item_data, &format!("{field}.{j}"), out)?;
         }
     }
     Ok(())

@@ -92,7 +92,7 @@ codes! {
     /// A parameter is pasted into code a shell or interpreter runs.
     ShellInjection = "shell-injection", "a parameter is pasted into code a shell or interpreter runs";
     /// A string parameter is a whole argument with no `--` before it.
-    OptionInjection = "option-injection", "a string parameter is a whole argument with no `--` before it";
+    OptionInjection = "option-injection", "a call value can start an argument with `-` where the program reads options";
     /// A credential is written into the manifest.
     HardcodedSecret = "hardcoded-secret", "a credential is written into the manifest";
     /// A known mutating command relies on the default read_only: true.

@@ -39,6 +39,7 @@ mod manifest;
 pub mod mcp;
 mod names;
 mod native;
+mod operands;
 mod output;
 mod policy;
 pub mod prompt;

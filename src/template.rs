@@ -17,6 +17,7 @@
 //! Every name a template uses is checked against the declared parameters when
 //! the template is parsed, so a typo is a load error, not an empty argument.
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 
 use handlebars::{Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderError, Renderable};
@@ -49,6 +50,20 @@ pub(crate) struct TemplateError {
     pub offset: usize,
     /// What is wrong.
     pub message: String,
+}
+
+/// Where the first character of a rendered template came from, when not from the
+/// manifest's own text: packs refuses a call value that would start an argv element
+/// with `-` (argv rule 7), whatever the element's shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Lead {
+    /// The value of a declared parameter (`{{p}}`, `{{json p}}`, `{{urlencode p}}`).
+    Param(String),
+    /// A context value (`{{context.selection}}` → `selection`).
+    Context(String),
+    /// A value a block reads (`{{this}}` in `{{#each}}`, `{{lookup ...}}`): one of the
+    /// template's parameters, which one is not known.
+    Block,
 }
 
 /// A compiled template.
@@ -137,6 +152,36 @@ impl Template {
 
     /// Render with `data` (see [`Data`]).
     pub(crate) fn render(&self, data: &Data) -> Result<String, RenderError> {
+        self.render_marked(data, false)
+    }
+
+    /// Where the first character of `rendered` (this template rendered with `data`)
+    /// came from: `None` when the manifest's text (or a default, `env.` or `secret.`
+    /// value: the manifest's and the operator's) leads, or the output is empty.
+    ///
+    /// The template is rendered again with every value written between markers
+    /// (NUL, which no value holds: arguments with one are refused before rendering).
+    /// If that render, unmarked, is not `rendered` (a helper compared marked text),
+    /// the answer is [`Lead::Block`]: assume a value leads.
+    pub(crate) fn lead(&self, data: &Data, rendered: &str) -> Option<Lead> {
+        if rendered.is_empty() || self.is_literal() {
+            return None;
+        }
+        let marked = match self.render_marked(data, true) {
+            Ok(m) if unmark(&m) == rendered => m,
+            _ => return Some(Lead::Block),
+        };
+        let tag = first_tag(&marked)?;
+        Some(if let Some(key) = tag.strip_prefix("context.") {
+            Lead::Context(key.to_owned())
+        } else if self.params().any(|p| p == tag) {
+            Lead::Param(tag.to_owned())
+        } else {
+            Lead::Block
+        })
+    }
+
+    fn render_marked(&self, data: &Data, marks: bool) -> Result<String, RenderError> {
         match &self.body {
             Body::Pieces(pieces) => {
                 let mut out = String::new();
@@ -144,9 +189,12 @@ impl Template {
                     match piece {
                         Piece::Text(t) => out.push_str(t),
                         Piece::Value { name, inline } => {
-                            out.push_str(
-                                &lookup(data.root(), name, inline.as_ref()).map(value_text).unwrap_or_default(),
-                            );
+                            let (text, given) = lookup_marked(data.root(), name, inline.as_ref());
+                            if marks && given {
+                                push_marked(&mut out, name, &text);
+                            } else {
+                                out.push_str(&text);
+                            }
                         }
                     }
                 }
@@ -158,10 +206,83 @@ impl Template {
                     .as_ref()
                     .map_err(|e| RenderError::from(handlebars::RenderErrorReason::Other(e.message.clone())))?;
                 let mut rc = RenderContext::new(None);
+                let _marking = Marking::set(marks);
                 t.renders(registry(), &data.0, &mut rc)
             }
         }
     }
+}
+
+thread_local! {
+    /// Set while [`Template::lead`] renders: values are written between markers.
+    static MARKING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Sets [`MARKING`] for one render and clears it when dropped (also on error).
+struct Marking(bool);
+
+impl Marking {
+    fn set(on: bool) -> Self {
+        Self(MARKING.replace(on))
+    }
+}
+
+impl Drop for Marking {
+    fn drop(&mut self) {
+        MARKING.set(self.0);
+    }
+}
+
+/// Marker around a value while marking: `\0TAG\x01TEXT\0`. No value holds a NUL, and a
+/// tag (a name) holds neither marker.
+const MARK: char = '\0';
+const TAG_END: char = '\x01';
+
+/// Write `text` between markers naming where it came from (`p`, `context.url`, or `""`
+/// for a value only the block knows).
+fn push_marked(out: &mut String, tag: &str, text: &str) {
+    if text.is_empty() {
+        return;
+    }
+    out.push(MARK);
+    out.push_str(tag);
+    out.push(TAG_END);
+    out.push_str(text);
+    out.push(MARK);
+}
+
+fn marked(tag: &str, text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + tag.len() + 3);
+    push_marked(&mut out, tag, text);
+    out
+}
+
+/// A marked render without its markers.
+fn unmark(marked: &str) -> String {
+    let mut out = String::with_capacity(marked.len());
+    let mut rest = marked;
+    while let Some(at) = rest.find(MARK) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let Some(tag_end) = after.find(TAG_END) else { return out + after };
+        let text = &after[tag_end + 1..];
+        let end = text.find(MARK).unwrap_or(text.len());
+        out.push_str(&text[..end]);
+        rest = text.get(end + 1..).unwrap_or_default();
+    }
+    out + rest
+}
+
+/// The tag of the value that provides the first character, if a value does.
+fn first_tag(marked: &str) -> Option<&str> {
+    let rest = marked.strip_prefix(MARK)?;
+    let (tag, _) = rest.split_once(TAG_END)?;
+    Some(tag)
+}
+
+/// Whether a value read as `name` is the operator's (`env.`, `secret.`), never marked.
+fn is_operators(name: &str) -> bool {
+    name.starts_with("env.") || name.starts_with("secret.")
 }
 
 fn compile(source: &str, translated: &str) -> Result<Box<handlebars::Template>, TemplateError> {
@@ -282,7 +403,7 @@ fn registry() -> &'static Handlebars<'static> {
         // Not strict: every name is checked against the declared parameters when the
         // template is parsed, and strict mode would fail `{{#each tags}}` when the
         // optional `tags` is absent instead of rendering nothing.
-        hb.register_escape_fn(handlebars::no_escape);
+        hb.register_escape_fn(|text| if MARKING.get() { marked("", text) } else { text.to_owned() });
         hb.register_helper("__v", Box::new(value_helper));
         hb.register_helper("json", Box::new(json_helper));
         hb.register_helper("urlencode", Box::new(urlencode_helper));
@@ -300,7 +421,48 @@ fn value_helper(
 ) -> HelperResult {
     let name = h.param(0).and_then(|p| p.value().as_str()).unwrap_or_default();
     let inline = h.param(1).map(|p| p.value());
-    out.write(&lookup(ctx.data(), name, inline).map(value_text).unwrap_or_default())?;
+    let (text, given) = lookup_marked(ctx.data(), name, inline);
+    if given && MARKING.get() {
+        out.write(&marked(name, &text))?;
+    } else {
+        out.write(&text)?;
+    }
+    Ok(())
+}
+
+/// A placeholder's text, and whether it is a value from the call or the context
+/// (not a default, and not the operator's `env.` or `secret.`).
+fn lookup_marked(root: &Value, name: &str, inline: Option<&Value>) -> (String, bool) {
+    let present = |v: Option<&Value>| v.is_some_and(|v| !v.is_null());
+    let given = !is_operators(name)
+        && match name.split_once('.') {
+            Some((ns, key)) => present(root.get(ns).and_then(|c| c.get(key))),
+            None => present(root.get(GIVEN).and_then(|g| g.get(name))),
+        };
+    (lookup(root, name, inline).map(value_text).unwrap_or_default(), given)
+}
+
+/// The tag a helper's argument is marked with: the name it reads (`p`, `context.url`),
+/// `""` for a block's value; `None` for a literal or the operator's `env.`/`secret.`.
+fn argument_tag(h: &Helper<'_>) -> Option<String> {
+    let path = h.param(0)?.relative_path()?;
+    if is_operators(path) {
+        return None;
+    }
+    let mut parts = path.split(['.', '/']);
+    Some(match parts.next() {
+        Some("context") => format!("context.{}", parts.next().unwrap_or_default()),
+        Some(root) if crate::names::is_identifier(root) && root != "this" => root.to_owned(),
+        _ => String::new(),
+    })
+}
+
+/// Write a helper's output, marked while marking.
+fn write_value(h: &Helper<'_>, out: &mut dyn Output, text: &str) -> HelperResult {
+    match argument_tag(h).filter(|_| MARKING.get()) {
+        Some(tag) => out.write(&marked(&tag, text))?,
+        None => out.write(text)?,
+    }
     Ok(())
 }
 
@@ -323,8 +485,7 @@ fn json_helper(
     out: &mut dyn Output,
 ) -> HelperResult {
     let v = h.param(0).map_or(&Value::Null, |p| p.value());
-    out.write(&v.to_string())?;
-    Ok(())
+    write_value(h, out, &v.to_string())
 }
 
 /// `{{urlencode v}}`: the value's text with every byte outside `A-Z a-z 0-9 - . _ ~`
@@ -337,8 +498,7 @@ fn urlencode_helper(
     out: &mut dyn Output,
 ) -> HelperResult {
     let text = h.param(0).map(|p| value_text(p.value())).unwrap_or_default();
-    out.write(&urlencode(&text))?;
-    Ok(())
+    write_value(h, out, &urlencode(&text))
 }
 
 /// Percent-encode everything but RFC 3986's unreserved characters.
@@ -393,6 +553,10 @@ fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
         };
         let end = body_start + body_len + close.len();
         let raw = &src[start..end];
+        // An expression as handlebars gets it: `{{{x}}}` becomes `{{x}}` (escaping is off
+        // anyway), so every value a block writes passes the escape hook that marks it.
+        let expression =
+            if open == "{{{" { format!("{{{{{}}}}}", &src[body_start..body_start + body_len]) } else { raw.to_owned() };
         pos = end;
         expressions += 1;
         let body = src[body_start..body_start + body_len].trim_matches('~').trim();
@@ -453,7 +617,7 @@ fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
                     bare.push(name.to_owned());
                 }
             } else if iter_depth > 0 || name == "this" {
-                out.push_str(raw);
+                out.push_str(&expression);
                 pieces = None;
                 continue;
             } else {
@@ -482,7 +646,7 @@ fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
             words.remove(0); // the helper's name
         }
         collect_refs(&words, params, iter_depth > 0, &mut refs).map_err(err)?;
-        out.push_str(raw);
+        out.push_str(&expression);
     }
     if let Some((open, at)) = open_blocks.pop() {
         return Err(TemplateError {

@@ -307,14 +307,6 @@ impl Tool {
         }
     }
 
-    /// The compiled command, for a manifest tool.
-    pub(crate) fn command(&self) -> Option<&CommandTemplate> {
-        match &self.body {
-            Body::Manifest { command, .. } => Some(command),
-            Body::Executable | Body::Native(_) => None,
-        }
-    }
-
     /// Whether the tool's own definition says it is read-only: a manifest that writes
     /// `read_only: true` (not the default), an executable whose describe says so, a native
     /// tool whose policy says so. Only this is advertised (MCP `readOnlyHint`).

@@ -1,6 +1,5 @@
 //! Arguments: read (an object, or a JSON string holding one), filled from the context,
-//! validated against the tool's schema, guarded against becoming options, completed
-//! with literals and defaults.
+//! validated against the tool's schema, completed with literals and defaults.
 
 use serde_json::{Map, Value};
 
@@ -57,7 +56,6 @@ pub(crate) fn prepare(tool: &Tool, args: Value, context: &Context) -> Result<Arg
         }
     }
     validate(tool, &given)?;
-    reject_leading_dashes(tool, &given)?;
     reject_nul_bytes(tool, &given)?;
     let mut resolved = given.clone();
     if let Some(m) = tool.manifest() {
@@ -73,33 +71,6 @@ pub(crate) fn prepare(tool: &Tool, args: Value, context: &Context) -> Result<Arg
         }
     }
     Ok(Arguments { given, resolved })
-}
-
-/// A string given for a whole positional argument may not start with `-` unless a `--`
-/// comes before it or the parameter sets `allow_leading_dash` (`--output=/etc/passwd`).
-fn reject_leading_dashes(tool: &Tool, given: &Map<String, Value>) -> Result<(), ToolError> {
-    let (Some(m), Some(command)) = (tool.manifest(), tool.command()) else { return Ok(()) };
-    let mut errors = Vec::new();
-    for name in command.unguarded_positionals() {
-        if m.parameters.get(name).is_none_or(|p| p.allow_leading_dash) {
-            continue;
-        }
-        let values: Vec<&Value> = match given.get(name) {
-            Some(Value::Array(items)) => items.iter().collect(),
-            Some(v) => vec![v],
-            None => Vec::new(),
-        };
-        if let Some(bad) = values.iter().filter_map(|v| v.as_str()).find(|s| s.starts_with('-')) {
-            errors.push(FieldError {
-                field: name.to_owned(),
-                message: format!(
-                    "{bad:?} starts with `-`, and the program would read it as an option; give a value that does not start with `-` (the manifest can put \"--\" before the argument or set `allow_leading_dash`)"
-                ),
-                schema: tool.validation_schema().get("properties").and_then(|p| p.get(name)).cloned(),
-            });
-        }
-    }
-    if errors.is_empty() { Ok(()) } else { Err(ToolError::Validation { tool: tool.name().to_owned(), errors }) }
 }
 
 fn validate(tool: &Tool, args: &Map<String, Value>) -> Result<(), ToolError> {

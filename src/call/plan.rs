@@ -7,13 +7,14 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::argv::Values;
+use crate::argv::{DashLead, Values};
 use crate::call::arguments::Arguments;
 use crate::call::mask::Secrets;
 use crate::call::{Context, Decision, FieldError, ToolError};
 use crate::environment::minimal_env;
 use crate::policy::Tier;
 use crate::runner::Invocation;
+use crate::template::Lead;
 use crate::tool::{Body, Tool};
 
 /// What runs: a process, or a native tool in this process.
@@ -50,7 +51,7 @@ impl Plan {
         placeholder_secrets: bool,
     ) -> Result<Self, ToolError> {
         let policy = tool.policy();
-        let (argv, env, cwd, secrets) = match &tool.body {
+        let (argv, env, cwd, secrets, dash_leads) = match &tool.body {
             Body::Manifest { command, .. } => {
                 let values = Values { given: &args.given, resolved: &args.resolved, context: context.values() };
                 let rendered = if placeholder_secrets {
@@ -59,20 +60,21 @@ impl Plan {
                     command.render(&values)
                 };
                 let r = rendered.map_err(|failure| ToolError::Render { file: tool.source().to_owned(), failure })?;
-                (r.argv, r.env, r.cwd.map(PathBuf::from), r.secrets)
+                (r.argv, r.env, r.cwd.map(PathBuf::from), r.secrets, r.dash_leads)
             }
             Body::Executable => {
                 let json = Value::Object(args.given.clone()).to_string();
-                (vec![tool.source().to_string_lossy().into_owned(), json], Vec::new(), None, Vec::new())
+                (vec![tool.source().to_string_lossy().into_owned(), json], Vec::new(), None, Vec::new(), Vec::new())
             }
             Body::Native(_) => {
                 let json = Value::Object(args.resolved.clone()).to_string();
-                (vec![tool.name().to_owned(), json], Vec::new(), None, Vec::new())
+                (vec![tool.name().to_owned(), json], Vec::new(), None, Vec::new(), Vec::new())
             }
         };
+        let secrets = Secrets::new(&secrets);
+        refuse_options(tool, &args.given, &argv, &dash_leads, &secrets)?;
         let cwd = cwd.or_else(|| context.workspace_set().cloned());
         confine_paths(tool, &args.given, &context.workspace(), cwd.as_deref())?;
-        let secrets = Secrets::new(&secrets);
         let shown_argv = argv.iter().map(|a| secrets.mask(a)).collect();
         let shown_env = env.iter().map(|(k, v)| (k.clone(), secrets.mask(v))).collect();
         let shown_cwd = cwd.as_ref().map(|c| PathBuf::from(secrets.mask(&c.to_string_lossy())));
@@ -145,6 +147,47 @@ impl Planned {
             decision,
         }
     }
+}
+
+/// A value from the call or the context never becomes an option: an argv element it
+/// starts with `-`, before the program's options end (after `--`, or a shell's script), is
+/// refused, whatever the element's shape (a whole value, a splatted array item, a group
+/// member, `{{name}}{{ext}}`, a negative number), unless the parameter sets
+/// `allow_leading_dash`. Defaults and the operator's `env.`/`secret.` values are the
+/// manifest's and the operator's, and may.
+fn refuse_options(
+    tool: &Tool,
+    given: &Map<String, Value>,
+    argv: &[String],
+    leads: &[DashLead],
+    secrets: &Secrets,
+) -> Result<(), ToolError> {
+    let Some(m) = tool.manifest() else { return Ok(()) };
+    let hostile =
+        |p: &str| given.contains_key(p) && m.parameters.get(p).is_some_and(|d| d.is_offered() && !d.allow_leading_dash);
+    let program = crate::operands::program_name(&argv[0]);
+    let mut errors: Vec<FieldError> = Vec::new();
+    for lead in leads {
+        let field = match &lead.lead {
+            Lead::Param(p) => hostile(p).then(|| p.clone()),
+            Lead::Context(key) => Some(format!("context.{key}")),
+            Lead::Block => lead.params.iter().find(|p| hostile(p)).cloned(),
+        };
+        let Some(field) = field else { continue };
+        if errors.iter().any(|e| e.field == field) {
+            continue;
+        }
+        let shown = secrets.mask(&argv[lead.index]);
+        errors.push(FieldError {
+            schema: tool.validation_schema().get("properties").and_then(|p| p.get(&field)).cloned(),
+            field,
+            message: format!(
+                "{shown:?} starts with `-`, and `{program}` would read it as an option; give a value that does not start with `-` (the manifest can put \"--\" before `{}` or set `allow_leading_dash`)",
+                lead.field
+            ),
+        });
+    }
+    if errors.is_empty() { Ok(()) } else { Err(ToolError::Validation { tool: tool.name().to_owned(), errors }) }
 }
 
 /// Every value of a path parameter (`format: path`, on the parameter or its `items`) must

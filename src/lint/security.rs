@@ -7,15 +7,18 @@ use regex::{Regex, RegexSet};
 
 use super::Subject;
 use crate::code::Code;
-use crate::manifest::{Arg, ParamType};
+use serde_json::{Map, Value};
+
+use crate::argv::Values;
+use crate::manifest::{Arg, ParamType, Parameter};
 use crate::source::{Diagnostic, FieldPath, Severity, Target};
-use crate::template::Ref;
+use crate::template::{Lead, Ref};
 
 /// Programs that interpret a string argument as code, with the flags that introduce it.
 /// `None`: every argument is code (`eval`).
 fn script_flags(program: &str) -> Option<Option<&'static [&'static str]>> {
     Some(match program {
-        "sh" | "bash" | "zsh" | "dash" | "ksh" | "fish" | "ash" | "busybox" => Some(&["-c"]),
+        "sh" | "bash" | "zsh" | "dash" | "ksh" | "mksh" | "fish" | "ash" | "busybox" => Some(&["-c"]),
         "cmd" | "cmd.exe" => Some(&["/c", "/C", "/k", "/K"]),
         "powershell" | "powershell.exe" | "pwsh" => Some(&["-c", "-C", "-Command", "-command", "-EncodedCommand"]),
         "python" | "python2" | "python3" => Some(&["-c"]),
@@ -29,19 +32,11 @@ fn script_flags(program: &str) -> Option<Option<&'static [&'static str]>> {
     })
 }
 
-fn basename(program: &str) -> &str {
-    program.rsplit('/').next().unwrap_or(program)
-}
+use crate::operands::program_name as basename;
 
 /// Flags like `-lc` (bash) also introduce a script.
 fn is_script_flag(arg: &str, flags: &[&str], shell: bool) -> bool {
-    flags.contains(&arg)
-        || (shell
-            && arg.len() > 2
-            && arg.starts_with('-')
-            && !arg.starts_with("--")
-            && arg[1..].chars().all(|c| c.is_ascii_alphabetic())
-            && arg.contains('c'))
+    flags.contains(&arg) || (shell && crate::operands::is_shell_script_flag(arg))
 }
 
 pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
@@ -147,7 +142,7 @@ fn shell_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
         start += i + 1;
     }
     let Some(flags) = script_flags(&program) else { return };
-    let shell = matches!(program.as_str(), "sh" | "bash" | "zsh" | "dash" | "ksh" | "fish" | "ash");
+    let shell = crate::operands::is_shell(&program);
     let rest = &elements[start..];
     let script_elements: Vec<&FieldPath> = match flags {
         None => rest.iter().map(|(p, _)| p).collect(),
@@ -163,49 +158,179 @@ fn shell_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// Whether a pattern rejects every value that starts with `-`.
-fn forbids_leading_dash(pattern: &str) -> bool {
-    let Ok(re) = Regex::new(pattern) else { return false };
-    const PROBES: &[&str] = &["-", "-a", "-A", "-0", "--a", "-a/b", "-a.b", "-a b", "-a=b", "-rf", "--output=/x"];
-    !PROBES.iter().any(|p| re.is_match(p))
+/// A value that starts with `-` the parameter accepts, if any: lint probes each argv
+/// position with it.
+fn dash_value(p: &Parameter) -> Option<Value> {
+    if let Some(allowed) = &p.allowed {
+        return allowed.iter().find(|v| crate::template::value_text(v).starts_with('-')).cloned();
+    }
+    match p.kind {
+        ParamType::String => dash_string(p.pattern.as_deref()).map(Value::String),
+        ParamType::Integer | ParamType::Number => {
+            let negative_allowed = p.minimum.as_ref().and_then(serde_json::Number::as_f64).is_none_or(|m| m < 0.0);
+            negative_allowed.then(|| Value::from(-1))
+        }
+        ParamType::Array => {
+            let items = p.items.as_ref();
+            let get = |k: &str| items.and_then(|i| i.get(k));
+            if let Some(allowed) = get("enum").and_then(Value::as_array) {
+                let v = allowed.iter().find(|v| crate::template::value_text(v).starts_with('-'))?;
+                return Some(Value::Array(vec![v.clone()]));
+            }
+            let item = match get("type").and_then(Value::as_str) {
+                Some("integer" | "number") => {
+                    let negative_allowed = get("minimum").and_then(Value::as_f64).is_none_or(|m| m < 0.0);
+                    negative_allowed.then(|| Value::from(-1))?
+                }
+                Some("boolean" | "object" | "array" | "null") => return None,
+                _ => Value::String(dash_string(get("pattern").and_then(Value::as_str))?),
+            };
+            Some(Value::Array(vec![item]))
+        }
+        ParamType::Boolean | ParamType::Object => None,
+    }
 }
 
+/// A string starting with `-` that `pattern` (if any) accepts.
+fn dash_string(pattern: Option<&str>) -> Option<String> {
+    const PROBES: &[&str] = &["-x", "--output=/x", "-", "-a", "-A", "-0", "-1", "--a", "-a/b", "-a.b", "-a b", "-rf"];
+    let Some(pattern) = pattern else { return Some(PROBES[0].to_owned()) };
+    let Ok(re) = Regex::new(pattern) else { return None };
+    PROBES.iter().find(|p| re.is_match(p)).map(|p| (*p).to_owned())
+}
+
+/// An ordinary value of the parameter's type, for the other parameters of a probe (so
+/// that groups and blocks using them render).
+fn plain_value(p: &Parameter) -> Value {
+    if let Some(first) = p.allowed.as_ref().and_then(|a| a.first()) {
+        return first.clone();
+    }
+    match p.kind {
+        ParamType::String => Value::String("a".into()),
+        ParamType::Integer | ParamType::Number => Value::from(1),
+        ParamType::Boolean => Value::Bool(true),
+        ParamType::Array => Value::Array(vec![Value::String("a".into())]),
+        ParamType::Object => Value::Object(Map::new()),
+    }
+}
+
+/// Every position where a call value could start an argv element with `-` before the
+/// program's options end. Lint finds them with the run-time check itself: it renders the
+/// command with every parameter (and context value) that accepts such a value set to one,
+/// the other parameters absent, then present, and reads which elements each value leads
+/// (`Rendered::dash_leads`). A value found leading is then emptied and the render repeated,
+/// so a value behind it in the same element (`{{name}}{{ext}}` with `name` empty) is found
+/// too. Each round finds something new or ends the search: linear for ordinary manifests.
 fn option_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
     let Some(command) = s.command else { return };
-    let mut after_double_dash = false;
-    let mut previous: Option<&str> = None;
-    for (i, a) in s.m.command.args.iter().enumerate() {
-        let Arg::One(text) = a else {
-            previous = None;
-            continue;
-        };
-        let path = FieldPath::dotted("command.args").index(i);
-        if text == "--" {
-            after_double_dash = true;
+    let program = crate::operands::program_name(&s.m.command.program);
+    let offered = || s.m.parameters.iter().filter(|(_, p)| p.is_offered());
+    let dashes: Map<String, Value> = offered().filter_map(|(n, p)| Some((n.clone(), dash_value(p)?))).collect();
+    let mut found: Vec<(String, String)> = Vec::new();
+    for others_present in [false, true] {
+        let mut given = dashes.clone();
+        if others_present {
+            given.extend(offered().filter(|(n, _)| !dashes.contains_key(*n)).map(|(n, p)| (n.clone(), plain_value(p))));
         }
-        let option_value = previous.is_some_and(|p| p.starts_with('-') && p != "--" && !p.contains('='));
-        previous = Some(text);
-        if after_double_dash || option_value {
-            continue;
+        let mut context: Map<String, Value> =
+            crate::template::CONTEXT_KEYS.iter().map(|k| ((*k).to_owned(), Value::String("-x".into()))).collect();
+        loop {
+            let mut resolved = given.clone();
+            for (n, p) in &s.m.parameters {
+                if let Some(d) = p.default.as_ref().filter(|_| !resolved.contains_key(n)) {
+                    resolved.insert(n.clone(), d.clone());
+                }
+            }
+            let values = Values { given: &given, resolved: &resolved, context: &context };
+            let Ok(rendered) = command.render_with_placeholder_secrets(&values) else { break };
+            let mut new = false;
+            for lead in &rendered.dash_leads {
+                let names: Vec<String> = match &lead.lead {
+                    Lead::Param(p) => vec![p.clone()],
+                    Lead::Context(k) => vec![format!("context.{k}")],
+                    Lead::Block => lead.params.iter().filter(|p| dashes.contains_key(*p)).cloned().collect(),
+                };
+                for name in names {
+                    if found.iter().any(|(f, n)| *f == lead.field && *n == name) {
+                        continue;
+                    }
+                    found.push((lead.field.clone(), name.clone()));
+                    new = true;
+                    match name.strip_prefix("context.") {
+                        Some(key) => {
+                            context.insert(key.to_owned(), Value::String(String::new()));
+                        }
+                        None => empty(&mut given, &name),
+                    }
+                    let option = rendered.argv[lead.index - 1].as_str();
+                    let option = (lead.index > 1 && option.starts_with('-') && option != "--" && !option.contains('='))
+                        .then_some(option);
+                    out.extend(injection_at(s, program, &name, option, &FieldPath::dotted(&lead.field)));
+                }
+            }
+            if !new {
+                break;
+            }
         }
-        let Some((_, t)) = command.templates().into_iter().find(|(p, _)| *p == path) else { continue };
-        let Some(name) = t.placeholder() else { continue };
-        let Some(p) = s.m.parameters.get(name) else { continue };
-        if p.kind != ParamType::String || p.allow_leading_dash || p.pattern.as_deref().is_some_and(forbids_leading_dash)
-        {
-            continue;
-        }
-        out.push(
-            s.diag(
-                Severity::Warning,
-                Code::OptionInjection,
-                &path,
-                Target::Value,
-                format!("`{name}` is a whole argument with no `--` before it: a value like `--output=/etc/passwd` would be read as an option"),
-            )
-            .with_help(format!("put \"--\" before it, or give `{name}` a `pattern` that rejects a leading `-`")),
-        );
     }
+}
+
+/// Give `name` a value that renders nothing, so that what follows it can lead.
+fn empty(given: &mut Map<String, Value>, name: &str) {
+    match given.get(name) {
+        Some(Value::String(_)) => {
+            given.insert(name.to_owned(), Value::String(String::new()));
+        }
+        Some(Value::Array(_)) => {
+            given.insert(name.to_owned(), Value::Array(Vec::new()));
+        }
+        _ => {
+            given.remove(name);
+        }
+    }
+}
+
+fn injection_at(
+    s: &Subject<'_>,
+    program: &str,
+    name: &str,
+    option: Option<&str>,
+    path: &FieldPath,
+) -> Option<Diagnostic> {
+    let allowed = s.m.parameters.get(name).is_some_and(|p| p.allow_leading_dash);
+    let what = if name.starts_with("context.") { format!("context value `{name}`") } else { format!("`{name}`") };
+    let (message, help) = match (option, allowed) {
+        (Some(_), true) => return None,
+        (None, true) => (
+            format!(
+                "{what} sets `allow_leading_dash` but is not an option's value here: a value like `--output=/etc/passwd` becomes an option of `{program}`"
+            ),
+            "put \"--\" before it, or drop `allow_leading_dash`".to_owned(),
+        ),
+        (Some(option), false) => (
+            format!(
+                "{what} follows `{option}` (its value, if `{option}` takes one): a value starting with `-` is refused at run time, since `{program}` might read it as an option"
+            ),
+            format!(
+                "if `{option}` takes a value that may start with `-` (a negative number, a pattern), set `\"allow_leading_dash\": true`; otherwise give {what} a `pattern` that rejects a leading `-` (`^[^-]`), so the model knows"
+            ),
+        ),
+        (None, false) if program == "find" => (
+            format!(
+                "{what} can start an argument of `find` with `-`: find reads a value like `-delete` as an expression even after `--`, so packs refuses such values at run time"
+            ),
+            format!("give {what} a `pattern` that rejects a leading `-` (`^[^-]`), so the model knows"),
+        ),
+        (None, false) => (
+            format!(
+                "{what} can start an argument with `-` with no `--` before it: a value like `--output=/etc/passwd` would be read as an option, so packs refuses such values at run time"
+            ),
+            format!(
+                "put \"--\" before it (if `{program}` honours `--`), or give {what} a `pattern` that rejects a leading `-` (`^[^-]`), so the model knows"
+            ),
+        ),
+    };
+    Some(s.diag(Severity::Warning, Code::OptionInjection, path, Target::Value, message).with_help(help))
 }
 
 fn secret_patterns() -> &'static RegexSet {

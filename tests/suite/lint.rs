@@ -384,3 +384,63 @@ fn arbitrary_and_mutated_manifests_never_panic_load_or_lint() {
             .unwrap();
     }
 }
+
+/// The `option-injection` fields lint reports for one manifest, with their messages.
+fn option_warnings(parameters: serde_json::Value, command: serde_json::Value) -> Vec<(String, String)> {
+    let packs = Packs::new()
+        .manifest("t", json!({"name": "t", "description": "d", "parameters": parameters, "command": command}));
+    let out = Test::new().args(["lint", "--format", "json"]).arg(packs.path()).run();
+    out.no_panic();
+    out.json()["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "option-injection")
+        .map(|d| (d["field"].as_str().unwrap_or_default().to_owned(), d["message"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+fn option_fields(parameters: serde_json::Value, command: serde_json::Value) -> Vec<String> {
+    let mut fields: Vec<String> = option_warnings(parameters, command).into_iter().map(|(f, _)| f).collect();
+    fields.sort();
+    fields
+}
+
+#[test]
+fn option_injection_is_flagged_in_every_shape_the_run_time_refuses() {
+    let s = json!({"type": "string"});
+    let strings = json!({"type": "array", "items": {"type": "string"}});
+    let cmd = |args: serde_json::Value| json!({"program": "prog", "args": args});
+    let cases: Vec<(serde_json::Value, serde_json::Value, Vec<&str>)> = vec![
+        (json!({"v": s}), cmd(json!([["{{v}}"]])), vec!["command.args.0.0"]),
+        (json!({"v": s}), cmd(json!([["--name", "{{v}}"]])), vec!["command.args.0.1"]),
+        (json!({"v": s}), cmd(json!(["-l", "{{v}}"])), vec!["command.args.1"]),
+        (json!({"a": s, "b": s}), cmd(json!(["{{a}}{{b}}"])), vec!["command.args.0", "command.args.0"]),
+        (json!({"n": {"type": "integer"}}), cmd(json!(["{{n}}"])), vec!["command.args.0"]),
+        (json!({"vs": strings}), cmd(json!(["{{vs}}"])), vec!["command.args.0"]),
+        (json!({"vs": strings}), cmd(json!(["{{#each vs}}{{this}}{{/each}}"])), vec!["command.args.0"]),
+        (json!({"v": s, "f": {"type": "boolean"}}), cmd(json!(["{{#if f}}{{v}}{{/if}}"])), vec!["command.args.0"]),
+        (json!({}), cmd(json!(["{{context.selection}}"])), vec!["command.args.0"]),
+        (json!({"d": s}), json!({"program": "find", "args": ["--", "{{d}}"]}), vec!["command.args.1"]),
+        // Guarded or unable to start with `-`: nothing to say.
+        (json!({"v": s}), cmd(json!(["--", "{{v}}"])), vec![]),
+        (json!({"v": s}), cmd(json!(["x{{v}}", "--name={{v}}"])), vec![]),
+        (json!({"n": {"type": "integer", "minimum": 0}}), cmd(json!(["{{n}}"])), vec![]),
+        (json!({"v": {"type": "string", "pattern": "^[a-z]+$"}}), cmd(json!(["{{v}}"])), vec![]),
+        (json!({"v": {"type": "string", "enum": ["a", "b"]}}), cmd(json!(["{{v}}"])), vec![]),
+        (json!({"b": {"type": "boolean"}}), cmd(json!(["{{b}}"])), vec![]),
+        (json!({"v": s}), json!({"program": "sh", "args": ["-c", "printf '%s' \"$1\"", "sh", "{{v}}"]}), vec![]),
+        (json!({"v": s}), json!({"program": "python3", "args": ["-c", "import sys", "{{v}}"]}), vec![]),
+        (json!({"v": {"type": "string", "allow_leading_dash": true}}), cmd(json!(["-m", "{{v}}"])), vec![]),
+    ];
+    for (parameters, command, expected) in cases {
+        assert_eq!(option_fields(parameters.clone(), command.clone()), expected, "{parameters} {command}");
+    }
+    // `allow_leading_dash` on a value that is not an option's value is itself the hole.
+    let w = option_warnings(json!({"v": {"type": "string", "allow_leading_dash": true}}), cmd(json!(["{{v}}"])));
+    assert!(w[0].1.contains("sets `allow_leading_dash` but is not an option's value"), "{w:?}");
+    let w = option_warnings(json!({"v": s}), cmd(json!(["--name", "{{v}}"])));
+    assert!(w[0].1.contains("follows `--name` (its value, if `--name` takes one)"), "{w:?}");
+    let w = option_warnings(json!({"d": s}), json!({"program": "find", "args": ["--", "{{d}}"]}));
+    assert!(w[0].1.contains("even after `--`"), "{w:?}");
+}

@@ -107,6 +107,120 @@ fn leading_dashes_are_rejected_unless_guarded() {
     Test::new().packs_dir(&packs).args(["run", "allowed", "--arg", "f=-e"]).run().success();
 }
 
+/// Whether `packs run NAME ARGS --dry-run` refuses the call as a value that would become
+/// an option, naming `field`.
+fn refused_as_option(packs: &Packs, name: &str, args: serde_json::Value, field: &str) -> bool {
+    let out = Test::new().packs_dir(packs).args(["run", name, "--dry-run", "--json"]).arg(args.to_string()).run();
+    out.no_panic();
+    match out.status.code() {
+        Some(0) => false,
+        Some(1) => {
+            let e = out.json();
+            assert_eq!(e["error"]["kind"], "validation", "{name}: {}", out.stdout());
+            assert_eq!(e["error"]["errors"][0]["field"], field, "{name}: {}", out.stdout());
+            assert!(e["error"]["errors"][0]["message"].as_str().unwrap().contains("starts with `-`"));
+            true
+        }
+        other => panic!("{name}: exit {other:?}: {}", out.stderr),
+    }
+}
+
+#[test]
+fn a_value_never_becomes_an_option_whatever_the_shape() {
+    let string = json!({"type": "string"});
+    let strings = json!({"type": "array", "items": {"type": "string"}});
+    let tool = |name: &str, parameters: serde_json::Value, args: serde_json::Value| json!({"name": name, "description": "d", "parameters": parameters, "command": {"program": "true", "args": args}});
+    let packs = Packs::new()
+        .manifest("one_group", tool("one_group", json!({"v": string}), json!([["{{v}}"]])))
+        .manifest("pair_group", tool("pair_group", json!({"v": string}), json!([["--name", "{{v}}"]])))
+        .manifest("two_parts", tool("two_parts", json!({"name": string, "ext": string}), json!(["{{name}}{{ext}}"])))
+        .manifest("number", tool("number", json!({"pid": {"type": "integer"}}), json!(["{{pid}}"])))
+        .manifest("json_number", tool("json_number", json!({"n": {"type": "number"}}), json!(["{{json n}}"])))
+        .manifest("splat", tool("splat", json!({"vs": strings}), json!(["{{vs}}"])))
+        .manifest("per_item", tool("per_item", json!({"tags": strings}), json!([["--tag", "{{tags}}"]])))
+        .manifest("each", tool("each", json!({"vs": strings}), json!(["{{#each vs}}{{this}}{{/each}}"])))
+        .manifest("triple", tool("triple", json!({"vs": strings}), json!(["{{#each vs}}{{{this}}}{{/each}}"])))
+        .manifest("in_block", tool("in_block", json!({"v": string}), json!(["{{#if v}}{{v}}{{/if}}"])))
+        .manifest("url", tool("url", json!({"v": string}), json!(["{{urlencode v}}"])))
+        .manifest("find", program_tool("find", "find", json!({"dir": string}), json!(["--", "{{dir}}"])))
+        .manifest("context", tool("context", json!({}), json!(["{{context.selection}}"])))
+        .manifest("late_dash", tool("late_dash", json!({"v": string}), json!([["{{v}}", "--"]])))
+        .manifest("dash_value", tool("dash_value", json!({"v": string}), json!(["{{v}}"])));
+    for (name, args, field) in [
+        ("one_group", json!({"v": "-x"}), "v"),
+        ("pair_group", json!({"v": "--output=/etc/passwd"}), "v"),
+        ("two_parts", json!({"name": "-rf", "ext": ".txt"}), "name"),
+        ("two_parts", json!({"name": "", "ext": "-rf"}), "ext"),
+        ("number", json!({"pid": -1}), "pid"),
+        ("json_number", json!({"n": -1.5}), "n"),
+        ("splat", json!({"vs": ["a", "-x"]}), "vs"),
+        ("per_item", json!({"tags": ["ok", "-x"]}), "tags"),
+        ("each", json!({"vs": ["-x"]}), "vs"),
+        ("triple", json!({"vs": ["-x"]}), "vs"),
+        ("in_block", json!({"v": "-x"}), "v"),
+        ("url", json!({"v": "-x"}), "v"),
+        // find reads `-delete` after `--` as an expression: `--` does not guard it.
+        ("find", json!({"dir": "-delete"}), "dir"),
+        // A `--` after the value does not guard it; a `--` a value renders ends nothing.
+        ("late_dash", json!({"v": "-x"}), "v"),
+        ("dash_value", json!({"v": "--"}), "v"),
+    ] {
+        assert!(refused_as_option(&packs, name, args.clone(), field), "{name} {args} was not refused");
+    }
+    for (name, args) in [
+        ("two_parts", json!({"name": "a", "ext": "-x"})),
+        ("number", json!({"pid": 1})),
+        ("pair_group", json!({"v": "x-"})),
+    ] {
+        assert!(!refused_as_option(&packs, name, args.clone(), ""), "{name} {args} was refused");
+    }
+    let out = Test::new()
+        .packs_dir(&packs)
+        .args(["run", "context", "--context", "selection=-rf", "--dry-run", "--json"])
+        .run();
+    assert_eq!(out.code(1).json()["error"]["errors"][0]["field"], "context.selection");
+}
+
+#[test]
+fn values_after_the_end_of_options_may_start_with_a_dash() {
+    let string = json!({"type": "string"});
+    let packs = Packs::new()
+        .manifest("shell", program_tool("shell", "sh", json!({"v": string}), json!(["-c", "printf '%s\\n' \"$1\"", "sh", "{{v}}"])))
+        .manifest("python", program_tool("python", "python3", json!({"v": string}), json!(["-c", "import sys; print(sys.argv[1])", "{{v}}"])))
+        .manifest("guarded", program_tool("guarded", "printf", json!({"v": string}), json!(["%s\\n", "--", "{{v}}"])))
+        .manifest(
+            "defaults",
+            json!({"name": "defaults", "description": "d", "parameters": {"flag": {"type": "string", "default": "-x"}},
+                   "command": {"program": "printf", "args": ["%s\\n", "{{flag}}", "{{env.PACKS_TEST_DASH}}"]}}),
+        )
+        .manifest(
+            "allowed",
+            json!({"name": "allowed", "description": "d", "parameters": {"v": {"type": "string", "allow_leading_dash": true}},
+                   "command": {"program": "printf", "args": ["%s\\n", ["-v", "{{v}}"]]}}),
+        );
+    Test::new().packs_dir(&packs).args(["run", "shell", "--arg", "v=-rf"]).run().success().stdout_eq("-rf\n");
+    Test::new().packs_dir(&packs).args(["run", "python", "--arg", "v=-rf"]).run().success().stdout_eq("-rf\n");
+    Test::new().packs_dir(&packs).args(["run", "guarded", "--arg", "v=-n"]).run().success().stdout_eq("--\n-n\n");
+    // The manifest's default and the operator's environment are not the model's values.
+    Test::new()
+        .packs_dir(&packs)
+        .env("PACKS_TEST_DASH", "-y")
+        .args(["run", "defaults"])
+        .run()
+        .success()
+        .stdout_eq("-x\n-y\n");
+    Test::new().packs_dir(&packs).args(["run", "allowed", "--arg", "v=-e"]).run().success().stdout_eq("-v\n-e\n");
+}
+
+fn program_tool(
+    name: &str,
+    program: &str,
+    parameters: serde_json::Value,
+    args: serde_json::Value,
+) -> serde_json::Value {
+    json!({"name": name, "description": "d", "parameters": parameters, "command": {"program": program, "args": args}})
+}
+
 #[test]
 fn path_parameters_stay_in_the_workspace() {
     let ws = tempfile::tempdir().unwrap();
