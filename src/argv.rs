@@ -197,41 +197,22 @@ impl CommandTemplate {
     }
 
     /// Render argv, env and cwd for one call. `env.` and `secret.` values are read
-    /// from packs' own environment; a secret that is not set is an error.
+    /// from packs' own environment; a secret that is not set is an error when the render
+    /// reads it (not in a branch that is not taken, nor in a group another absent name omits).
     pub(crate) fn render(&self, values: &Values<'_>) -> Result<Rendered, RenderFailure> {
         let templates = self.templates();
         let environment = Environment::read(templates.iter().flat_map(|(_, t)| t.refs()));
-        self.render_in(values, &templates, &environment)
+        self.render_in(values, &environment)
     }
 
     /// Render with every `{{secret.NAME}}` as `***` (dry-run tests).
     pub(crate) fn render_with_placeholder_secrets(&self, values: &Values<'_>) -> Result<Rendered, RenderFailure> {
         let templates = self.templates();
         let environment = Environment::read_with_placeholder_secrets(templates.iter().flat_map(|(_, t)| t.refs()));
-        self.render_in(values, &templates, &environment)
+        self.render_in(values, &environment)
     }
 
-    fn render_in(
-        &self,
-        values: &Values<'_>,
-        templates: &[(FieldPath, &Template)],
-        environment: &Environment,
-    ) -> Result<Rendered, RenderFailure> {
-        for (path, t) in templates {
-            for r in t.refs() {
-                if let Ref::Secret(name) = r
-                    && !environment.secrets.contains_key(name)
-                {
-                    return Err(RenderFailure {
-                        field: path.to_string(),
-                        template: t.source().to_owned(),
-                        message: format!(
-                            "secret `{name}` is not set: export {name}=... in the environment packs runs in"
-                        ),
-                    });
-                }
-            }
-        }
+    fn render_in(&self, values: &Values<'_>, environment: &Environment) -> Result<Rendered, RenderFailure> {
         let mut resolved = values.resolved.clone();
         for p in &self.params {
             resolved.entry(p.clone()).or_insert(Value::Null);
@@ -311,7 +292,8 @@ fn render_group(
     out: &mut Out,
 ) -> Result<(), RenderFailure> {
     let refs: Vec<&Ref> = members.iter().flat_map(|t| t.refs()).collect();
-    if refs.iter().any(|r| scope.present(r).is_none()) {
+    // A group is omitted when a name it uses has no value; a secret is never optional.
+    if refs.iter().any(|r| !matches!(r, Ref::Secret(_)) && scope.present(r).is_none()) {
         return Ok(());
     }
     let mut arrays = refs.iter().filter_map(|r| match (r, scope.present(r)) {

@@ -189,6 +189,7 @@ impl Template {
                     match piece {
                         Piece::Text(t) => out.push_str(t),
                         Piece::Value { name, inline } => {
+                            require_secret(data.root(), name)?;
                             let (text, given) = lookup_marked(data.root(), name, inline.as_ref());
                             if marks && given {
                                 push_marked(&mut out, name, &text);
@@ -421,6 +422,7 @@ fn value_helper(
 ) -> HelperResult {
     let name = h.param(0).and_then(|p| p.value().as_str()).unwrap_or_default();
     let inline = h.param(1).map(|p| p.value());
+    require_secret(ctx.data(), name)?;
     let (text, given) = lookup_marked(ctx.data(), name, inline);
     if given && MARKING.get() {
         out.write(&marked(name, &text))?;
@@ -428,6 +430,23 @@ fn value_helper(
         out.write(&text)?;
     }
     Ok(())
+}
+
+/// Reading `secret.NAME` when it is not set stops the render: a call must not run with an
+/// empty credential. Only a secret the render reads is required, so one in a branch that is
+/// not taken (`{{#if stub}}...{{else}}{{secret.T}}{{/if}}`) is not.
+fn require_secret(root: &Value, name: &str) -> Result<(), RenderError> {
+    match name.strip_prefix("secret.") {
+        Some(key) if root.get("secret").and_then(|s| s.get(key)).is_none() => Err(missing_secret(key)),
+        _ => Ok(()),
+    }
+}
+
+fn missing_secret(key: &str) -> RenderError {
+    handlebars::RenderErrorReason::Other(format!(
+        "secret `{key}` is not set: export {key}=... in the environment packs runs in"
+    ))
+    .into()
 }
 
 /// A placeholder's text, and whether it is a value from the call or the context
@@ -459,6 +478,12 @@ fn argument_tag(h: &Helper<'_>) -> Option<String> {
 
 /// Write a helper's output, marked while marking.
 fn write_value(h: &Helper<'_>, out: &mut dyn Output, text: &str) -> HelperResult {
+    if let Some(path) = h.param(0).and_then(|p| p.relative_path())
+        && path.starts_with("secret.")
+        && h.param(0).is_some_and(|p| p.value().is_null())
+    {
+        return Err(missing_secret(path.trim_start_matches("secret.")));
+    }
     match argument_tag(h).filter(|_| MARKING.get()) {
         Some(tag) => out.write(&marked(&tag, text))?,
         None => out.write(text)?,

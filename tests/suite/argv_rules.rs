@@ -434,3 +434,45 @@ fn secrets_are_masked_in_dry_runs_and_results() {
         .one_line_error()
         .stderr_contains("secret `PACKS_TEST_TOKEN` is not set");
 }
+
+#[test]
+fn a_secret_is_required_only_where_the_render_reads_it() {
+    let tool = |name: &str, parameters: Value, args: Value| json!({"name": name, "description": "d", "parameters": parameters, "command": {"program": "echo", "args": args}});
+    let packs = Packs::new()
+        .manifest(
+            "branch",
+            tool(
+                "branch",
+                json!({"stub": {"type": "boolean"}}),
+                json!(["{{#if stub}}stubbed{{else}}{{secret.PACKS_T}}{{/if}}"]),
+            ),
+        )
+        .manifest("group", tool("group", json!({}), json!([["--token", "{{secret.PACKS_T}}"]])))
+        .manifest(
+            "optional_group",
+            tool("optional_group", json!({"o": {"type": "string"}}), json!([["--o", "{{o}}", "{{secret.PACKS_T}}"]])),
+        )
+        .manifest("helper", tool("helper", json!({}), json!(["{{json secret.PACKS_T}}"])))
+        .manifest("encoded", tool("encoded", json!({}), json!(["{{#if true}}{{urlencode secret.PACKS_T}}{{/if}}"])));
+    let run = |name: &str, args: &str| Test::new().packs_dir(&packs).args(["run", name, args]).run();
+    // The branch that reads the secret is not taken: nothing is missing.
+    run("branch", r#"{"stub": true}"#).success().stdout_eq("stubbed\n");
+    // A group another absent name omits does not read its secret either.
+    run("optional_group", "{}").success().stdout_eq("\n");
+    for (name, args) in [
+        ("branch", r#"{"stub": false}"#),
+        ("group", "{}"),
+        ("optional_group", r#"{"o": "x"}"#),
+        ("helper", "{}"),
+        ("encoded", "{}"),
+    ] {
+        run(name, args).code(1).one_line_error().stderr_contains("secret `PACKS_T` is not set");
+    }
+    Test::new()
+        .packs_dir(&packs)
+        .env("PACKS_T", "s3cret")
+        .args(["run", "branch", r#"{"stub": false}"#])
+        .run()
+        .success()
+        .stdout_eq("***\n");
+}
