@@ -42,6 +42,7 @@ mod native;
 mod operands;
 mod output;
 mod policy;
+mod pool;
 pub mod prompt;
 mod runner;
 mod source;

@@ -5,12 +5,14 @@
 //! server needs six methods and three notifications, and owning the loop keeps calls
 //! on packs' own threads and dispatcher (see docs/ARCHITECTURE.md).
 //!
-//! Every `tools/call` runs on its own thread through the same pipeline as
-//! `packs run`, so a slow tool never blocks `ping` or other calls; cancellation kills
-//! the call's process group; approval uses MCP elicitation when the client offers it.
+//! Every `tools/call` runs on a worker of a bounded pool (`MAX_CALLS` at once) through the
+//! same pipeline as `packs run`, so a slow tool never blocks `ping` or other calls;
+//! cancellation kills the call's process group; approval uses MCP elicitation when the
+//! client offers it.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, RwLock};
@@ -20,6 +22,7 @@ use serde_json::{Value, json};
 
 use crate::call::{ApprovalRequest, Approver, Call, Context, Status, ToolError};
 use crate::catalog::{Catalog, LookupError, SearchPath};
+use crate::pool::Pool;
 
 /// Protocol versions this server speaks, newest first.
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -48,6 +51,7 @@ const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
+const INTERNAL_ERROR: i64 = -32603;
 /// Implementation-defined server error: too many calls, no thread for a call.
 const SERVER_ERROR: i64 = -32000;
 
@@ -115,7 +119,7 @@ pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 
             .inspect_err(|e| eprintln!("packs serve: --watch is off: cannot start its thread: {e}"))
             .ok()
     });
-    let mut calls = Vec::new();
+    let pool = Pool::new("packs-call", MAX_CALLS);
     let mut input = input;
     let mut bytes = Vec::new();
     loop {
@@ -133,26 +137,17 @@ pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 
             continue;
         }
         match serde_json::from_str::<Value>(line) {
-            Ok(msg) => {
-                if let Some(handle) = server.handle(msg) {
-                    calls.push(handle);
-                }
-            }
+            Ok(msg) => server.handle(msg, &pool),
             Err(e) => server.error(&Value::Null, PARSE_ERROR, &format!("not JSON: {e}")),
         }
-        calls.retain(|h: &std::thread::JoinHandle<()>| !h.is_finished());
     }
     // The client sent its last request: nobody is left to approve, and calls still
     // running get a short grace to answer (`echo REQUEST | packs serve` works), then end.
     server.deny_approvals();
-    let grace = std::time::Instant::now() + CLOSE_GRACE;
-    while calls.iter().any(|h| !h.is_finished()) && std::time::Instant::now() < grace {
-        std::thread::sleep(Duration::from_millis(10));
+    if !pool.wait_idle(std::time::Instant::now() + CLOSE_GRACE) {
+        server.end_calls();
     }
-    server.end_calls();
-    for h in calls {
-        let _ = h.join();
-    }
+    pool.close();
     stop.store(true, Ordering::Relaxed);
     if let Some(w) = watcher.flatten() {
         let _ = w.join();
@@ -254,66 +249,58 @@ impl Server {
         }
     }
 
-    /// Handle a batch (protocol versions that have them): every request in order on
-    /// this thread, then one array of the responses. Elsewhere, one error.
-    fn batch(self: &Arc<Self>, items: Vec<Value>) -> Option<std::thread::JoinHandle<()>> {
+    /// Handle a batch (protocol versions that have them): every request in order on one
+    /// worker, then one array of the responses. Elsewhere, one error.
+    fn batch(self: &Arc<Self>, items: Vec<Value>, pool: &Pool) {
         let version = *self.version.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if !version.is_some_and(|v| BATCH_VERSIONS.contains(&v)) {
             let shown = version.unwrap_or("none yet");
-            self.error(
+            return self.error(
                 &Value::Null,
                 INVALID_REQUEST,
                 &format!("JSON-RPC batches are not part of protocol version {shown}: send one message per line"),
             );
-            return None;
         }
         if items.is_empty() {
-            self.error(&Value::Null, INVALID_REQUEST, "an empty batch");
-            return None;
+            return self.error(&Value::Null, INVALID_REQUEST, "an empty batch");
         }
         let server = Arc::clone(self);
         let run = move || {
             BATCH.with(|b| *b.borrow_mut() = Some(Vec::new()));
-            for item in items {
-                if let Some(handle) = server.handle_one(item, true) {
-                    let _ = handle.join();
+            // The worker is reused: whatever happens, it stops collecting responses.
+            let _ = catch_unwind(AssertUnwindSafe(|| {
+                for item in items {
+                    server.handle_one(item, None);
                 }
-            }
+            }));
             let responses = BATCH.with(|b| b.borrow_mut().take()).unwrap_or_default();
             if !responses.is_empty() {
                 server.send(&Value::Array(responses));
             }
         };
-        match std::thread::Builder::new().name("packs-batch".into()).spawn(run) {
-            Ok(handle) => Some(handle),
-            Err(e) => {
-                self.error(&Value::Null, SERVER_ERROR, &format!("cannot start a thread for the batch: {e}"));
-                None
-            }
+        if let Err(refused) = pool.submit(run) {
+            self.error(&Value::Null, SERVER_ERROR, &format!("the batch is refused: {refused}"));
         }
     }
 
-    /// Handle one message; a `tools/call` (or a batch) returns the thread running it.
-    fn handle(self: &Arc<Self>, msg: Value) -> Option<std::thread::JoinHandle<()>> {
+    /// Handle one message; a `tools/call` (or a batch) goes to the pool.
+    fn handle(self: &Arc<Self>, msg: Value, pool: &Pool) {
         match msg {
-            Value::Array(items) => self.batch(items),
-            msg => self.handle_one(msg, false),
+            Value::Array(items) => self.batch(items, pool),
+            msg => self.handle_one(msg, Some(pool)),
         }
     }
 
-    /// Handle one message. In a batch (`inline`), a `tools/call` runs on this thread.
-    fn handle_one(self: &Arc<Self>, msg: Value, inline: bool) -> Option<std::thread::JoinHandle<()>> {
+    /// Handle one message. A `tools/call` runs on the pool, or on this thread in a batch
+    /// (no `pool`).
+    fn handle_one(self: &Arc<Self>, msg: Value, pool: Option<&Pool>) {
         let Value::Object(fields) = &msg else {
-            self.error(&Value::Null, INVALID_REQUEST, "a message must be a JSON object");
-            return None;
+            return self.error(&Value::Null, INVALID_REQUEST, "a message must be a JSON object");
         };
         let id = fields.get("id").cloned();
         let method = match fields.get("method") {
             Some(Value::String(m)) => m.clone(),
-            Some(_) => {
-                self.error(&id.unwrap_or(Value::Null), INVALID_REQUEST, "`method` must be a string");
-                return None;
-            }
+            Some(_) => return self.error(&id.unwrap_or(Value::Null), INVALID_REQUEST, "`method` must be a string"),
             None if fields.contains_key("result") || fields.contains_key("error") => {
                 // A response to a request of ours (elicitation).
                 if let Some(id) = &id
@@ -321,57 +308,46 @@ impl Server {
                 {
                     let _ = tx.send(msg);
                 }
-                return None;
+                return;
             }
-            None => {
-                self.error(&id.unwrap_or(Value::Null), INVALID_REQUEST, "a request needs a `method`");
-                return None;
-            }
+            None => return self.error(&id.unwrap_or(Value::Null), INVALID_REQUEST, "a request needs a `method`"),
         };
         let params = fields.get("params").cloned().unwrap_or(Value::Null);
         let Some(id) = id else {
-            self.notification(&method, &params);
-            return None;
+            return self.notification(&method, &params);
         };
         match method.as_str() {
             "initialize" => self.initialize(&id, &params),
             "ping" => self.reply(&id, json!({})),
             "tools/list" => self.list(&id, &params),
             "tools/call" => {
-                {
-                    let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                    if flights.len() >= MAX_CALLS {
-                        drop(flights);
-                        self.error(
-                            &id,
-                            SERVER_ERROR,
-                            &format!("{MAX_CALLS} calls are running; try again when one ends"),
-                        );
-                        return None;
-                    }
-                    flights.insert(id.to_string(), Flight::default());
-                }
-                if inline {
-                    self.call(&id, &params);
-                    return None;
-                }
+                self.flights
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(id.to_string(), Flight::default());
+                let Some(pool) = pool else { return self.call_caught(&id, &params) };
                 let server = Arc::clone(self);
-                let (thread_id, thread_params) = (id.clone(), params);
-                match std::thread::Builder::new()
-                    .name("packs-call".into())
-                    .spawn(move || server.call(&thread_id, &thread_params))
-                {
-                    Ok(handle) => return Some(handle),
-                    Err(e) => {
-                        self.finish(&id.to_string());
-                        self.error(&id, SERVER_ERROR, &format!("cannot start a thread for the call: {e}"));
-                    }
+                let (job_id, job_params) = (id.clone(), params);
+                if let Err(refused) = pool.submit(move || server.call_caught(&job_id, &job_params)) {
+                    self.finish(&id.to_string());
+                    self.error(&id, SERVER_ERROR, &refused.to_string());
                 }
             }
             _ if id.is_null() => self.error(&id, INVALID_REQUEST, "a request needs an id"),
             other => self.error(&id, METHOD_NOT_FOUND, &format!("unknown method `{other}`")),
         }
-        None
+    }
+
+    /// Run a call; if packs itself fails inside it (a bug), the client still gets an answer.
+    fn call_caught(self: &Arc<Self>, id: &Value, params: &Value) {
+        if catch_unwind(AssertUnwindSafe(|| self.call(id, params))).is_err() {
+            self.finish(&id.to_string());
+            self.error(
+                id,
+                INTERNAL_ERROR,
+                "the call failed inside packs (a bug; it is logged on stderr); the server goes on",
+            );
+        }
     }
 
     fn notification(&self, method: &str, params: &Value) {

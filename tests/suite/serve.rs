@@ -242,3 +242,102 @@ fn a_client_that_hangs_up_ends_waiting_approvals_and_running_tools() {
     assert!(hung_up.elapsed() < std::time::Duration::from_secs(5), "took {:?}", hung_up.elapsed());
     assert!(!ran.exists(), "an approval nobody gave ran the tool");
 }
+
+/// A session with `packs serve` run as a user that may have `nproc` processes and threads
+/// in all (RLIMIT_NPROC), so that starting a thread or a tool fails as under `ulimit -u`
+/// or a cgroup's `pids.max`. The limit does not bind root, so the server runs as an unused
+/// uid (with `setpriv`), from a copy of packs and a pack directory that uid can read.
+/// A `null` among `requests` is a pause of 300 ms.
+fn session_with_nproc(packs: &Packs, nproc: u32, requests: &[Value]) -> (Vec<Value>, String) {
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m)).unwrap(),
+        0,
+        "this test runs packs serve as another user under RLIMIT_NPROC, which needs root (CI runs as root)"
+    );
+    let place = tempfile::tempdir().unwrap();
+    let bin = place.path().join("packs");
+    std::fs::copy(PACKS, &bin).unwrap();
+    let dir = place.path().join("packs.d");
+    std::fs::create_dir(&dir).unwrap();
+    for entry in std::fs::read_dir(packs.path()).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+    }
+    for p in [place.path(), &dir] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut child = Command::new("prlimit")
+        .arg(format!("--nproc={nproc}"))
+        .args(["setpriv", "--reuid=54321", "--regid=54321", "--clear-groups", "--"])
+        .arg(&bin)
+        .arg("--packs")
+        .arg(&dir)
+        .arg("serve")
+        .current_dir(place.path())
+        .env_remove("PACKS_PATH")
+        .env("HOME", place.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start prlimit (util-linux)");
+    let mut stdin = child.stdin.take().unwrap();
+    for r in requests {
+        if r.is_null() {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        } else {
+            writeln!(stdin, "{r}").unwrap();
+        }
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let messages = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("stdout carries only JSON-RPC ({e}): {l}")))
+        .collect();
+    (messages, stderr)
+}
+
+#[test]
+fn without_threads_or_processes_a_call_fails_clearly_and_the_server_goes_on() {
+    let packs = tools().executable(
+        "described",
+        "#!/bin/sh\necho '{\"name\": \"described\", \"description\": \"d\", \"parameters\": {}}'\n",
+    );
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let call = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "echo_words", "arguments": {"w": "hi"}}});
+    let ping = json!({"jsonrpc": "2.0", "id": 9, "method": "ping"});
+    // One thread in all: no worker can start, nor can the executable's `--describe` run.
+    let (m, stderr) = session_with_nproc(&packs, 1, &[init.clone(), call(2), call(3), ping.clone()]);
+    for id in [2, 3] {
+        let e = &by_id(&m, id)["error"];
+        assert_eq!(e["code"], -32000, "{m:#?}");
+        assert!(e["message"].as_str().unwrap().contains("cannot start a thread for the call"), "{m:#?}");
+    }
+    assert_eq!(by_id(&m, 9)["result"], json!({}));
+    assert!(stderr.contains("described"), "the executable that could not be described is named: {stderr}");
+    // Two: a worker starts, but the tool's process cannot.
+    let (m, _) = session_with_nproc(&packs, 2, &[init.clone(), call(2), ping.clone()]);
+    let r = &by_id(&m, 2)["result"];
+    assert_eq!(r["isError"], true, "{m:#?}");
+    assert!(r["content"][0]["text"].as_str().unwrap().contains("Resource temporarily unavailable"), "{m:#?}");
+    assert_eq!(by_id(&m, 9)["result"], json!({}));
+    // Three: one worker and its tool. A second call while the first one's tool runs cannot
+    // get a thread of its own: it waits for the worker, which takes it next.
+    let nap = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "nap", "arguments": {}}});
+    let packs = tools().manifest("nap", json!({"name": "nap", "description": "d", "command": "sleep 0.6"}));
+    let (m, _) = session_with_nproc(
+        &packs,
+        3,
+        &[init, nap(2), Value::Null, nap(3), ping, Value::Null, Value::Null, Value::Null, Value::Null],
+    );
+    for id in [2, 3] {
+        assert_eq!(by_id(&m, id)["result"]["isError"], false, "{m:#?}");
+    }
+    assert_eq!(by_id(&m, 9)["result"], json!({}));
+}
