@@ -84,36 +84,51 @@ fn validate(tool: &Tool, args: &Map<String, Value>) -> Result<(), ToolError> {
         tool.validator().map_err(|message| ToolError::BrokenTool { tool: tool.name().to_owned(), message })?;
     let instance = Value::Object(args.clone());
     let schema = tool.validation_schema();
-    let property = |name: &str| schema.get("properties").and_then(|p| p.get(name)).cloned();
     let errors: Vec<FieldError> = validator
         .iter_errors(&instance)
         .map(|e| {
             let pointer = e.instance_path().to_string();
-            let mut field = pointer.trim_start_matches('/').to_owned();
-            let mut message = e.to_string();
+            let at = pointer.trim_start_matches('/');
+            let within = |name: &str| if at.is_empty() { name.to_owned() } else { format!("{at}/{name}") };
+            // The schema that holds the failing keyword (`required` sits in the object's schema).
+            let keyword_path = e.schema_path().to_string();
+            let holder = keyword_path.rsplit_once('/').and_then(|(parent, _)| schema.pointer(parent));
+            let properties = holder.and_then(|h| h.get("properties"));
             match e.kind() {
                 jsonschema::error::ValidationErrorKind::Required { property: p } => {
-                    field = p.as_str().unwrap_or_default().to_owned();
-                    message = format!("`{field}` is required");
+                    let name = p.as_str().unwrap_or_default();
+                    let field = within(name);
+                    FieldError {
+                        message: format!("`{field}` is required"),
+                        schema: properties.and_then(|p| p.get(name)).cloned(),
+                        field,
+                    }
                 }
                 jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
-                    field = unexpected.join(", ");
-                    let known: Vec<&str> = schema
-                        .get("properties")
+                    let known: Vec<&str> = properties
                         .and_then(Value::as_object)
                         .map(|p| p.keys().map(String::as_str).collect())
                         .unwrap_or_default();
-                    message = format!(
-                        "unknown argument{} {}; the tool takes: {}",
+                    let message = format!(
+                        "unknown argument{} {}{}; {} takes: {}",
                         if unexpected.len() > 1 { "s" } else { "" },
                         unexpected.iter().map(|u| format!("`{u}`")).collect::<Vec<_>>().join(", "),
+                        if at.is_empty() { String::new() } else { format!(" in `{at}`") },
+                        if at.is_empty() { "the tool".to_owned() } else { format!("`{at}`") },
                         if known.is_empty() { "no arguments".to_owned() } else { known.join(", ") }
                     );
+                    let field = unexpected.iter().map(|u| within(u)).collect::<Vec<_>>().join(", ");
+                    FieldError { message, schema: holder.cloned().filter(|_| !at.is_empty()), field }
                 }
-                _ => {}
+                _ => FieldError {
+                    message: e.to_string(),
+                    schema: holder.cloned().or_else(|| {
+                        let root = at.split('/').next().unwrap_or_default();
+                        schema.get("properties").and_then(|p| p.get(root)).cloned()
+                    }),
+                    field: at.to_owned(),
+                },
             }
-            let root = field.split('/').next().unwrap_or_default().to_owned();
-            FieldError { schema: property(&root), field, message }
         })
         .collect();
     if errors.is_empty() { Ok(()) } else { Err(ToolError::Validation { tool: tool.name().to_owned(), errors }) }

@@ -281,3 +281,26 @@ fn a_nul_byte_in_a_value_is_a_validation_error() {
         assert!(v["error"]["message"].as_str().unwrap().contains("NUL byte"), "{v}");
     }
 }
+
+#[test]
+fn nested_errors_name_the_nested_field_and_its_schema() {
+    let packs = Packs::new().manifest(
+        "nested",
+        json!({"name": "nested", "description": "d", "command": "true", "parameters": {"items": {"type": "array",
+            "items": {"type": "object", "required": ["k"], "properties": {"k": {"type": "string"}}, "additionalProperties": false}}}}),
+    );
+    let run = |args: &str| Test::new().packs_dir(&packs).args(["run", "nested", args, "--json", "--dry-run"]).run();
+    let out = run(r#"{"items": [{"k": "a"}, {}]}"#);
+    let e = &out.code(1).json()["error"]["errors"][0];
+    assert_eq!(e["field"], "items/1/k");
+    assert_eq!(e["message"], "`items/1/k` is required");
+    assert_eq!(e["schema"], json!({"type": "string"}));
+    let out = run(r#"{"items": [{"k": "a", "x": 1}]}"#);
+    let e = &out.code(1).json()["error"]["errors"][0];
+    assert_eq!(e["field"], "items/0/x");
+    assert_eq!(e["message"], "unknown argument `x` in `items/0`; `items/0` takes: k");
+    let out = run(r#"{"items": [{"k": 5}]}"#);
+    let e = &out.code(1).json()["error"]["errors"][0];
+    assert_eq!(e["field"], "items/0/k");
+    assert_eq!(e["schema"], json!({"type": "string"}));
+}
