@@ -450,7 +450,14 @@ pub(crate) fn parse_checked(source: SourceFile) -> (Option<Loaded>, Vec<Diagnost
 
 fn parse_json(source: &SourceFile, unknown: &mut Vec<FieldPath>) -> Result<Manifest, Diagnostic> {
     let diagnostic = |inner: &serde_json::Error, path: &FieldPath| {
-        let syntax = (inner.is_syntax() || inner.is_eof()) && !is_valid_json(&source.text);
+        // The model is read as the text is parsed, so a type error can come before a syntax
+        // error later in the same value (`"parameters": [}`): the syntax error is the problem.
+        let syntax_error = syntax_error(&source.text);
+        let (inner, path) = match &syntax_error {
+            Some(e) if !(inner.is_syntax() || inner.is_eof()) => (e, &FieldPath::default()),
+            _ => (inner, path),
+        };
+        let syntax = syntax_error.is_some();
         let code = if syntax { Code::InvalidJson } else { Code::InvalidField };
         let mut msg = strip_position(&inner.to_string());
         if !syntax && msg == "expected value" {
@@ -495,8 +502,9 @@ fn parse_toml(source: &SourceFile, unknown: &mut Vec<FieldPath>) -> Result<Manif
     })
 }
 
-fn is_valid_json(text: &str) -> bool {
-    serde_json::from_str::<de::IgnoredAny>(text).is_ok()
+/// The text's JSON syntax error, if it has one.
+fn syntax_error(text: &str) -> Option<serde_json::Error> {
+    serde_json::from_str::<de::IgnoredAny>(text).err()
 }
 
 /// The allowed values of an enumerated field, for messages.

@@ -328,3 +328,17 @@ fn a_graph_of_directory_links_is_walked_once_per_directory() {
     assert_eq!(tools.as_array().map(Vec::len), Some(1), "{tools}");
     assert_eq!(tools[0]["name"], "deep");
 }
+
+#[test]
+fn a_syntax_error_is_reported_as_one_even_after_a_type_error_in_the_same_value() {
+    let packs = Packs::new().file(
+        "early.tool.json",
+        "{\n  \"name\": \"early\",\n  \"description\": \"d\",\n  \"command\": \"true\",\n  \"parameters\": [}\n}\n",
+    );
+    let dir = packs.path().display().to_string();
+    let out = Test::new().packs_dir(&packs).args(["list"]).run();
+    out.success().stderr_contains(&format!("error[invalid-json]: {dir}/early.tool.json:5:18: expected value"));
+    out.stderr_lacks("invalid-field");
+    // Lint says the same.
+    Test::new().args(["lint"]).arg(packs.path()).run().code(1).stdout_contains("5:18").stdout_contains("invalid-json");
+}
