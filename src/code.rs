@@ -111,6 +111,8 @@ codes! {
     InvalidTest = "invalid-test", "a test in `tests` cannot run as written";
     /// An executable's --describe fails, times out or prints an invalid description.
     BadDescribe = "bad-describe", "an executable's --describe fails, times out or prints an invalid description";
+    /// A file at the top of a pack directory starts with `#!` but is not executable.
+    NotExecutable = "not-executable", "a file at the top of a pack directory starts with `#!` but is not executable";
     /// An executable's parameters are not a valid JSON Schema.
     InvalidParametersSchema = "invalid-parameters-schema", "an executable's parameters are not a valid JSON Schema";
     /// A pack directory does not exist.

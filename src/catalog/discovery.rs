@@ -2,7 +2,7 @@
 //!
 //! Manifests anywhere below a directory (in path order), executables at its top
 //! level; hidden entries skipped. A broken file becomes a diagnostic, never a gap in
-//! the rest.
+//! the rest; a script at the top level that is not executable is named in a warning.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -58,11 +58,24 @@ pub(crate) fn discover(dir: &Path) -> Discovered {
         let path = entry.into_path();
         if Syntax::of_manifest(&path).is_some() {
             found.manifests.push(path);
-        } else if path.parent() == Some(dir) && is_executable_file(&path) {
-            found.executables.push(path);
+        } else if path.parent() == Some(dir) {
+            if is_executable_file(&path) {
+                found.executables.push(path);
+            } else if starts_with_shebang(&path) {
+                let message = "starts with `#!` but is not executable, so it is not a tool; make it executable (`chmod +x`) to offer it";
+                found.diagnostics.push(Diagnostic::file(Severity::Warning, Code::NotExecutable, &path, message));
+            }
         }
     }
     found
+}
+
+/// Whether a file's first bytes are `#!`: a script meant to run (a README or a data
+/// file at the top of a pack directory is not one, and stays unmentioned).
+fn starts_with_shebang(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 2];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && head == *b"#!"
 }
 
 /// Load one directory: the tools, the problems, and (with `only`) the manifests

@@ -94,6 +94,7 @@ fn every_rule_with_a_fixture_fires_where_expected() {
         ("invalid-test", "invalid-test.tool.json"),
         ("bad-describe", "lint/bad-describe"),
         ("invalid-parameters-schema", "lint/invalid-parameters-schema"),
+        ("not-executable", "lint/not-executable"),
     ] {
         assert!(
             found.iter().any(|(c, f)| c == code && f.ends_with(file)),
