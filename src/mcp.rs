@@ -194,10 +194,14 @@ fn watch(server: &Server, stop: &AtomicBool) {
         last = now;
         let previous = server.catalog.read().map(|c| Arc::clone(&c)).ok();
         let catalog = Arc::new(load(&server.options.search, previous.as_deref()));
+        // A broken edit keeps the last good version: then what a client sees has not changed.
+        let changed = previous.as_ref().is_none_or(|p| server.listing(&p) != server.listing(&catalog));
         if let Ok(mut slot) = server.catalog.write() {
             *slot = catalog;
         }
-        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+        if changed {
+            server.send(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+        }
     }
 }
 
@@ -380,6 +384,20 @@ impl Server {
         );
     }
 
+    /// The tools a client is offered (an agent's rules applied).
+    fn offered<'c>(&self, catalog: &'c Catalog) -> Vec<&'c crate::tool::Tool> {
+        let agent = self.options.context.agent();
+        catalog.tools().filter(|t| agent.is_none_or(|a| a.offers(t))).collect()
+    }
+
+    /// What `tools/list` would answer, whole, by name (a tool kept at its last good
+    /// version may move in the catalog's order; a client sees the same tools).
+    fn listing(&self, catalog: &Catalog) -> Vec<Value> {
+        let mut tools = self.offered(catalog);
+        tools.sort_by(|a, b| a.name().cmp(b.name()));
+        tools.into_iter().map(crate::formats::mcp::tool).collect()
+    }
+
     fn list(&self, id: &Value, params: &Value) {
         let catalog = self.catalog.read().map(|c| Arc::clone(&c));
         let Ok(catalog) = catalog else { return self.error(id, INVALID_REQUEST, "the catalog is unavailable") };
@@ -390,8 +408,7 @@ impl Server {
                 Err(_) => return self.error(id, INVALID_PARAMS, &format!("invalid cursor `{c}`")),
             },
         };
-        let agent = self.options.context.agent();
-        let tools: Vec<_> = catalog.tools().filter(|t| agent.is_none_or(|a| a.offers(t))).collect();
+        let tools = self.offered(&catalog);
         let page: Vec<Value> = tools.iter().skip(start).take(PAGE_SIZE).map(|t| crate::formats::mcp::tool(t)).collect();
         let mut result = json!({"tools": page});
         if start + PAGE_SIZE < tools.len() {

@@ -341,3 +341,55 @@ fn without_threads_or_processes_a_call_fails_clearly_and_the_server_goes_on() {
     }
     assert_eq!(by_id(&m, 9)["result"], json!({}));
 }
+
+#[test]
+fn watch_tells_the_client_only_when_the_list_changed() {
+    use std::io::BufRead;
+    use std::time::Duration;
+    let packs = tools();
+    let mut child = Command::new(PACKS)
+        .arg("--packs")
+        .arg(packs.path())
+        .args(["serve", "--watch"])
+        .env_remove("PACKS_PATH")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start packs serve");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(serde_json::from_str(&line).unwrap());
+        }
+    });
+    let changed_within = |wait: Duration| {
+        let until = std::time::Instant::now() + wait;
+        while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+            match rx.recv_timeout(left) {
+                Ok(m) if m["method"] == "notifications/tools/list_changed" => return true,
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+        }
+        false
+    };
+    // Edit only once the server has loaded the catalog and answers.
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).unwrap();
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap()["id"], 1);
+    let file = packs.path().join("echo_words.tool.json");
+    let good = std::fs::read_to_string(&file).unwrap();
+    // A broken edit: the last good version stays, and the list a client sees is the same.
+    std::fs::write(&file, "{ not json").unwrap();
+    assert!(!changed_within(Duration::from_millis(1500)), "list_changed for a broken edit");
+    // Fixed as it was: still the same list.
+    std::fs::write(&file, &good).unwrap();
+    assert!(!changed_within(Duration::from_millis(1500)), "list_changed for an unchanged list");
+    // A real change is announced.
+    std::fs::write(&file, good.replace("\"description\": \"d\"", "\"description\": \"changed\"")).unwrap();
+    assert!(changed_within(Duration::from_secs(5)), "no list_changed after a real change");
+    drop(stdin);
+    let _ = child.wait();
+}
