@@ -195,7 +195,7 @@ fn watch(server: &Server, stop: &AtomicBool) {
         let previous = server.catalog.read().map(|c| Arc::clone(&c)).ok();
         let catalog = Arc::new(load(&server.options.search, previous.as_deref()));
         // A broken edit keeps the last good version: then what a client sees has not changed.
-        let changed = previous.as_ref().is_none_or(|p| server.listing(&p) != server.listing(&catalog));
+        let changed = previous.as_ref().is_none_or(|p| server.listing(p) != server.listing(&catalog));
         if let Ok(mut slot) = server.catalog.write() {
             *slot = catalog;
         }
