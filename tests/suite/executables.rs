@@ -162,3 +162,23 @@ fn describes_are_cached_while_the_executable_is_the_same_file() {
     Test::new().args(["lint"]).arg(packs.path()).env("PACKS_CACHE_DIR", &cache).run().success();
     assert_eq!(describes(), before + 2);
 }
+
+#[test]
+fn an_executables_schema_is_used_and_shown_verbatim() {
+    // No `additionalProperties`: the tool accepts keys it does not list, and packs adds nothing.
+    let describe = r#"{"name": "open", "description": "d", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}"#;
+    let schema = serde_json::from_str::<serde_json::Value>(describe).unwrap()["parameters"].clone();
+    let packs = Packs::new().executable("open", &script(describe, "printf '%s' \"$1\""));
+    Test::new()
+        .packs_dir(&packs)
+        .args(["run", "open", r#"{"city": "x", "extra": 1}"#])
+        .run()
+        .success()
+        .stdout_eq("{\"city\":\"x\",\"extra\":1}\n");
+    let describe = Test::new().packs_dir(&packs).args(["describe", "open"]).run().success().json();
+    assert_eq!(describe["parameters"], schema);
+    for (format, pointer) in [("mcp", "/0/inputSchema"), ("anthropic", "/0/input_schema"), ("openai", "/0/function/parameters")] {
+        let out = Test::new().packs_dir(&packs).args(["catalog", "--format", format]).run().success().json();
+        assert_eq!(out.pointer(pointer), Some(&schema), "{format}: {out}");
+    }
+}
