@@ -26,6 +26,8 @@ pub struct AgentConfig {
     pub packs: Vec<PathBuf>,
     /// The agent's default mode (`Coding`, `Dictation`...).
     pub mode: Option<String>,
+    /// Variables of packs' environment passed to every tool the agent calls.
+    pub pass_env: Vec<String>,
 }
 
 /// A loaded agent.
@@ -109,6 +111,10 @@ impl Agent {
             .map(str::parse::<Tier>)
             .transpose()
             .map_err(|e| AgentError::BadConfig { path: path.clone(), message: e.to_string() })?;
+        if let Some(bad) = config.pass_env.iter().find(|n| crate::environment::check_name(n).is_err()) {
+            let why = crate::environment::check_name(bad).err().unwrap_or_default();
+            return Err(AgentError::BadConfig { path, message: format!("`pass_env`: {why}") });
+        }
         Ok(Self { id: id.to_owned(), dir, config, allow, deny, ask, max_tier })
     }
 

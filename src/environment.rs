@@ -20,3 +20,14 @@ pub(crate) fn minimal_env(passthrough: &[String], extra: Vec<(String, String)>) 
     env.extend(extra);
     env
 }
+
+/// Whether `name` can name a variable: not empty, without `=` or a NUL byte.
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        Err("a variable name cannot be empty".into())
+    } else if name.contains(['=', '\0']) {
+        Err(format!("{name:?} is not a variable name (it holds `=` or a NUL byte)"))
+    } else {
+        Ok(())
+    }
+}

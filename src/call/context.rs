@@ -1,5 +1,5 @@
 //! `Context`: what a call is made with besides its arguments (context values, the
-//! agent, the workspace, the audit log).
+//! agent, the workspace, the audit log, the variables passed to every tool).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,6 +19,7 @@ pub struct Context {
     agent: Option<Arc<Agent>>,
     workspace: Option<PathBuf>,
     audit: Option<Arc<AuditLog>>,
+    pass_env: Vec<String>,
 }
 
 /// A context key that packs does not know.
@@ -58,8 +59,30 @@ impl Context {
     /// Calls are made on behalf of `agent`: its allow/deny/ask lists and `max_tier` apply.
     #[must_use]
     pub fn with_agent(mut self, agent: Agent) -> Self {
+        self = self.with_pass_env(agent.config.pass_env.iter().cloned());
         self.agent = Some(Arc::new(agent));
         self
+    }
+
+    /// Pass these variables of packs' own environment to every tool (when set), beyond
+    /// the minimal environment and each manifest's `env_passthrough`: an operator's
+    /// convention (a stub flag, a proxy, a token) without editing the tools. An agent's
+    /// `pass_env` adds to them. Their values are not masked: pass credentials as
+    /// `{{secret.NAME}}` in a manifest instead.
+    #[must_use]
+    pub fn with_pass_env(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        for name in names {
+            let name = name.into();
+            if !self.pass_env.contains(&name) {
+                self.pass_env.push(name);
+            }
+        }
+        self
+    }
+
+    /// The variables passed to every tool.
+    pub fn pass_env(&self) -> &[String] {
+        &self.pass_env
     }
 
     /// Confine `format: path` parameters to `dir` (default: the current directory), and

@@ -82,7 +82,7 @@ impl Plan {
             Body::Native(_) => Target::Native,
             Body::Manifest { .. } | Body::Executable => Target::Process(Invocation {
                 argv,
-                env: minimal_env(&policy.env_passthrough, env),
+                env: minimal_env(&[policy.env_passthrough.as_slice(), context.pass_env()].concat(), env),
                 clear_env: true,
                 cwd: cwd.clone(),
                 timeout: policy.timeout(),

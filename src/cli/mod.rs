@@ -33,6 +33,11 @@ pub(crate) mod exit {
     pub(crate) const TIMEOUT: i32 = 124;
 }
 
+/// `--pass-env NAME`: a variable name.
+fn pass_env_name(name: &str) -> Result<String, String> {
+    crate::environment::check_name(name).map(|()| name.to_owned())
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "packs",
@@ -63,6 +68,10 @@ struct Cli {
     /// Read `{{secret.NAME}}` values from this file of KEY=value lines (as well as the environment)
     #[arg(long, value_name = "FILE", global = true)]
     secrets_file: Option<PathBuf>,
+
+    /// Pass this variable of packs' environment to every tool, when set (repeatable; not masked: use {{secret.NAME}} for credentials)
+    #[arg(long = "pass-env", value_name = "NAME", global = true, value_parser = pass_env_name)]
+    pass_env: Vec<String>,
 
     /// Act as this agent (agents/ID, or $PACKS_AGENTS/ID): its pack directories and tool rules
     #[arg(long, value_name = "ID", global = true, env = "PACKS_AGENT")]
@@ -178,6 +187,7 @@ pub(crate) fn main() -> i32 {
             if let Some(w) = &cli.workspace {
                 base = base.with_workspace(w.clone());
             }
+            base = base.with_pass_env(cli.pass_env.iter().cloned());
             let dirs = match (&agent, cli.packs.is_empty()) {
                 (Some(a), true) => a.pack_dirs(),
                 _ => cli.packs.clone(),

@@ -280,7 +280,11 @@ fn executables_are_only_found_at_the_top() {
         .file("README.md", "# not a tool\n")
         .file("data.json", "{\"name\": \"data\"}");
     let out = Test::new().packs_dir(&packs).args(["list", "--json"]).run();
-    out.success().stderr_eq("");
+    // The script that is not executable is named; the README and the data file are not.
+    let dir = packs.path().display().to_string();
+    out.success().stderr_eq(&format!(
+        "warning[not-executable]: {dir}/not_executable: starts with `#!` but is not executable, so it is not a tool; make it executable (`chmod +x`) to offer it\n"
+    ));
     assert_eq!(names(&out), ["top_exec"]);
     assert_eq!(out.json()[0]["kind"], "executable");
     assert!(packs.join("top_exec.RAN").exists(), "the top-level executable was never asked to describe itself");

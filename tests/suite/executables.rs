@@ -177,7 +177,9 @@ fn an_executables_schema_is_used_and_shown_verbatim() {
         .stdout_eq("{\"city\":\"x\",\"extra\":1}\n");
     let describe = Test::new().packs_dir(&packs).args(["describe", "open"]).run().success().json();
     assert_eq!(describe["parameters"], schema);
-    for (format, pointer) in [("mcp", "/0/inputSchema"), ("anthropic", "/0/input_schema"), ("openai", "/0/function/parameters")] {
+    for (format, pointer) in
+        [("mcp", "/0/inputSchema"), ("anthropic", "/0/input_schema"), ("openai", "/0/function/parameters")]
+    {
         let out = Test::new().packs_dir(&packs).args(["catalog", "--format", format]).run().success().json();
         assert_eq!(out.pointer(pointer), Some(&schema), "{format}: {out}");
     }

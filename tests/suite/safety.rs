@@ -666,3 +666,42 @@ fn secrets_never_leave_in_any_form() {
     // An output template that reads a secret would send it to the model: a load error.
     run(&["run", "to_model"]).code(1).stderr_contains("would send the secret to the model");
 }
+
+#[test]
+fn operators_pass_named_variables_to_every_tool() {
+    let packs = Packs::new()
+        .manifest("show", json!({"name": "show", "description": "d", "command": "printenv PACKS_STUB PACKS_OTHER"}));
+    let run = |extra: &[&str]| {
+        Test::new()
+            .packs_dir(&packs)
+            .env("PACKS_STUB", "1")
+            .env("PACKS_OTHER", "o")
+            .args(extra)
+            .args(["run", "show"])
+            .run()
+    };
+    // Not passed: printenv finds neither (exit 1).
+    run(&[]).code(2).stdout_eq("");
+    run(&["--pass-env", "PACKS_STUB"]).code(2).stdout_eq("1\n");
+    run(&["--pass-env", "PACKS_STUB", "--pass-env", "PACKS_OTHER"]).success().stdout_eq("1\no\n");
+    run(&["--pass-env", "A=B"]).code(1).stderr_contains("is not a variable name");
+    // An agent's `pass_env` adds to the command line's.
+    let agents = Packs::new().file("a/agent.toml", "pass_env = [\"PACKS_OTHER\"]\n");
+    Test::new()
+        .env("PACKS_AGENTS", agents.path())
+        .packs_dir(&packs)
+        .env("PACKS_STUB", "1")
+        .env("PACKS_OTHER", "o")
+        .args(["--agent", "a", "--pass-env", "PACKS_STUB", "run", "show"])
+        .run()
+        .success()
+        .stdout_eq("1\no\n");
+    let bad = Packs::new().file("a/agent.toml", "pass_env = [\"\"]\n");
+    Test::new()
+        .env("PACKS_AGENTS", bad.path())
+        .packs_dir(&packs)
+        .args(["--agent", "a", "run", "show"])
+        .run()
+        .code(1)
+        .stderr_contains("`pass_env`: a variable name cannot be empty");
+}
