@@ -43,6 +43,10 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// Most `tools/call` requests running at once; one more is refused until one ends.
 const MAX_CALLS: usize = 64;
 
+/// The longest message a client may send (one line); a longer one is answered with a
+/// parse error and skipped, never held in memory.
+const MAX_MESSAGE: u64 = 16 << 20;
+
 /// Protocol versions whose clients may send JSON-RPC batches (2025-06-18 removed them).
 const BATCH_VERSIONS: &[&str] = &["2025-03-26", "2024-11-05"];
 
@@ -126,8 +130,21 @@ pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 
         bytes.clear();
         // Lines are read as bytes: one that is not UTF-8 gets a parse error like any
         // other bad line, and the server goes on.
-        if input.read_until(b'\n', &mut bytes)? == 0 {
+        if std::io::Read::take(&mut input, MAX_MESSAGE + 1).read_until(b'\n', &mut bytes)? == 0 {
             break;
+        }
+        if bytes.len() as u64 > MAX_MESSAGE {
+            // Drop the rest of the line unread into memory, answer, go on.
+            let ended = skip_line(&mut input)?;
+            server.error(
+                &Value::Null,
+                PARSE_ERROR,
+                &format!("a message longer than {} MiB is refused", MAX_MESSAGE >> 20),
+            );
+            if !ended {
+                break;
+            }
+            continue;
         }
         let Ok(line) = std::str::from_utf8(&bytes) else {
             server.error(&Value::Null, PARSE_ERROR, "not JSON: the line is not valid UTF-8");
@@ -153,6 +170,26 @@ pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 
         let _ = w.join();
     }
     Ok(())
+}
+
+/// Read up to the end of the current line without keeping it; false at the end of input.
+fn skip_line(input: &mut impl BufRead) -> std::io::Result<bool> {
+    loop {
+        let buf = input.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(false);
+        }
+        match memchr::memchr(b'\n', buf) {
+            Some(at) => {
+                input.consume(at + 1);
+                return Ok(true);
+            }
+            None => {
+                let n = buf.len();
+                input.consume(n);
+            }
+        }
+    }
 }
 
 /// Load the catalog, logging its problems to stderr.

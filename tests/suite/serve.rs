@@ -391,3 +391,12 @@ fn watch_tells_the_client_only_when_the_list_changed() {
     drop(stdin);
     let _ = child.wait();
 }
+
+#[test]
+fn an_oversized_message_is_refused_without_being_held_and_the_server_goes_on() {
+    let huge = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "a".repeat(17 << 20)}});
+    let m = session(&tools(), &[], &[huge, json!({"jsonrpc": "2.0", "id": 2, "method": "ping"})]);
+    assert_eq!(m[0]["error"]["code"], -32700, "{:?}", m[0]);
+    assert_eq!(m[0]["error"]["message"], "a message longer than 16 MiB is refused");
+    assert_eq!(by_id(&m, 2)["result"], json!({}));
+}
