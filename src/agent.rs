@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use crate::policy::Tier;
+use crate::sandbox::SandboxMode;
 use serde::Deserialize;
 
 /// Where agents live when `PACKS_AGENTS` is not set.
@@ -28,6 +29,9 @@ pub struct AgentConfig {
     pub mode: Option<String>,
     /// Variables of packs' environment passed to every tool the agent calls.
     pub pass_env: Vec<String>,
+    /// How strictly the agent's calls are confined by the kernel (`enforce`, `best-effort`,
+    /// `off`); a `--sandbox` option or `PACKS_SANDBOX` wins.
+    pub sandbox: Option<String>,
 }
 
 /// A loaded agent.
@@ -43,6 +47,7 @@ pub struct Agent {
     deny: GlobSet,
     ask: GlobSet,
     max_tier: Option<Tier>,
+    sandbox: Option<SandboxMode>,
 }
 
 /// Why an agent could not be loaded.
@@ -115,7 +120,18 @@ impl Agent {
             let why = crate::environment::check_name(bad).err().unwrap_or_default();
             return Err(AgentError::BadConfig { path, message: format!("`pass_env`: {why}") });
         }
-        Ok(Self { id: id.to_owned(), dir, config, allow, deny, ask, max_tier })
+        let sandbox = config
+            .sandbox
+            .as_deref()
+            .map(str::parse::<SandboxMode>)
+            .transpose()
+            .map_err(|e| AgentError::BadConfig { path: path.clone(), message: format!("`sandbox`: {e}") })?;
+        Ok(Self { id: id.to_owned(), dir, config, allow, deny, ask, max_tier, sandbox })
+    }
+
+    /// The sandbox mode `agent.toml` sets, if it does.
+    pub fn sandbox(&self) -> Option<SandboxMode> {
+        self.sandbox
     }
 
     /// The agents root: `PACKS_AGENTS`, else `./agents`.

@@ -36,6 +36,10 @@ pub struct Entry<'a> {
     pub decision: &'a str,
     /// The argv that ran (or would have), secrets masked; empty when the call failed before planning.
     pub argv: Vec<String>,
+    /// What the kernel enforced: `enforced`, `partial`, `off`, `none` (nothing to confine),
+    /// `in-process` (a native tool); absent when the call failed before planning.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<&'a str>,
     /// The tool's exit code.
     pub exit_code: Option<i32>,
     /// Wall time of the process.

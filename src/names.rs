@@ -58,12 +58,12 @@ macro_rules! named_enum {
     (
         $(#[$meta:meta])*
         pub enum $name:ident {
-            $( #[doc = $doc:literal] $variant:ident = $text:literal, )+
+            $( #[doc = $doc:literal] $(#[$attr:meta])* $variant:ident = $text:literal, )+
         }
     ) => {
         $(#[$meta])*
         pub enum $name {
-            $( #[doc = $doc] $variant, )+
+            $( #[doc = $doc] $(#[$attr])* $variant, )+
         }
 
         impl $name {

@@ -49,6 +49,9 @@ pub(crate) struct Invocation {
     pub timeout: Duration,
     /// Most bytes of stdout kept in memory; the rest is counted and dropped.
     pub max_output_bytes: u64,
+    /// The kernel restrictions the child enters before it runs the program.
+    #[serde(skip)]
+    pub sandbox: Option<std::sync::Arc<crate::sandbox::Prepared>>,
 }
 
 /// What happened when the process ran.
@@ -168,6 +171,14 @@ pub(crate) fn run_observed(
         .process_group(0);
     if let Some(cwd) = &inv.cwd {
         cmd.current_dir(cwd);
+    }
+    if let Some(sandbox) = inv.sandbox.as_ref().filter(|s| s.confines()) {
+        let sandbox = std::sync::Arc::clone(sandbox);
+        // SAFETY: `enter` only makes system calls (prctl, landlock_restrict_self, seccomp)
+        // on data prepared before the fork; it allocates nothing and takes no lock.
+        unsafe {
+            cmd.pre_exec(move || sandbox.enter());
+        }
     }
 
     let start = Instant::now();
@@ -686,6 +697,7 @@ mod tests {
 
     fn inv(argv: &[&str]) -> Invocation {
         Invocation {
+            sandbox: None,
             argv: argv.iter().map(|s| s.to_string()).collect(),
             env: Vec::new(),
             clear_env: false,

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::agent::Agent;
 use crate::audit::AuditLog;
+use crate::sandbox::SandboxMode;
 use crate::template::CONTEXT_KEYS;
 
 /// The caller's context: values such as the active URL or selection that fill
@@ -20,6 +21,7 @@ pub struct Context {
     workspace: Option<PathBuf>,
     audit: Option<Arc<AuditLog>>,
     pass_env: Vec<String>,
+    sandbox: SandboxMode,
 }
 
 /// A context key that packs does not know.
@@ -56,10 +58,14 @@ impl Context {
         &self.values
     }
 
-    /// Calls are made on behalf of `agent`: its allow/deny/ask lists and `max_tier` apply.
+    /// Calls are made on behalf of `agent`: its allow/deny/ask lists and `max_tier` apply,
+    /// and its `pass_env` and `sandbox` settings (a later [`Context::with_sandbox`] wins).
     #[must_use]
     pub fn with_agent(mut self, agent: Agent) -> Self {
         self = self.with_pass_env(agent.config.pass_env.iter().cloned());
+        if let Some(mode) = agent.sandbox() {
+            self.sandbox = mode;
+        }
         self.agent = Some(Arc::new(agent));
         self
     }
@@ -83,6 +89,19 @@ impl Context {
     /// The variables passed to every tool.
     pub fn pass_env(&self) -> &[String] {
         &self.pass_env
+    }
+
+    /// How strictly tools' policies are enforced by the kernel (default: `enforce`, which
+    /// refuses a call the kernel cannot confine; docs/SANDBOX.md).
+    #[must_use]
+    pub fn with_sandbox(mut self, mode: SandboxMode) -> Self {
+        self.sandbox = mode;
+        self
+    }
+
+    /// The sandbox mode.
+    pub fn sandbox(&self) -> SandboxMode {
+        self.sandbox
     }
 
     /// Confine `format: path` parameters to `dir` (default: the current directory), and

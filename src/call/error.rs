@@ -10,6 +10,7 @@ use crate::call::Denial;
 use crate::catalog::LookupError;
 use crate::policy::Tier;
 use crate::runner::SpawnError;
+use crate::sandbox::Unenforceable;
 
 /// One problem with a call's arguments.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -72,6 +73,15 @@ pub enum ToolError {
         /// Which rule denied it.
         reason: Denial,
     },
+    /// The kernel cannot enforce the tool's policy, and the sandbox mode is `enforce`.
+    #[error("tool `{tool}`: {source}")]
+    Unconfinable {
+        /// The tool's name.
+        tool: String,
+        /// What the kernel lacks.
+        #[source]
+        source: Unenforceable,
+    },
     /// The program could not be started.
     #[error("tool `{tool}`: {source}")]
     Spawn {
@@ -85,13 +95,15 @@ pub enum ToolError {
 
 impl ToolError {
     /// A stable kind name: `not_found`, `validation`, `invalid_tool` (a template or
-    /// schema of the tool itself, or a missing secret), `permission_denied`, `execution`.
+    /// schema of the tool itself, or a missing secret), `permission_denied`,
+    /// `sandbox_unavailable` (the kernel cannot enforce the tool's policy), `execution`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::NotFound(_) => "not_found",
             Self::InvalidArguments { .. } | Self::Validation { .. } => "validation",
             Self::Render { .. } | Self::BrokenTool { .. } => "invalid_tool",
             Self::PermissionDenied { .. } => "permission_denied",
+            Self::Unconfinable { .. } => "sandbox_unavailable",
             Self::Spawn { .. } => "execution",
         }
     }

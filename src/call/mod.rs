@@ -35,7 +35,8 @@ pub use status::{Phase, Status};
 use crate::audit::{self, Entry};
 use crate::catalog::Catalog;
 use crate::output::{self, OutputFormat};
-use crate::runner::{self, RunOutcome, SpawnError, Stream};
+use crate::runner::{self, Invocation, RunOutcome, SpawnError, Stream};
+use crate::sandbox::{Enforcement, Prepared};
 use crate::tool::{Body, Tool};
 use mask::{Masker, Secrets};
 use plan::{Plan, Target};
@@ -165,7 +166,8 @@ impl<'a> Call<'a> {
                 f(s);
             }
         };
-        let mut record = Record { tool: None, decision: "none", argv: Vec::new(), secrets: Secrets::default() };
+        let mut record =
+            Record { tool: None, decision: "none", argv: Vec::new(), secrets: Secrets::default(), sandbox: None };
         let result = steps(catalog, self.name, self.input, context, self.approver, mode, &on_status, &mut record);
         if matches!(mode, Mode::Run | Mode::Test) {
             on_status(Status::Phase(Phase::Complete));
@@ -186,6 +188,8 @@ struct Record<'c> {
     argv: Vec<String>,
     /// The call's secrets, once planned: masked in the error recorded too.
     secrets: Secrets,
+    /// The sandbox level, once planned (or refused for want of one).
+    sandbox: Option<&'static str>,
 }
 
 impl Record<'_> {
@@ -217,6 +221,7 @@ impl Record<'_> {
             tier: self.tool.map_or("unknown", |t| t.tier().as_str()),
             decision: self.decision,
             argv: self.argv,
+            sandbox: self.sandbox,
             exit_code,
             duration_ms,
             outcome,
@@ -254,7 +259,12 @@ fn steps<'c>(
             .map_err(|e| ToolError::InvalidArguments { tool: tool.name().to_owned(), message: e.to_string() })?,
     };
     let args = arguments::prepare(tool, raw, context)?;
-    let plan = Plan::new(tool, &args, context, mode == Mode::TestDryRun)?;
+    let plan = Plan::new(tool, &args, context, mode == Mode::TestDryRun).inspect_err(|e| {
+        if matches!(e, ToolError::Unconfinable { .. }) {
+            record.sandbox = Some("unavailable");
+        }
+    })?;
+    record.sandbox = Some(plan.enforcement.as_ref().map_or("in-process", Enforcement::level));
     if dry {
         return Ok(Outcome::Planned(Planned::new(tool, plan, decision)));
     }
@@ -285,6 +295,23 @@ fn steps<'c>(
     };
     on_status(Status::Phase(Phase::Execute));
     execute(tool, &plan, &args.resolved, context, on_status).map(Outcome::Ran)
+}
+
+/// The invocation with its sandbox attached (and `TMPDIR` set to the call's private temp
+/// dir), when the kernel has something to enforce; `None` to run it as planned.
+fn confine(invocation: &Invocation, enforcement: Option<&Enforcement>) -> std::io::Result<Option<Invocation>> {
+    let Some(enforcement) = enforcement.filter(|e| e.writes_under.is_some() || e.no_network) else {
+        return Ok(None);
+    };
+    let prepared = Prepared::new(enforcement)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot prepare its sandbox: {e}")))?;
+    let mut confined = invocation.clone();
+    if let Some(tmp) = &prepared.tmpdir {
+        confined.env.retain(|(k, _)| k != "TMPDIR");
+        confined.env.push(("TMPDIR".to_owned(), tmp.path().to_string_lossy().into_owned()));
+    }
+    confined.sandbox = Some(std::sync::Arc::new(prepared));
+    Ok(Some(confined))
 }
 
 fn denied(tool: &Tool, reason: Denial) -> ToolError {
@@ -330,6 +357,11 @@ fn execute(
                 }));
             }
             let on_spawn = |process: &runner::Process| on_status(Status::Spawned { pid: process.pid(), process });
+            let confined = confine(invocation, plan.enforcement.as_ref()).map_err(|source| {
+                let program = invocation.argv.first().cloned().unwrap_or_default();
+                spawn_error(SpawnError::Start { program, source })
+            })?;
+            let invocation = confined.as_ref().unwrap_or(invocation);
             runner::run_observed(invocation, on_spawn, on_chunk).map(|out| (out, None)).map_err(spawn_error)?
         }
         (Target::Native, Body::Native(native)) => run_native(&**native, args, plan.max_output_bytes, &on_chunk),

@@ -14,6 +14,7 @@ use crate::call::{Context, Decision, FieldError, ToolError};
 use crate::environment::minimal_env;
 use crate::policy::Tier;
 use crate::runner::Invocation;
+use crate::sandbox::{self, Enforcement, Needs};
 use crate::template::Lead;
 use crate::tool::{Body, Tool};
 
@@ -39,6 +40,8 @@ pub(crate) struct Plan {
     pub(crate) shown_cwd: Option<PathBuf>,
     pub(crate) timeout: Duration,
     pub(crate) max_output_bytes: u64,
+    /// What the kernel will enforce (a process; a native tool runs in packs' own process).
+    pub(crate) enforcement: Option<Enforcement>,
 }
 
 impl Plan {
@@ -78,6 +81,14 @@ impl Plan {
         let shown_argv = argv.iter().map(|a| secrets.mask(a)).collect();
         let shown_env = env.iter().map(|(k, v)| (k.clone(), secrets.mask(v))).collect();
         let shown_cwd = cwd.as_ref().map(|c| PathBuf::from(secrets.mask(&c.to_string_lossy())));
+        let enforcement = match &tool.body {
+            Body::Native(_) => None,
+            Body::Manifest { .. } | Body::Executable => {
+                let needs = Needs::of(tool.tier(), policy.requires_network, &context.workspace(), &[]);
+                let decided = sandbox::decide(needs, context.sandbox(), sandbox::Support::probe());
+                Some(decided.map_err(|source| ToolError::Unconfinable { tool: tool.name().to_owned(), source })?)
+            }
+        };
         let target = match &tool.body {
             Body::Native(_) => Target::Native,
             Body::Manifest { .. } | Body::Executable => Target::Process(Invocation {
@@ -87,6 +98,7 @@ impl Plan {
                 cwd: cwd.clone(),
                 timeout: policy.timeout(),
                 max_output_bytes: policy.max_output_bytes,
+                sandbox: None,
             }),
         };
         Ok(Self {
@@ -97,6 +109,7 @@ impl Plan {
             shown_cwd,
             timeout: policy.timeout(),
             max_output_bytes: policy.max_output_bytes,
+            enforcement,
         })
     }
 
@@ -127,6 +140,8 @@ pub struct Planned {
     pub max_output_bytes: u64,
     /// What the rules would decide (a dry run asks no one).
     pub decision: Decision,
+    /// What the kernel would enforce (`None` for a native tool, which runs in-process).
+    pub sandbox: Option<Enforcement>,
 }
 
 impl Planned {
@@ -145,6 +160,7 @@ impl Planned {
             timeout: plan.timeout,
             max_output_bytes: plan.max_output_bytes,
             decision,
+            sandbox: plan.enforcement,
         }
     }
 }

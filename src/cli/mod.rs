@@ -6,6 +6,7 @@ mod lint;
 mod list;
 mod prompt;
 mod run;
+mod sandbox;
 mod signals;
 mod test;
 
@@ -31,6 +32,11 @@ pub(crate) mod exit {
     pub(crate) const DENIED: i32 = 3;
     /// The tool timed out.
     pub(crate) const TIMEOUT: i32 = 124;
+}
+
+/// `--sandbox MODE`.
+fn sandbox_mode(text: &str) -> Result<crate::sandbox::SandboxMode, String> {
+    text.parse().map_err(|e: crate::names::UnknownName| e.to_string())
 }
 
 /// `--pass-env NAME`: a variable name.
@@ -72,6 +78,10 @@ struct Cli {
     /// Pass this variable of packs' environment to every tool, when set (repeatable; not masked: use {{secret.NAME}} for credentials)
     #[arg(long = "pass-env", value_name = "NAME", global = true, value_parser = pass_env_name)]
     pass_env: Vec<String>,
+
+    /// Kernel confinement of tools: enforce (refuse what cannot be confined), best-effort, off
+    #[arg(long, value_name = "MODE", global = true, env = "PACKS_SANDBOX", value_parser = sandbox_mode)]
+    sandbox: Option<crate::sandbox::SandboxMode>,
 
     /// Act as this agent (agents/ID, or $PACKS_AGENTS/ID): its pack directories and tool rules
     #[arg(long, value_name = "ID", global = true, env = "PACKS_AGENT")]
@@ -118,6 +128,12 @@ enum Command {
     },
     /// Print an agent's system prompt: soul.md, then its context modules (and tools)
     Prompt(prompt::PromptArgs),
+    /// Show what this kernel can enforce for tools (Landlock, seccomp) and the sandbox mode
+    Sandbox {
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
     /// Check pack directories and manifests: every problem with file, line, column and a stable code
     Lint(lint::LintArgs),
     /// Run the tests manifests carry (`tests`), through the real pipeline
@@ -188,10 +204,16 @@ pub(crate) fn main() -> i32 {
                 base = base.with_workspace(w.clone());
             }
             base = base.with_pass_env(cli.pass_env.iter().cloned());
+            if let Some(mode) = cli.sandbox {
+                base = base.with_sandbox(mode);
+            }
             let dirs = match (&agent, cli.packs.is_empty()) {
                 (Some(a), true) => a.pack_dirs(),
                 _ => cli.packs.clone(),
             };
+            if let Command::Sandbox { json } = command {
+                return sandbox::report(base.sandbox(), *json);
+            }
             if let Command::Serve { watch, yes } = command {
                 let options =
                     crate::mcp::Options { search: search_path(&dirs), context: base.clone(), yes: *yes, watch: *watch };
@@ -219,7 +241,11 @@ pub(crate) fn main() -> i32 {
                 Command::Prompt(args) => prompt::prompt(&catalog, args, agent),
                 Command::Test(args) => test::test(&catalog, args),
                 Command::Help { name: Some(name) } => list::help(&catalog, name),
-                Command::Exec(_) | Command::Lint(_) | Command::Help { name: None } | Command::Serve { .. } => {
+                Command::Exec(_)
+                | Command::Lint(_)
+                | Command::Help { name: None }
+                | Command::Serve { .. }
+                | Command::Sandbox { .. } => {
                     unreachable!("handled above")
                 }
             };

@@ -201,6 +201,7 @@ fn dry_run_text(planned: &Planned, as_json: bool) -> String {
             "timeout_secs": planned.timeout.as_secs(),
             "max_output_bytes": planned.max_output_bytes,
             "tier": planned.tier.as_str(),
+            "sandbox": planned.sandbox.as_ref().map(|e| json!({"level": e.level(), "enforced": e.describe()})),
             "needs_approval": approval,
             "denied": denial,
         });
@@ -215,6 +216,9 @@ fn dry_run_text(planned: &Planned, as_json: bool) -> String {
     }
     s.push_str(&format!("  timeout: {}s\n", planned.timeout.as_secs()));
     s.push_str(&format!("  tier: {}\n", planned.tier));
+    if let Some(e) = &planned.sandbox {
+        s.push_str(&format!("  sandbox: {}\n", e.describe()));
+    }
     if let Some(reason) = approval {
         s.push_str(&format!("  needs approval: {reason}\n"));
     }

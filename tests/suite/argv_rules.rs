@@ -263,7 +263,9 @@ fn dry_run_prints_the_quoted_command_and_runs_nothing() {
         .args(["run", "make_file", "--dry-run"])
         .arg(format!("--arg=file={}", target.display()))
         .run();
-    out.success().stdout_eq(&format!("touch -- '{}'\n  timeout: 7s\n  tier: system\n", target.display())).stderr_eq("");
+    out.success()
+        .stdout_eq(&format!("touch -- '{}'\n  timeout: 7s\n  tier: system\n  sandbox: no network\n", target.display()))
+        .stderr_eq("");
     assert!(!target.exists(), "--dry-run ran the tool");
 
     // Without --dry-run it does run (so the check above could fail).
@@ -289,7 +291,7 @@ fn dry_run_text_shows_cwd_and_env() {
         .args(["run", "envy", "--dry-run", "--arg", "v=it's"])
         .run()
         .success()
-        .stdout_eq("env \"it's\"\n  cwd: /tmp\n  env: A_VAR=\"x it's\"\n  timeout: 30s\n  tier: read_only\n");
+        .stdout_eq("env \"it's\"\n  cwd: /tmp\n  env: A_VAR=\"x it's\"\n  timeout: 30s\n  tier: read_only\n  sandbox: writes only to its private TMPDIR; no network\n");
 }
 
 #[test]
@@ -316,6 +318,7 @@ fn dry_run_json_shape() {
             "timeout_secs": 9,
             "max_output_bytes": 4096,
             "tier": "read_only",
+            "sandbox": {"level": "enforced", "enforced": "writes only to its private TMPDIR; no network"},
             "needs_approval": null,
             "denied": null,
         })
@@ -409,7 +412,7 @@ fn secrets_are_masked_in_dry_runs_and_results() {
         .run()
         .success()
         .stdout_eq(
-            "sh -c 'echo \"token is $1 and $TOKEN\"; echo \"debug: $1\" >&2' sh '***'\n  env: TOKEN='***'\n  timeout: 30s\n  tier: read_only\n",
+            "sh -c 'echo \"token is $1 and $TOKEN\"; echo \"debug: $1\" >&2' sh '***'\n  env: TOKEN='***'\n  timeout: 30s\n  tier: read_only\n  sandbox: writes only to its private TMPDIR; no network\n",
         );
     let out = Test::new().packs_dir(&packs).env("PACKS_TEST_TOKEN", secret).args(["run", "leaky", "--json"]).run();
     out.success().stdout_lacks(secret);

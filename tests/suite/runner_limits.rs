@@ -244,7 +244,7 @@ fn sleeper(dir: &Path) -> Packs {
     Packs::new().manifest(
         "sleepy",
         json!({"name": "sleepy", "description": "d", "command": {"program": "sh", "args": ["-c", script]},
-               "policy": {"timeout_secs": 600}}),
+               "policy": {"timeout_secs": 600, "read_only": false}}),
     )
 }
 

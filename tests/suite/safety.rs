@@ -328,7 +328,7 @@ fn audit_log_has_one_line_per_call_with_secrets_masked() {
     let marker = dir.path().join("ran");
     let touch = Packs::new().manifest(
         "touch",
-        json!({"name": "touch", "description": "d", "parameters": {"f": {"type": "string"}}, "command": "touch -- {{f}}"}),
+        json!({"name": "touch", "description": "d", "parameters": {"f": {"type": "string"}}, "command": "touch -- {{f}}", "policy": {"read_only": false}}),
     );
     Test::new()
         .packs_dir(&touch)
@@ -554,7 +554,8 @@ fn writing_workspace() -> (tempfile::TempDir, tempfile::TempDir, Packs) {
         json!({"name": "touch_at_root", "description": "d",
                "parameters": {"p": {"type": "string", "format": "path", "required": true},
                               "more": {"type": "array", "items": {"type": "string", "format": "path"}}},
-               "command": {"program": "touch", "args": ["--", "{{p}}", "{{more}}"], "cwd": ws.path().to_str().unwrap()}}),
+               "command": {"program": "touch", "args": ["--", "{{p}}", "{{more}}"], "cwd": ws.path().to_str().unwrap()},
+               "policy": {"read_only": false}}),
     );
     (ws, outside, packs)
 }

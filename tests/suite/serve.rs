@@ -216,8 +216,8 @@ fn a_client_that_hangs_up_ends_waiting_approvals_and_running_tools() {
     let ran = dir.path().join("ran");
     let started_marker = dir.path().join("started");
     let packs = Packs::new()
-        .manifest("careful", json!({"name": "careful", "description": "d", "command": {"program": "touch", "args": [ran.to_str().unwrap()]}, "policy": {"confirm_before_run": true}}))
-        .manifest("slow", json!({"name": "slow", "description": "d", "command": {"program": "sh", "args": ["-c", format!("touch {}; sleep 300", started_marker.display())]}, "policy": {"timeout_secs": 600}}));
+        .manifest("careful", json!({"name": "careful", "description": "d", "command": {"program": "touch", "args": [ran.to_str().unwrap()]}, "policy": {"confirm_before_run": true, "read_only": false}}))
+        .manifest("slow", json!({"name": "slow", "description": "d", "command": {"program": "sh", "args": ["-c", format!("touch {}; sleep 300", started_marker.display())]}, "policy": {"timeout_secs": 600, "read_only": false}}));
     let mut child = start_server(&packs);
     let mut stdin = child.stdin.take().unwrap();
     let call = |id: i64, name: &str| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": {}}});

@@ -1,0 +1,55 @@
+//! `packs sandbox`: what this kernel can enforce for tools, and the mode in effect.
+
+use std::io::Write;
+
+use serde_json::json;
+
+use super::exit;
+use crate::sandbox::{LANDLOCK_ABI_FOR_WRITES, SandboxMode, Support};
+
+/// Print the kernel's support and what each tier gets under `mode`.
+pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
+    let support = Support::probe();
+    let writes = support.landlock_abi >= LANDLOCK_ABI_FOR_WRITES;
+    let verdict = |needed: bool, ok: bool| match (needed, ok, mode) {
+        (false, _, _) => "not needed",
+        (_, _, SandboxMode::Off) => "not enforced (off)",
+        (true, true, _) => "enforced",
+        (true, false, SandboxMode::Enforce) => "refused (the kernel cannot enforce it)",
+        (true, false, SandboxMode::BestEffort) => "runs partly or not confined (best-effort)",
+    };
+    let rows = [
+        ("read_only and workspace tools: writes confined", verdict(true, writes)),
+        ("tools without requires_network: no IP sockets", verdict(true, support.seccomp)),
+    ];
+    let mut out = std::io::stdout().lock();
+    let written = if as_json {
+        let value = json!({
+            "mode": mode.as_str(),
+            "landlock_abi": support.landlock_abi,
+            "landlock_abi_needed": LANDLOCK_ABI_FOR_WRITES,
+            "seccomp": support.seccomp,
+            "writes_confined": verdict(true, writes),
+            "network_refused": verdict(true, support.seccomp),
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&value).unwrap_or_default())
+    } else {
+        let landlock = match support.landlock_abi {
+            0 => "not available".to_owned(),
+            abi if abi < LANDLOCK_ABI_FOR_WRITES => {
+                format!("ABI {abi} (ABI {LANDLOCK_ABI_FOR_WRITES} is needed to confine every kind of write)")
+            }
+            abi => format!("ABI {abi}"),
+        };
+        let mut text = format!(
+            "mode: {mode} ({})\nlandlock: {landlock}\nseccomp: {}\n",
+            mode.help(),
+            if support.seccomp { "available" } else { "not available" }
+        );
+        for (what, verdict) in rows {
+            text.push_str(&format!("{what}: {verdict}\n"));
+        }
+        out.write_all(text.as_bytes())
+    };
+    if written.is_err() { exit::USAGE } else { exit::OK }
+}

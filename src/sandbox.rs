@@ -1,0 +1,425 @@
+//! The sandbox: a call's policy enforced by the kernel (Linux), below the tool and
+//! everything it starts, without privileges or user namespaces.
+//!
+//! - **Filesystem, by tier** (Landlock, ABI 3 or later for a full guarantee): a `read_only`
+//!   tool may write nowhere but a private temporary directory (its `TMPDIR`, removed after
+//!   the call) and the usual character devices (`/dev/null`...); a `workspace` tool also
+//!   under the workspace root; `system` and `elevated` tools are not restricted by tier.
+//!   Reads are not restricted.
+//! - **Network** (seccomp): a tool that does not state `requires_network: true` cannot
+//!   create an IPv4, IPv6 or packet socket, nor an io_uring (which could make one);
+//!   Unix-domain sockets stay.
+//! - **No new privileges**: a setuid program cannot lift the restrictions.
+//!
+//! Everything is prepared in packs' process (the Landlock ruleset, the seccomp program,
+//! the temporary directory); the child only makes three system calls between `fork` and
+//! `exec` ([`Prepared::enter`]), nothing that allocates.
+//!
+//! **Fail closed**: when the kernel cannot enforce what a call needs, the call is refused,
+//! naming what is missing, unless the operator chose `--sandbox best-effort` (enforce what
+//! the kernel can) or `--sandbox off`. The level of every call is shown by `--dry-run` and
+//! recorded in the audit log.
+
+use std::path::{Path, PathBuf};
+
+use crate::policy::Tier;
+
+crate::names::named_enum! {
+    /// How strictly a call's policy is enforced by the kernel.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub enum SandboxMode {
+        /// Enforce every restriction the policy implies; refuse a call the kernel cannot confine.
+        #[default]
+        Enforce = "enforce",
+        /// Enforce what this kernel can, run the rest unconfined (recorded in the audit log).
+        BestEffort = "best-effort",
+        /// Enforce nothing (recorded in the audit log).
+        Off = "off",
+    }
+}
+
+/// Where a call may write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Writes {
+    /// Anywhere the user may (`system`, `elevated`).
+    Anywhere,
+    /// Under these directories (the workspace, `policy.writable`) and the private temp dir.
+    Under(Vec<PathBuf>),
+}
+
+/// What a call's policy asks of the kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Needs {
+    pub(crate) writes: Writes,
+    pub(crate) network: bool,
+}
+
+impl Needs {
+    /// The restrictions a tool of `tier` implies; `workspace` is the confinement root.
+    pub(crate) fn of(tier: Tier, requires_network: bool, workspace: &Path, writable: &[PathBuf]) -> Self {
+        let mut dirs = writable.to_vec();
+        let writes = match tier {
+            Tier::ReadOnly => Writes::Under(dirs),
+            Tier::Workspace => {
+                dirs.insert(0, std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_owned()));
+                Writes::Under(dirs)
+            }
+            Tier::System | Tier::Elevated => Writes::Anywhere,
+        };
+        Self { writes, network: requires_network }
+    }
+
+    fn restricts_writes(&self) -> bool {
+        matches!(self.writes, Writes::Under(_))
+    }
+}
+
+/// What the kernel will enforce for one call, decided before it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enforcement {
+    /// The mode it was decided under.
+    pub mode: SandboxMode,
+    /// Writes are confined (to these directories and the call's temp dir); `None`: not confined.
+    pub writes_under: Option<Vec<PathBuf>>,
+    /// IPv4/IPv6 sockets are refused.
+    pub no_network: bool,
+    /// What the policy asked for and this kernel could not enforce (best-effort, off).
+    pub unenforced: Vec<String>,
+    pub(crate) needs: Option<Needs>,
+    pub(crate) landlock_abi: i32,
+}
+
+impl Enforcement {
+    /// One word for the audit log and `--dry-run`: `enforced`, `partial`, `off` or `none`
+    /// (nothing to enforce: a `system` tool that may use the network).
+    pub fn level(&self) -> &'static str {
+        match (self.mode, self.unenforced.is_empty()) {
+            (SandboxMode::Off, _) => "off",
+            (_, false) => "partial",
+            _ if self.writes_under.is_none() && !self.no_network => "none",
+            _ => "enforced",
+        }
+    }
+
+    /// What is enforced, in words (`--dry-run`, `packs help`).
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        match &self.writes_under {
+            Some(dirs) if dirs.is_empty() => parts.push("writes only to its private TMPDIR".to_owned()),
+            Some(dirs) => parts.push(format!(
+                "writes only under {} and its private TMPDIR",
+                dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+            )),
+            None => {}
+        }
+        if self.no_network {
+            parts.push("no network".to_owned());
+        }
+        let mut text = if parts.is_empty() { "nothing to confine".to_owned() } else { parts.join("; ") };
+        if !self.unenforced.is_empty() {
+            text.push_str(&format!(" (not enforced: {})", self.unenforced.join("; ")));
+        }
+        if self.mode == SandboxMode::Off {
+            text = "off: nothing is enforced".to_owned();
+        }
+        text
+    }
+}
+
+/// The kernel cannot enforce what a call needs, and the mode is `enforce`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the kernel cannot enforce this tool's policy: {}; run with `--sandbox best-effort` (or `off`) to accept that",
+    missing.join("; ")
+)]
+pub struct Unenforceable {
+    /// What is missing, one entry per restriction.
+    pub missing: Vec<String>,
+}
+
+/// What this kernel supports, probed once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Support {
+    /// The Landlock ABI version (0: none).
+    pub landlock_abi: i32,
+    /// Whether seccomp filters can be installed.
+    pub seccomp: bool,
+}
+
+/// The Landlock ABI that confines every kind of write (ABI 3 adds truncation).
+pub(crate) const LANDLOCK_ABI_FOR_WRITES: i32 = 3;
+
+impl Support {
+    /// This kernel's support (probed on first use).
+    pub fn probe() -> Self {
+        static SUPPORT: std::sync::OnceLock<Support> = std::sync::OnceLock::new();
+        *SUPPORT.get_or_init(imp::probe)
+    }
+}
+
+/// Decide what the kernel will enforce for a call needing `needs`.
+pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Result<Enforcement, Unenforceable> {
+    let mut missing = Vec::new();
+    let writes = needs.restricts_writes();
+    if writes && support.landlock_abi < LANDLOCK_ABI_FOR_WRITES {
+        missing.push(if support.landlock_abi == 0 {
+            "confining writes needs Landlock, which this kernel does not offer (Linux 5.19 or later, with `landlock` among the LSMs)".to_owned()
+        } else {
+            format!(
+                "confining every kind of write needs Landlock ABI {LANDLOCK_ABI_FOR_WRITES} (Linux 6.2), this kernel has ABI {}",
+                support.landlock_abi
+            )
+        });
+    }
+    if !needs.network && !support.seccomp {
+        missing.push("refusing network sockets needs seccomp, which this kernel does not offer".to_owned());
+    }
+    if mode == SandboxMode::Enforce && !missing.is_empty() {
+        return Err(Unenforceable { missing });
+    }
+    let (fs_ok, net_ok) = match mode {
+        SandboxMode::Off => (false, false),
+        _ => (support.landlock_abi > 0, support.seccomp),
+    };
+    let writes_under = match (&needs.writes, fs_ok) {
+        (Writes::Under(dirs), true) => Some(dirs.clone()),
+        _ => None,
+    };
+    let no_network = !needs.network && net_ok;
+    let unenforced = if mode == SandboxMode::Off { Vec::new() } else { missing };
+    Ok(Enforcement {
+        mode,
+        writes_under,
+        no_network,
+        unenforced,
+        landlock_abi: support.landlock_abi,
+        needs: (mode != SandboxMode::Off).then_some(needs),
+    })
+}
+
+/// A call's sandbox, ready to enter: built in packs' process before the child starts.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    /// The private temporary directory (the tool's `TMPDIR`), removed when dropped.
+    pub(crate) tmpdir: Option<tempfile::TempDir>,
+    inner: imp::Inner,
+}
+
+/// Two sandboxes are the same only if they are one (each holds its own descriptors).
+impl PartialEq for Prepared {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for Prepared {}
+
+impl Prepared {
+    /// Build what `enforcement` needs: the temp dir, the Landlock ruleset, the seccomp program.
+    pub(crate) fn new(enforcement: &Enforcement) -> std::io::Result<Self> {
+        let tmpdir = match &enforcement.writes_under {
+            Some(_) => Some(tempfile::Builder::new().prefix("packs-call-").tempdir()?),
+            None => None,
+        };
+        let inner = imp::Inner::new(enforcement, tmpdir.as_ref().map(tempfile::TempDir::path))?;
+        Ok(Self { tmpdir, inner })
+    }
+
+    /// Whether anything is entered in the child.
+    pub(crate) fn confines(&self) -> bool {
+        self.inner.confines()
+    }
+
+    /// Restrict the calling process: run in the child between `fork` and `exec`. Only
+    /// system calls; nothing allocates.
+    pub(crate) fn enter(&self) -> std::io::Result<()> {
+        self.inner.enter()
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::path::Path;
+
+    use landlock::{
+        ABI, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    };
+    use seccompiler::{
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    };
+
+    use super::{Enforcement, Support};
+
+    /// Character devices a confined tool may still write (and truncate: `> /dev/null`).
+    const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
+
+    pub(super) fn probe() -> Support {
+        // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) only
+        // returns the ABI version (or an error); it touches no memory.
+        let abi = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) };
+        // SAFETY: PR_GET_SECCOMP reads this thread's seccomp mode; no memory is passed.
+        let seccomp = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } >= 0;
+        Support { landlock_abi: i32::try_from(abi).unwrap_or(0).max(0), seccomp }
+    }
+
+    #[derive(Debug)]
+    pub(super) struct Inner {
+        ruleset: Option<OwnedFd>,
+        filter: Option<&'static BpfProgram>,
+    }
+
+    fn write_access(abi: i32) -> BitFlags<AccessFs> {
+        AccessFs::from_write(ABI::from(abi.min(super::LANDLOCK_ABI_FOR_WRITES)))
+    }
+
+    impl Inner {
+        pub(super) fn new(enforcement: &Enforcement, tmpdir: Option<&Path>) -> std::io::Result<Self> {
+            let ruleset = match &enforcement.writes_under {
+                Some(dirs) => Some(ruleset(enforcement.landlock_abi, dirs, tmpdir)?),
+                None => None,
+            };
+            let filter = enforcement.no_network.then(no_network).transpose()?;
+            Ok(Self { ruleset, filter })
+        }
+
+        pub(super) fn confines(&self) -> bool {
+            self.ruleset.is_some() || self.filter.is_some()
+        }
+
+        pub(super) fn enter(&self) -> std::io::Result<()> {
+            // SAFETY: plain system calls with integer arguments; the ruleset descriptor is
+            // open (owned by `self`, which outlives the spawn).
+            unsafe {
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if let Some(fd) = &self.ruleset
+                    && libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if let Some(filter) = self.filter {
+                seccompiler::apply_filter(filter).map_err(|e| match e {
+                    seccompiler::Error::Prctl(io) | seccompiler::Error::Seccomp(io) => io,
+                    _ => std::io::Error::from_raw_os_error(libc::EINVAL),
+                })?;
+            }
+            Ok(())
+        }
+    }
+
+    fn ruleset(abi: i32, dirs: &[std::path::PathBuf], tmpdir: Option<&Path>) -> std::io::Result<OwnedFd> {
+        let access = write_access(abi);
+        let error =
+            |e: landlock::RulesetError| std::io::Error::other(format!("cannot build the Landlock ruleset: {e}"));
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(access)
+            .map_err(error)?
+            .create()
+            .map_err(error)?;
+        for dir in dirs.iter().map(std::path::PathBuf::as_path).chain(tmpdir) {
+            let fd = PathFd::new(dir).map_err(|e| std::io::Error::other(format!("{}: {e}", dir.display())))?;
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, access)).map_err(error)?;
+        }
+        let device_access = access & (AccessFs::WriteFile | AccessFs::Truncate);
+        for device in DEVICES {
+            if let Ok(fd) = PathFd::new(device) {
+                ruleset = ruleset.add_rule(PathBeneath::new(fd, device_access)).map_err(error)?;
+            }
+        }
+        Option::<OwnedFd>::from(ruleset).ok_or_else(|| std::io::Error::other("Landlock gave no ruleset"))
+    }
+
+    /// The seccomp program that refuses network sockets (built once per process).
+    fn no_network() -> std::io::Result<&'static BpfProgram> {
+        static PROGRAM: std::sync::OnceLock<Result<BpfProgram, String>> = std::sync::OnceLock::new();
+        PROGRAM
+            .get_or_init(|| build_no_network().map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|e| std::io::Error::other(format!("cannot build the seccomp filter: {e}")))
+    }
+
+    fn build_no_network() -> Result<BpfProgram, seccompiler::BackendError> {
+        // On x86_64 the x32 ABI reaches the same calls with this bit set in the number.
+        let x32: &[i64] = if cfg!(target_arch = "x86_64") { &[0, 0x4000_0000] } else { &[0] };
+        let mut rules = std::collections::BTreeMap::new();
+        for base in x32 {
+            let families = [libc::AF_INET, libc::AF_INET6, libc::AF_PACKET]
+                .iter()
+                .map(|family| {
+                    let family = u64::try_from(*family).unwrap_or_default();
+                    SeccompRule::new(vec![SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, family)?])
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            rules.insert(base | libc::SYS_socket, families);
+            // io_uring can open sockets of its own (IORING_OP_SOCKET).
+            rules.insert(base | libc::SYS_io_uring_setup, Vec::new());
+        }
+        let arch = std::env::consts::ARCH.try_into()?;
+        let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)?;
+        filter.try_into()
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use std::path::Path;
+
+    use super::{Enforcement, Support};
+
+    pub(super) fn probe() -> Support {
+        Support { landlock_abi: 0, seccomp: false }
+    }
+
+    #[derive(Debug)]
+    pub(super) struct Inner;
+
+    impl Inner {
+        pub(super) fn new(_: &Enforcement, _: Option<&Path>) -> std::io::Result<Self> {
+            Ok(Self)
+        }
+
+        pub(super) fn confines(&self) -> bool {
+            false
+        }
+
+        pub(super) fn enter(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn needs(writes: Writes, network: bool) -> Needs {
+        Needs { writes, network }
+    }
+
+    #[test]
+    fn enforce_refuses_what_the_kernel_cannot_do() {
+        let old = Support { landlock_abi: 2, seccomp: true };
+        let e = decide(needs(Writes::Under(vec![]), true), SandboxMode::Enforce, old).unwrap_err();
+        assert!(e.missing[0].contains("ABI 3"), "{e}");
+        let none = Support { landlock_abi: 0, seccomp: false };
+        let e = decide(needs(Writes::Anywhere, false), SandboxMode::Enforce, none).unwrap_err();
+        assert!(e.missing[0].contains("seccomp"), "{e}");
+        // Nothing to confine: nothing missing.
+        assert_eq!(decide(needs(Writes::Anywhere, true), SandboxMode::Enforce, none).unwrap().level(), "none");
+    }
+
+    #[test]
+    fn best_effort_and_off_say_what_is_not_enforced() {
+        let old = Support { landlock_abi: 2, seccomp: true };
+        let e = decide(needs(Writes::Under(vec![]), false), SandboxMode::BestEffort, old).unwrap();
+        assert_eq!(e.level(), "partial");
+        assert!(e.no_network);
+        assert!(e.writes_under.is_some(), "ABI 2 still confines most writes");
+        let off = decide(needs(Writes::Under(vec![]), false), SandboxMode::Off, old).unwrap();
+        assert_eq!((off.level(), off.no_network, off.writes_under.is_none()), ("off", false, true));
+    }
+}
