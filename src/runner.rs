@@ -54,6 +54,45 @@ pub(crate) struct Invocation {
     pub sandbox: Option<std::sync::Arc<crate::sandbox::Prepared>>,
 }
 
+/// Start `cmd` inside `sandbox`. Landlock, seccomp and no_new_privs bind the thread that
+/// enters them and every process it starts: a thread of its own enters them, starts the
+/// child (std's posix_spawn, no fork of packs) and ends, leaving packs unrestricted. When
+/// no thread can be started, the child enters them itself between fork and exec.
+fn spawn_confined(
+    cmd: &mut Command,
+    sandbox: &std::sync::Arc<crate::sandbox::Prepared>,
+) -> io::Result<std::process::Child> {
+    let started = std::thread::scope(|scope| {
+        // A small stack: the thread only makes system calls and posix_spawn.
+        let spawner = std::thread::Builder::new().stack_size(64 * 1024).spawn_scoped(scope, || {
+            sandbox.enter()?;
+            cmd.spawn()
+        });
+        spawner.map(|h| h.join().unwrap_or_else(|_| Err(io::Error::other("the thread starting the tool panicked"))))
+    });
+    match started {
+        // No process slot while the thread held one (`ulimit -u`, `pids.max`): the thread
+        // has ended, so the fork below may still get one.
+        Ok(Err(e)) if e.raw_os_error() == Some(libc::EAGAIN) => spawn_entering(cmd, sandbox),
+        Ok(result) => result,
+        Err(_) => spawn_entering(cmd, sandbox),
+    }
+}
+
+/// Start `cmd`, entering `sandbox` in the child between fork and exec.
+fn spawn_entering(
+    cmd: &mut Command,
+    sandbox: &std::sync::Arc<crate::sandbox::Prepared>,
+) -> io::Result<std::process::Child> {
+    let sandbox = std::sync::Arc::clone(sandbox);
+    // SAFETY: `enter` only makes system calls (prctl, landlock_restrict_self, seccomp) on
+    // data prepared before the fork; it allocates nothing and takes no lock.
+    unsafe {
+        cmd.pre_exec(move || sandbox.enter());
+    }
+    cmd.spawn()
+}
+
 /// What happened when the process ran.
 #[derive(Debug, Clone)]
 pub(crate) struct RunOutcome {
@@ -172,19 +211,14 @@ pub(crate) fn run_observed(
     if let Some(cwd) = &inv.cwd {
         cmd.current_dir(cwd);
     }
-    if let Some(sandbox) = inv.sandbox.as_ref().filter(|s| s.confines()) {
-        let sandbox = std::sync::Arc::clone(sandbox);
-        // SAFETY: `enter` only makes system calls (prctl, landlock_restrict_self, seccomp)
-        // on data prepared before the fork; it allocates nothing and takes no lock.
-        unsafe {
-            cmd.pre_exec(move || sandbox.enter());
-        }
-    }
 
     let start = Instant::now();
     RUNNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let mut child = cmd
-        .spawn()
+    let spawned = match inv.sandbox.as_ref().filter(|s| s.confines()) {
+        Some(sandbox) => spawn_confined(&mut cmd, sandbox),
+        None => cmd.spawn(),
+    };
+    let mut child = spawned
         .inspect_err(|_| {
             RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         })

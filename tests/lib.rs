@@ -45,6 +45,8 @@ mod pipeline;
 mod runner_limits;
 #[path = "suite/safety.rs"]
 mod safety;
+#[path = "suite/sandbox.rs"]
+mod sandbox;
 #[path = "suite/schemas.rs"]
 mod schemas;
 #[path = "suite/serve.rs"]

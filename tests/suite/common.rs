@@ -28,6 +28,10 @@ pub(crate) const BUNDLED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/packs");
 /// Variables removed from every child's environment unless a test sets them.
 const SCRUBBED: &[&str] = &[
     "PACKS_PATH",
+    "PACKS_SANDBOX",
+    "PACKS_AGENT",
+    "PACKS_WORKSPACE",
+    "PACKS_LOG",
     "PACKS_WTTR_URL",
     "PACKS_GITHUB_API",
     "GITHUB_TOKEN",

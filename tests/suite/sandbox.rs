@@ -1,0 +1,197 @@
+//! The sandbox: a tool's policy enforced by the kernel (Landlock, seccomp), tried for real.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::common::{Packs, Test};
+
+/// A tool that runs `script` with `sh -c`, its values as `$1`, `$2`...
+fn shell_tool(name: &str, policy: Value, parameters: Value, script: &str, args: &[&str]) -> Value {
+    let mut argv = vec![json!("-c"), json!(script), json!("sh")];
+    argv.extend(args.iter().map(|a| json!(a)));
+    json!({"name": name, "description": "d", "parameters": parameters, "policy": policy,
+           "command": {"program": "sh", "args": argv}})
+}
+
+/// A script that tries to write each of its arguments and says what happened.
+const TRY_WRITES: &str =
+    r#"for f in "$@"; do if echo x > "$f" 2>/dev/null; then echo "wrote $f"; else echo "denied $f"; fi; done"#;
+
+#[test]
+fn a_read_only_tool_writes_nowhere_but_its_private_tmpdir() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.path().join("link")).unwrap();
+    let script = format!(
+        r#"{TRY_WRITES}; echo x > "$TMPDIR/scratch" && echo "tmp $TMPDIR" && echo y > /dev/null && echo devnull"#
+    );
+    let packs = Packs::new().manifest(
+        "reader",
+        shell_tool("reader", json!({"read_only": true}), json!({"fs": {"type": "array"}}), &script, &["{{fs}}"]),
+    );
+    let targets = [
+        home.path().join("in-home"),
+        std::env::temp_dir().join(format!("packs-sandbox-{}", std::process::id())),
+        ws.path().join("in-workspace"),
+        ws.path().join("link/through-link"),
+    ];
+    let list: Vec<String> = targets.iter().map(|t| t.display().to_string()).collect();
+    let out = Test::new()
+        .packs_dir(&packs)
+        .env("HOME", home.path())
+        .arg("--workspace")
+        .arg(ws.path())
+        .args(["run", "reader"])
+        .arg(json!({ "fs": list }).to_string())
+        .run();
+    out.success();
+    let stdout = out.stdout();
+    for t in &targets {
+        assert!(stdout.contains(&format!("denied {}", t.display())), "{stdout}");
+        assert!(!t.exists(), "{} was created", t.display());
+    }
+    assert!(!outside.path().join("through-link").exists());
+    assert!(stdout.contains("devnull"), "{stdout}");
+    let tmp = stdout.lines().find_map(|l| l.strip_prefix("tmp ")).expect("the tool wrote its TMPDIR");
+    assert!(!Path::new(tmp).exists(), "the private TMPDIR {tmp} outlived the call");
+}
+
+#[test]
+fn a_workspace_tool_writes_inside_even_when_a_link_is_swapped_after_the_check() {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("inside")).unwrap();
+    std::os::unix::fs::symlink(ws.path().join("inside"), ws.path().join("link")).unwrap();
+    // The value passes confinement (the link leads inside); then, before opening it, the
+    // tool (or anyone racing it) points the link outside: only the kernel can still refuse.
+    let script = format!(
+        r#"echo x > "$1/ok" && echo "wrote ok"; rm "$1" && ln -s {} "$1" && if echo x > "$1/escaped" 2>/dev/null; then echo escaped; else echo "denied escape"; fi"#,
+        outside.path().display()
+    );
+    let packs = Packs::new().manifest(
+        "writer",
+        shell_tool(
+            "writer",
+            json!({"read_only": false}),
+            json!({"dir": {"type": "string", "format": "path", "required": true}}),
+            &script,
+            &["{{dir}}"],
+        ),
+    );
+    let out = Test::new()
+        .packs_dir(&packs)
+        .current_dir(ws.path())
+        .arg("--workspace")
+        .arg(ws.path())
+        .args(["run", "writer", "--arg", "dir=link"])
+        .run();
+    out.success().stdout_contains("wrote ok").stdout_contains("denied escape");
+    assert!(ws.path().join("inside/ok").exists());
+    assert!(!outside.path().join("escaped").exists(), "the write escaped the workspace");
+    // The dry run says what is enforced.
+    Test::new()
+        .packs_dir(&packs)
+        .current_dir(ws.path())
+        .arg("--workspace")
+        .arg(ws.path())
+        .args(["run", "writer", "--arg", "dir=inside", "--dry-run"])
+        .run()
+        .success()
+        .stdout_contains(&format!(
+            "  sandbox: writes only under {} and its private TMPDIR; no network\n",
+            ws.path().canonicalize().unwrap().display()
+        ));
+}
+
+/// Python that connects over TCP to `port` on loopback and sends a UDP datagram to it.
+fn network_script(port: u16) -> String {
+    format!(
+        "import socket\n\
+         try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=5).sendall(b'hi'); print('tcp ok')\n\
+         except OSError as e: print('tcp', e.errno)\n\
+         try:\n    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'hi', ('127.0.0.1', {port})); print('udp ok')\n\
+         except OSError as e: print('udp', e.errno)\n\
+         socket.socket(socket.AF_UNIX); print('unix ok')\n"
+    )
+}
+
+#[test]
+fn a_tool_without_requires_network_cannot_reach_a_loopback_server() {
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    let tool = |name: &str, network: bool| {
+        json!({"name": name, "description": "d", "policy": {"read_only": false, "requires_network": network},
+               "command": {"program": "python3", "args": ["-c", network_script(port)]}})
+    };
+    let packs = Packs::new().manifest("offline", tool("offline", false)).manifest("online", tool("online", true));
+    let eperm = libc::EPERM.to_string();
+    Test::new()
+        .packs_dir(&packs)
+        .args(["run", "offline"])
+        .run()
+        .success()
+        .stdout_eq(&format!("tcp {eperm}\nudp {eperm}\nunix ok\n"));
+    server.set_nonblocking(true).unwrap();
+    assert!(server.accept().is_err(), "the offline tool reached the server");
+    Test::new().packs_dir(&packs).args(["run", "online"]).run().success().stdout_eq("tcp ok\nudp ok\nunix ok\n");
+}
+
+/// `packs` as a process whose kernel seems to lack Landlock: a seccomp filter in the
+/// child makes `landlock_create_ruleset` fail with ENOSYS before packs starts.
+fn packs_without_landlock(packs: &Packs, args: &[&str]) -> std::process::Output {
+    use seccompiler::{BpfProgram, SeccompAction, SeccompFilter};
+    let rules = [(libc::SYS_landlock_create_ruleset, vec![])].into_iter().collect();
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        std::env::consts::ARCH.try_into().unwrap(),
+    )
+    .unwrap();
+    let program: BpfProgram = filter.try_into().unwrap();
+    let mut cmd = std::process::Command::new(crate::common::PACKS);
+    cmd.arg("--packs").arg(packs.path()).args(args).env_remove("PACKS_PATH").env_remove("PACKS_SANDBOX");
+    // SAFETY: the program is built before the fork; applying it is two system calls.
+    unsafe {
+        cmd.pre_exec(move || seccompiler::apply_filter(&program).map_err(std::io::Error::other));
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn a_kernel_that_cannot_confine_refuses_the_call_unless_the_operator_opts_out() {
+    let log = tempfile::tempdir().unwrap();
+    let log = log.path().join("audit.jsonl");
+    let log_arg = log.to_str().unwrap();
+    let packs = Packs::new().manifest("look", json!({"name": "look", "description": "d", "command": "echo looked"}));
+    let out = packs_without_landlock(&packs, &["sandbox"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("landlock: not available"));
+    // Refused, naming what is missing and the way out; nothing ran.
+    let out = packs_without_landlock(&packs, &["--log", log_arg, "run", "look", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let e: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(e["error"]["kind"], "sandbox_unavailable");
+    let message = e["error"]["message"].as_str().unwrap();
+    assert!(message.contains("Landlock") && message.contains("--sandbox best-effort"), "{message}");
+    // Opted out: it runs, and the audit log says how.
+    for (mode, level) in [("best-effort", "partial"), ("off", "off")] {
+        let out = packs_without_landlock(&packs, &["--log", log_arg, "--sandbox", mode, "run", "look"]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.stdout, b"looked\n");
+        let last: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().lines().last().unwrap()).unwrap();
+        assert_eq!(last["sandbox"], level, "{last}");
+    }
+    let first: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (first["sandbox"].as_str(), first["outcome"].as_str()),
+        (Some("unavailable"), Some("sandbox_unavailable"))
+    );
+}
+
+#[test]
+fn every_bundled_pack_test_passes_under_enforcement() {
+    Test::new().current_dir(crate::common::REPO).args(["test"]).run().success();
+}
