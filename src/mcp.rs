@@ -427,12 +427,31 @@ impl Server {
         catalog.tools().filter(|t| agent.is_none_or(|a| a.offers(t))).collect()
     }
 
+    /// A tool's `tools/list` entry. Clients auto-approve on `readOnlyHint`, so it is claimed
+    /// only for a tool that states `read_only` and whose writes the kernel confines here
+    /// (a native tool runs in packs' own process: never).
+    fn entry(&self, t: &crate::tool::Tool) -> Value {
+        let mut entry = crate::formats::mcp::tool(t);
+        let enforced = t.kind() != crate::tool::ToolKind::Native && {
+            let context = &self.options.context;
+            let needs = crate::sandbox::Needs::of(t.tier(), t.policy().requires_network, &context.workspace(), &[]);
+            crate::sandbox::decide(needs, context.sandbox(), crate::sandbox::Support::probe())
+                .is_ok_and(|e| e.writes_under.is_some() && e.unenforced.is_empty())
+        };
+        if !enforced && let Some(hints) = entry.get_mut("annotations").and_then(Value::as_object_mut) {
+            hints.insert("readOnlyHint".into(), Value::Bool(false));
+            hints.insert("destructiveHint".into(), Value::Bool(true));
+            hints.insert("idempotentHint".into(), Value::Bool(false));
+        }
+        entry
+    }
+
     /// What `tools/list` would answer, whole, by name (a tool kept at its last good
     /// version may move in the catalog's order; a client sees the same tools).
     fn listing(&self, catalog: &Catalog) -> Vec<Value> {
         let mut tools = self.offered(catalog);
         tools.sort_by(|a, b| a.name().cmp(b.name()));
-        tools.into_iter().map(crate::formats::mcp::tool).collect()
+        tools.into_iter().map(|t| self.entry(t)).collect()
     }
 
     fn list(&self, id: &Value, params: &Value) {
@@ -446,7 +465,7 @@ impl Server {
             },
         };
         let tools = self.offered(&catalog);
-        let page: Vec<Value> = tools.iter().skip(start).take(PAGE_SIZE).map(|t| crate::formats::mcp::tool(t)).collect();
+        let page: Vec<Value> = tools.iter().skip(start).take(PAGE_SIZE).map(|t| self.entry(t)).collect();
         let mut result = json!({"tools": page});
         if start + PAGE_SIZE < tools.len() {
             result["nextCursor"] = Value::String((start + PAGE_SIZE).to_string());

@@ -142,7 +142,13 @@ fn a_tool_without_requires_network_cannot_reach_a_loopback_server() {
 /// `packs` as a process whose kernel seems to lack Landlock: a seccomp filter in the
 /// child makes `landlock_create_ruleset` fail with ENOSYS before packs starts.
 fn packs_without_landlock(packs: &Packs, args: &[&str]) -> std::process::Output {
+    packs_without_landlock_reading(packs, args, b"")
+}
+
+/// [`packs_without_landlock`], with `input` on its stdin.
+fn packs_without_landlock_reading(packs: &Packs, args: &[&str], input: &[u8]) -> std::process::Output {
     use seccompiler::{BpfProgram, SeccompAction, SeccompFilter};
+    use std::io::Write;
     let rules = [(libc::SYS_landlock_create_ruleset, vec![])].into_iter().collect();
     let filter = SeccompFilter::new(
         rules,
@@ -158,7 +164,14 @@ fn packs_without_landlock(packs: &Packs, args: &[&str]) -> std::process::Output 
     unsafe {
         cmd.pre_exec(move || seccompiler::apply_filter(&program).map_err(std::io::Error::other));
     }
-    cmd.output().unwrap()
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
 }
 
 #[test]
@@ -194,4 +207,26 @@ fn a_kernel_that_cannot_confine_refuses_the_call_unless_the_operator_opts_out() 
 #[test]
 fn every_bundled_pack_test_passes_under_enforcement() {
     Test::new().current_dir(crate::common::REPO).args(["test"]).run().success();
+}
+
+#[test]
+fn packs_serve_claims_read_only_only_where_the_kernel_confines_writes() {
+    let packs = Packs::new().manifest(
+        "said_yes",
+        json!({"name": "said_yes", "description": "d", "command": "true", "policy": {"read_only": true}}),
+    );
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let hint = |extra: &[&str]| {
+        let m = crate::serve::session(&packs, extra, std::slice::from_ref(&list));
+        m[0]["result"]["tools"][0]["annotations"]["readOnlyHint"].clone()
+    };
+    assert_eq!(hint(&[]), true);
+    assert_eq!(hint(&["--sandbox", "off"]), false);
+    assert_eq!(hint(&["--sandbox", "best-effort"]), true);
+    // Where the kernel has no Landlock, nothing confines the writes: no hint.
+    let out =
+        packs_without_landlock_reading(&packs, &["--sandbox", "best-effort", "serve"], format!("{list}\n").as_bytes());
+    assert!(out.status.success());
+    let m: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(m["result"]["tools"][0]["annotations"]["readOnlyHint"], false, "{m}");
 }
