@@ -163,7 +163,7 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
     let writes = needs.restricts_writes();
     if writes && support.landlock_abi < LANDLOCK_ABI_FOR_WRITES {
         missing.push(if support.landlock_abi == 0 {
-            "confining writes needs Landlock, which this kernel does not offer (Linux 5.19 or later, with `landlock` among the LSMs)".to_owned()
+            "confining writes needs Landlock, which this kernel does not offer (Linux 6.2 or later, with `landlock` among the LSMs)".to_owned()
         } else {
             format!(
                 "confining every kind of write needs Landlock ABI {LANDLOCK_ABI_FOR_WRITES} (Linux 6.2), this kernel has ABI {}",
@@ -270,7 +270,7 @@ mod imp {
     use super::{Enforcement, Support};
 
     /// Character devices a confined tool may still write (and truncate: `> /dev/null`).
-    const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
+    const DEVICES: &[&str] = &["/dev/null", "/dev/zero"];
 
     pub(super) fn probe() -> Support {
         // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) only
@@ -351,6 +351,16 @@ mod imp {
         Option::<OwnedFd>::from(ruleset).ok_or_else(|| std::io::Error::other("Landlock gave no ruleset"))
     }
 
+    /// The bit that marks an x32 system call on x86_64.
+    const X32: i64 = 0x4000_0000;
+
+    /// Whether this kernel runs x32 system calls (probed with an x32 `getpid`, which
+    /// fails with ENOSYS when the kernel lacks the ABI).
+    fn x32_enabled() -> bool {
+        // SAFETY: getpid takes no arguments and touches no memory.
+        cfg!(target_arch = "x86_64") && unsafe { libc::syscall(X32 | libc::SYS_getpid) } > 0
+    }
+
     /// The seccomp program that refuses network sockets (built once per process).
     fn no_network() -> std::io::Result<&'static BpfProgram> {
         static PROGRAM: std::sync::OnceLock<Result<BpfProgram, String>> = std::sync::OnceLock::new();
@@ -361,8 +371,9 @@ mod imp {
     }
 
     fn build_no_network() -> Result<BpfProgram, seccompiler::BackendError> {
-        // On x86_64 the x32 ABI reaches the same calls with this bit set in the number.
-        let x32: &[i64] = if cfg!(target_arch = "x86_64") { &[0, 0x4000_0000] } else { &[0] };
+        // On x86_64 the x32 ABI (when the kernel has it) reaches the same calls with this
+        // bit set in the number: those are refused too.
+        let x32: &[i64] = if x32_enabled() { &[0, X32] } else { &[0] };
         let mut rules = std::collections::BTreeMap::new();
         for base in x32 {
             let families = [libc::AF_INET, libc::AF_INET6, libc::AF_PACKET]
