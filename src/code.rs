@@ -101,6 +101,8 @@ codes! {
     UnconfirmedMutation = "unconfirmed-mutation", "a mutating network tool without confirm_before_run";
     /// The program is not on PATH.
     ProgramNotFound = "program-not-found", "the program is not on PATH";
+    /// A `policy.writable` place is far broader than a tool needs (`/`, `$HOME`), or not absolute.
+    BroadWritable = "broad-writable", "a policy.writable place is far broader than a tool needs (`/`, `$HOME`), or not absolute";
     /// Timeout_secs is 0 or more than an hour.
     TimeoutOutOfRange = "timeout-out-of-range", "timeout_secs is 0 or more than an hour";
     /// Allowed_exit_codes is empty or outside 0-255.

@@ -12,6 +12,7 @@ pub(crate) const POLICY_KEYS: &[&str] = &[
     "confirm_before_run",
     "allowed_exit_codes",
     "max_output_bytes",
+    "writable",
 ];
 
 /// Default `timeout_secs`.
@@ -92,6 +93,10 @@ pub struct Policy {
     pub allowed_exit_codes: Vec<i32>,
     /// Most bytes of stdout kept; the rest is drained and counted.
     pub max_output_bytes: u64,
+    /// More places a confined tool may write (absolute directories; templates may read only
+    /// `{{env.NAME}}`, the operator's environment): a cache such as `{{env.HOME}}/.npm`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub writable: Vec<String>,
 }
 
 impl Default for Policy {
@@ -105,6 +110,7 @@ impl Default for Policy {
             confirm_before_run: false,
             allowed_exit_codes: vec![0],
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            writable: Vec::new(),
         }
     }
 }

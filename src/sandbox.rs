@@ -339,6 +339,9 @@ mod imp {
             .create()
             .map_err(error)?;
         for dir in dirs.iter().map(std::path::PathBuf::as_path).chain(tmpdir) {
+            // A declared writable place (a cache) may not exist yet: the tool could not
+            // create it once confined.
+            std::fs::create_dir_all(dir)?;
             let fd = PathFd::new(dir).map_err(|e| std::io::Error::other(format!("{}: {e}", dir.display())))?;
             ruleset = ruleset.add_rule(PathBeneath::new(fd, access)).map_err(error)?;
         }

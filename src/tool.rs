@@ -100,6 +100,8 @@ pub struct Tool {
     source: PathBuf,
     validation_schema: OnceLock<Value>,
     validator: OnceLock<Result<jsonschema::Validator, String>>,
+    /// `policy.writable`, compiled.
+    writable: Vec<Template>,
 }
 
 impl Tool {
@@ -134,6 +136,14 @@ impl Tool {
             Ok(_) => Vec::new(),
         };
         errors.extend(output_template.as_ref().err().cloned());
+        let writable = writable_templates(&manifest.policy.writable, &params);
+        errors.extend(
+            writable
+                .as_ref()
+                .err()
+                .map(|(i, e)| template_error(&FieldPath::dotted("policy.writable").index(*i), e.clone())),
+        );
+        let Ok(writable) = writable else { return Err(errors) };
         let (Ok(command), Ok(output_template)) = (command, output_template) else {
             return Err(errors);
         };
@@ -157,6 +167,7 @@ impl Tool {
             source: source.path,
             body: Body::Manifest { manifest: Box::new(manifest), command: Box::new(command) },
             validator: OnceLock::new(),
+            writable,
         };
         Ok((tool, warnings))
     }
@@ -171,8 +182,12 @@ impl Tool {
             .transpose()
             .map_err(|e| format!("its output template is invalid: {e}"))?;
         output_template.as_ref().map(secret_in_output).transpose()?;
+        let policy = describe.policy.clone().unwrap_or_else(Policy::executable_default);
+        let writable = writable_templates(&policy.writable, &[])
+            .map_err(|(i, e)| format!("its policy.writable.{i} is invalid: {e}"))?;
         Ok(Self {
-            policy: describe.policy.clone().unwrap_or_else(Policy::executable_default),
+            writable,
+            policy,
             output,
             output_template,
             validation_schema: OnceLock::from(describe.parameters.clone()),
@@ -224,6 +239,7 @@ impl Tool {
             body: Body::Native(native),
             source: PathBuf::from(format!("<native {name}>")),
             validator: OnceLock::new(),
+            writable: Vec::new(),
         };
         tool.validator().map_err(|message| NativeToolError::BadSchema { tool: name, message })?;
         Ok(tool)
@@ -369,6 +385,54 @@ impl Tool {
             })
             .as_ref()
             .map_err(Clone::clone)
+    }
+}
+
+/// `policy.writable`: templates that may read only `{{env.NAME}}` (the operator's
+/// environment), never a call's values, the context or a secret.
+fn writable_templates(
+    sources: &[String],
+    params: &[&str],
+) -> Result<Vec<Template>, (usize, crate::template::TemplateError)> {
+    sources
+        .iter()
+        .enumerate()
+        .map(|(i, source)| {
+            let t = Template::parse(source, params).map_err(|e| (i, e))?;
+            t.check().map_err(|e| (i, e))?;
+            if let Some(r) = t.refs().iter().find(|r| !matches!(r, Ref::Env(_))) {
+                let what = match r {
+                    Ref::Secret(n) => format!("`{{{{secret.{n}}}}}`"),
+                    Ref::Context(k) => format!("`{{{{context.{k}}}}}`"),
+                    Ref::Param(p) | Ref::Env(p) => format!("the call's `{{{{{p}}}}}`"),
+                };
+                let message = format!("a writable place may read only `{{{{env.NAME}}}}`, not {what}");
+                return Err((i, crate::template::TemplateError { offset: 0, message }));
+            }
+            Ok(t)
+        })
+        .collect()
+}
+
+impl Tool {
+    /// The places `policy.writable` names, rendered with packs' environment: absolute
+    /// paths only, and none whose variables are unset (`{{env.HOME}}/.npm` without a `HOME`
+    /// would be `/.npm`). One that does not exist yet is created when a call runs (not by a
+    /// dry run), so the tool can use it.
+    pub(crate) fn writable_dirs(&self) -> Vec<PathBuf> {
+        self.writable
+            .iter()
+            .filter_map(|t| {
+                let environment = crate::template::Environment::read(t.refs());
+                if t.refs().iter().any(|r| matches!(r, Ref::Env(n) if !environment.env.contains_key(n))) {
+                    return None;
+                }
+                let empty = serde_json::Map::new();
+                let data = crate::template::Data::with_environment(&empty, &empty, &empty, &environment);
+                let path = PathBuf::from(t.render(&data).ok()?);
+                path.is_absolute().then_some(path)
+            })
+            .collect()
     }
 }
 

@@ -84,7 +84,8 @@ impl Plan {
         let enforcement = match &tool.body {
             Body::Native(_) => None,
             Body::Manifest { .. } | Body::Executable => {
-                let needs = Needs::of(tool.tier(), policy.requires_network, &context.workspace(), &[]);
+                let needs =
+                    Needs::of(tool.tier(), policy.requires_network, &context.workspace(), &tool.writable_dirs());
                 let decided = sandbox::decide(needs, context.sandbox(), sandbox::Support::probe());
                 Some(decided.map_err(|source| ToolError::Unconfinable { tool: tool.name().to_owned(), source })?)
             }

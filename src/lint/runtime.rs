@@ -40,6 +40,28 @@ pub(super) fn check(s: &Subject<'_>, options: &Options, programs: &mut ProgramCa
             format!("`timeout_secs` is {timeout}: {why}"),
         ));
     }
+    for (i, place) in s.m.policy.writable.iter().enumerate() {
+        let trimmed = place.trim().trim_end_matches('/');
+        let broad = ["", "/home", "/root", "/etc", "/usr", "/var", "/tmp", "/opt", "/srv", "{{env.HOME}}", "~"];
+        let relative = !trimmed.is_empty() && !trimmed.starts_with('/') && !trimmed.starts_with("{{");
+        let message = if broad.contains(&trimmed) {
+            format!("`{place}` lets the tool write far beyond what it needs: the confinement of its tier is gone")
+        } else if relative {
+            format!("`{place}` is not an absolute path: it is left out (a writable place must be absolute)")
+        } else {
+            continue;
+        };
+        out.push(
+            s.diag(
+                Severity::Warning,
+                Code::BroadWritable,
+                &FieldPath::dotted("policy.writable").index(i),
+                Target::Value,
+                message,
+            )
+            .with_help("name the one directory the tool needs, such as a cache: \"{{env.HOME}}/.npm\""),
+        );
+    }
     let codes = &s.m.policy.allowed_exit_codes;
     let path = FieldPath::dotted("policy.allowed_exit_codes");
     if codes.is_empty() {

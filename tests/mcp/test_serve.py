@@ -36,7 +36,7 @@ def make_packs():
     # A slow tool whose grandchild records its pid, so cancellation can be checked.
     manifest(d, "slow", parameters={"pidfile": {"type": "string", "required": True}},
              command={"program": "sh", "args": ["-c", 'echo started; sleep 30 & echo $! > "$1"; wait', "sh", "{{pidfile}}"]},
-             policy={"timeout_secs": 60})
+             policy={"timeout_secs": 60, "read_only": False})
     manifest(d, "careful", command="echo approved-and-ran", policy={"confirm_before_run": True})
     return d
 

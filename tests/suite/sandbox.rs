@@ -230,3 +230,55 @@ fn packs_serve_claims_read_only_only_where_the_kernel_confines_writes() {
     let m: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(m["result"]["tools"][0]["annotations"]["readOnlyHint"], false, "{m}");
 }
+
+#[test]
+fn policy_writable_adds_places_from_the_operators_environment_only() {
+    let base = tempfile::tempdir().unwrap();
+    let cache = base.path().join("cache");
+    let script = TRY_WRITES.to_string();
+    let packs = Packs::new()
+        .manifest(
+            "cached",
+            shell_tool(
+                "cached",
+                json!({"requires_network": true, "writable": ["{{env.PACKS_TEST_BASE}}/cache", "{{env.PACKS_TEST_UNSET}}/x"]}),
+                json!({"fs": {"type": "array"}}),
+                &script,
+                &["{{fs}}"],
+            ),
+        )
+        .manifest(
+            "from_call",
+            json!({"name": "from_call", "description": "d", "parameters": {"d": {"type": "string"}},
+                   "command": "true", "policy": {"writable": ["{{d}}"]}}),
+        )
+        .manifest(
+            "from_secret",
+            json!({"name": "from_secret", "description": "d", "command": "true", "policy": {"writable": ["{{secret.T}}"]}}),
+        );
+    let files =
+        json!({"fs": [cache.join("entry").display().to_string(), base.path().join("beside").display().to_string()]});
+    // The dry run says where; it creates nothing.
+    let dry = Test::new()
+        .packs_dir(&packs)
+        .env("PACKS_TEST_BASE", base.path())
+        .args(["run", "cached", "--dry-run"])
+        .arg(files.to_string())
+        .run();
+    dry.success().stdout_contains(&format!("writes only under {} and its private TMPDIR", cache.display()));
+    assert!(!cache.exists());
+    let out = Test::new()
+        .packs_dir(&packs)
+        .env("PACKS_TEST_BASE", base.path())
+        .args(["run", "cached"])
+        .arg(files.to_string())
+        .run();
+    out.success()
+        .stdout_contains(&format!("wrote {}", cache.join("entry").display()))
+        .stdout_contains(&format!("denied {}", base.path().join("beside").display()));
+    // A writable place may not come from a call, the context or a secret: a load error.
+    let list = Test::new().packs_dir(&packs).args(["list"]).run();
+    list.stderr_contains("a writable place may read only `{{env.NAME}}`, not the call's `{{d}}`")
+        .stderr_contains("a writable place may read only `{{env.NAME}}`, not `{{secret.T}}`");
+    assert!(!list.stdout().contains("from_call") && !list.stdout().contains("from_secret"), "{}", list.stdout());
+}
