@@ -40,6 +40,7 @@ pub mod mcp;
 mod names;
 mod native;
 mod operands;
+mod orphans;
 mod output;
 mod policy;
 mod pool;

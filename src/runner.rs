@@ -212,7 +212,10 @@ pub(crate) fn run_observed(
         cmd.current_dir(cwd);
     }
 
+    let tag = crate::orphans::new_tag();
+    cmd.env(crate::orphans::TAG_VAR, &tag);
     let start = Instant::now();
+    let spawning = SPAWNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     RUNNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let spawned = match inv.sandbox.as_ref().filter(|s| s.confines()) {
         Some(sandbox) => spawn_confined(&mut cmd, sandbox),
@@ -225,8 +228,9 @@ pub(crate) fn run_observed(
         .map_err(start_error)?;
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let process = Process::new(child.id());
-    let mut reaper = Reaper { child, process: process.clone() };
+    let mut reaper = Reaper { child, process: process.clone(), tag };
     register(&process);
+    drop(spawning);
     on_spawn(&process);
     let wait_error = |source| SpawnError::Wait { program: program.clone(), source };
     let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
@@ -446,6 +450,8 @@ impl Process {
 struct Reaper {
     child: Child,
     process: Process,
+    /// The call's tag ([`crate::orphans`]): what it left outside its group is ended with it.
+    tag: String,
 }
 
 impl Reaper {
@@ -455,9 +461,17 @@ impl Reaper {
         live().retain(|p| *p != self.process);
         let status = self.child.wait();
         RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        // No tool may be between its spawn and its registration while leftovers are reaped.
+        let _spawning = SPAWNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tracked = live().iter().map(Process::pid).collect();
+        crate::orphans::end(&self.tag, &tracked);
         status
     }
 }
+
+/// Held from a tool's spawn until it is registered in [`LIVE`], and while leftovers are
+/// reaped: an exited tool not yet registered must not be reaped as a leftover.
+static SPAWNING: Mutex<()> = Mutex::new(());
 
 /// The `polled` marker of the interrupt pipe in a run's poll set.
 const INTERRUPT_SLOT: usize = usize::MAX;

@@ -162,6 +162,8 @@ pub(crate) fn main() -> i32 {
         Command::Run(_) | Command::Call(_) | Command::Serve { .. } | Command::Exec(_) | Command::Test(_)
     ) {
         signals::end_tools_on_interrupt();
+        // What a tool leaves outside its process group becomes packs' to end (Linux).
+        crate::orphans::adopt();
     }
     let result = match cli.command {
         Command::Exec(args) => run::exec(&args),

@@ -282,3 +282,45 @@ fn policy_writable_adds_places_from_the_operators_environment_only() {
         .stderr_contains("a writable place may read only `{{env.NAME}}`, not `{{secret.T}}`");
     assert!(!list.stdout().contains("from_call") && !list.stdout().contains("from_secret"), "{}", list.stdout());
 }
+
+/// Whether `pid` is a live process (not gone, not a zombie).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+}
+
+#[test]
+fn what_a_tool_leaves_outside_its_group_ends_with_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    // A grandchild that starts a session of its own (so the group kill misses it) and sleeps.
+    let escape = r#"setsid sh -c 'echo $$ > "$1"; exec sleep 300' sh "$1" & "#;
+    let packs = Packs::new()
+        .manifest(
+            "leaves",
+            shell_tool(
+                "leaves",
+                json!({"read_only": false}),
+                json!({"f": {"type": "string"}}),
+                &format!("{escape} sleep 0.3"),
+                &["{{f}}"],
+            ),
+        )
+        .manifest(
+            "hangs",
+            shell_tool(
+                "hangs",
+                json!({"read_only": false, "timeout_secs": 1}),
+                json!({"f": {"type": "string"}}),
+                &format!("{escape} sleep 300"),
+                &["{{f}}"],
+            ),
+        );
+    for (tool, code) in [("leaves", 0), ("hangs", 124)] {
+        let pidfile = dir.path().join(tool);
+        let out =
+            Test::new().packs_dir(&packs).args(["run", tool, "--arg"]).arg(format!("f={}", pidfile.display())).run();
+        out.code(code);
+        let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+        assert!(!alive(pid), "{tool}: the process that left the group ({pid}) outlived the call");
+    }
+}

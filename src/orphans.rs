@@ -1,0 +1,131 @@
+//! Processes a tool leaves behind outside its process group (`setsid`, a double fork): packs
+//! is their subreaper (Linux), so they become its children when their parents exit; each
+//! carries its call's tag in its environment (`PACKS_CALL`), and is killed, with its group,
+//! when its call ends. Untagged leftovers (a process that cleared its environment) are not
+//! attributed to a call and are left alone; exited ones are reaped so no zombie stays. Only
+//! the `packs` program adopts leftovers ([`adopt`]); in a program that embeds the library,
+//! nothing here runs.
+
+use std::collections::HashSet;
+
+/// The variable that tags every process of a call.
+pub(crate) const TAG_VAR: &str = "PACKS_CALL";
+
+/// A tag for one call, unique in this packs process.
+pub(crate) fn new_tag() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    format!("{}.{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
+
+/// Whether this process adopted its tools' leftovers ([`adopt`]).
+static ADOPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Make this process the subreaper of everything its tools start, and the owner of every
+/// child it does not otherwise wait for. Only the `packs` program does this: a program that
+/// embeds the library has children of its own, whose orphans and exit statuses are its
+/// business.
+pub(crate) fn adopt() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: PR_SET_CHILD_SUBREAPER takes an integer; no memory is passed.
+        let ok = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } == 0;
+        ADOPTED.store(ok, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Kill every process of the call tagged `tag` that is now a child of packs (and its
+/// group), reap them, and reap any exited child nobody waits for. `tracked` are the pids
+/// of tools still running (their parent waits for them).
+pub(crate) fn end(tag: &str, tracked: &HashSet<u32>) {
+    if !ADOPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let needle = format!("{TAG_VAR}={tag}");
+        // Killing one may hand packs its children: look again, a bounded number of times.
+        for _ in 0..64 {
+            let mut killed = false;
+            for pid in children().into_iter().filter(|p| !tracked.contains(p)) {
+                let Ok(id) = libc::pid_t::try_from(pid) else { continue };
+                if is_zombie(pid) {
+                    reap(id, libc::WNOHANG);
+                } else if environ_has(pid, &needle) {
+                    // SAFETY: kill(2) has no memory-safety preconditions; `pid` is our own
+                    // unreaped child, so neither it nor its group id can have been reused.
+                    unsafe {
+                        libc::kill(-id, libc::SIGKILL);
+                        libc::kill(id, libc::SIGKILL);
+                    }
+                    reap(id, 0);
+                    killed = true;
+                }
+            }
+            if !killed {
+                break;
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (tag, tracked);
+}
+
+#[cfg(target_os = "linux")]
+fn reap(pid: libc::pid_t, flags: libc::c_int) {
+    let mut status = 0;
+    // SAFETY: waitpid on our own child with a valid pointer to an int.
+    unsafe {
+        libc::waitpid(pid, &raw mut status, flags);
+    }
+}
+
+/// Packs' children: every thread's `children` file, or (on kernels without it) a scan of
+/// `/proc` for processes whose parent is packs.
+#[cfg(target_os = "linux")]
+fn children() -> Vec<u32> {
+    let mut pids = Vec::new();
+    let mut found_file = false;
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for task in tasks.flatten() {
+            if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+                found_file = true;
+                pids.extend(text.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+            }
+        }
+    }
+    if found_file {
+        return pids;
+    }
+    let me = std::process::id();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| parent_of(*pid) == Some(me))
+        .collect()
+}
+
+/// The fields of `/proc/PID/stat` after the command name (which may hold spaces).
+#[cfg(target_os = "linux")]
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &text[text.rfind(')')? + 1..];
+    Some(rest.split_whitespace().map(str::to_owned).collect())
+}
+
+#[cfg(target_os = "linux")]
+fn parent_of(pid: u32) -> Option<u32> {
+    stat_fields(pid)?.get(1)?.parse().ok()
+}
+
+#[cfg(target_os = "linux")]
+fn is_zombie(pid: u32) -> bool {
+    stat_fields(pid).is_some_and(|f| f.first().is_some_and(|s| s == "Z"))
+}
+
+#[cfg(target_os = "linux")]
+fn environ_has(pid: u32, needle: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|env| env.split(|b| *b == 0).any(|entry| entry == needle.as_bytes()))
+}
