@@ -13,6 +13,9 @@ pub(crate) const POLICY_KEYS: &[&str] = &[
     "allowed_exit_codes",
     "max_output_bytes",
     "writable",
+    "max_memory_bytes",
+    "max_file_bytes",
+    "max_cpu_secs",
 ];
 
 /// Default `timeout_secs`.
@@ -97,6 +100,15 @@ pub struct Policy {
     /// `{{env.NAME}}`, the operator's environment): a cache such as `{{env.HOME}}/.npm`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub writable: Vec<String>,
+    /// Most address space each of the tool's processes may map (`RLIMIT_AS`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_memory_bytes: Option<u64>,
+    /// Largest file a tool's process may write (`RLIMIT_FSIZE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_file_bytes: Option<u64>,
+    /// CPU seconds each of the tool's processes may use (`RLIMIT_CPU`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cpu_secs: Option<u64>,
 }
 
 impl Default for Policy {
@@ -111,7 +123,25 @@ impl Default for Policy {
             allowed_exit_codes: vec![0],
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             writable: Vec::new(),
+            max_memory_bytes: None,
+            max_file_bytes: None,
+            max_cpu_secs: None,
         }
+    }
+}
+
+impl Policy {
+    /// The resource limits the policy sets (resource, value), for the runner.
+    pub(crate) fn limits(&self) -> Vec<(crate::runner::Limit, u64)> {
+        use crate::runner::Limit;
+        [
+            (Limit::Memory, self.max_memory_bytes),
+            (Limit::FileSize, self.max_file_bytes),
+            (Limit::CpuSeconds, self.max_cpu_secs),
+        ]
+        .into_iter()
+        .filter_map(|(l, v)| Some((l, v?)))
+        .collect()
     }
 }
 

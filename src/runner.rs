@@ -49,6 +49,9 @@ pub(crate) struct Invocation {
     pub timeout: Duration,
     /// Most bytes of stdout kept in memory; the rest is counted and dropped.
     pub max_output_bytes: u64,
+    /// Resource limits the child sets on itself before it runs the program.
+    #[serde(skip)]
+    pub limits: Vec<(Limit, u64)>,
     /// The kernel restrictions the child enters before it runs the program.
     #[serde(skip)]
     pub sandbox: Option<std::sync::Arc<crate::sandbox::Prepared>>,
@@ -91,6 +94,36 @@ fn spawn_entering(
         cmd.pre_exec(move || sandbox.enter());
     }
     cmd.spawn()
+}
+
+/// A resource limit a policy may set on a tool's processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Limit {
+    /// Address space (`RLIMIT_AS`).
+    Memory,
+    /// Largest file written (`RLIMIT_FSIZE`).
+    FileSize,
+    /// CPU seconds (`RLIMIT_CPU`).
+    CpuSeconds,
+}
+
+/// Set `limits` on the calling process: in the child between fork and exec. Only
+/// system calls; nothing allocates.
+fn set_limits(limits: &[(Limit, u64)]) -> io::Result<()> {
+    for (limit, value) in limits {
+        let value = libc::rlim_t::try_from(*value).unwrap_or(libc::RLIM_INFINITY);
+        let r = libc::rlimit { rlim_cur: value, rlim_max: value };
+        let resource = match limit {
+            Limit::Memory => libc::RLIMIT_AS,
+            Limit::FileSize => libc::RLIMIT_FSIZE,
+            Limit::CpuSeconds => libc::RLIMIT_CPU,
+        };
+        // SAFETY: setrlimit reads the struct we pass; it lives on this stack frame.
+        if unsafe { libc::setrlimit(resource, &raw const r) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// What happened when the process ran.
@@ -217,9 +250,26 @@ pub(crate) fn run_observed(
     let start = Instant::now();
     let spawning = SPAWNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     RUNNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let spawned = match inv.sandbox.as_ref().filter(|s| s.confines()) {
-        Some(sandbox) => spawn_confined(&mut cmd, sandbox),
-        None => cmd.spawn(),
+    let sandbox = inv.sandbox.as_ref().filter(|s| s.confines());
+    let spawned = if inv.limits.is_empty() {
+        match sandbox {
+            Some(sandbox) => spawn_confined(&mut cmd, sandbox),
+            None => cmd.spawn(),
+        }
+    } else {
+        // Limits bind a whole process, not a thread: the child sets them (and enters the
+        // sandbox) between fork and exec.
+        let limits = inv.limits.clone();
+        let sandbox = sandbox.cloned();
+        // SAFETY: `set_limits` and `enter` only make system calls on data prepared before
+        // the fork; they allocate nothing and take no lock.
+        unsafe {
+            cmd.pre_exec(move || {
+                set_limits(&limits)?;
+                sandbox.as_ref().map_or(Ok(()), |s| s.enter())
+            });
+        }
+        cmd.spawn()
     };
     let mut child = spawned
         .inspect_err(|_| {
@@ -746,6 +796,7 @@ mod tests {
     fn inv(argv: &[&str]) -> Invocation {
         Invocation {
             sandbox: None,
+            limits: Vec::new(),
             argv: argv.iter().map(|s| s.to_string()).collect(),
             env: Vec::new(),
             clear_env: false,

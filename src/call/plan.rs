@@ -100,6 +100,7 @@ impl Plan {
                 timeout: policy.timeout(),
                 max_output_bytes: policy.max_output_bytes,
                 sandbox: None,
+                limits: policy.limits(),
             }),
         };
         Ok(Self {

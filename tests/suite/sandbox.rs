@@ -324,3 +324,34 @@ fn what_a_tool_leaves_outside_its_group_ends_with_the_call() {
         assert!(!alive(pid), "{tool}: the process that left the group ({pid}) outlived the call");
     }
 }
+
+#[test]
+fn resource_limits_bind_every_process_of_the_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big");
+    let packs = Packs::new()
+        .manifest(
+            "writes",
+            shell_tool("writes", json!({"read_only": false, "max_file_bytes": 65536}), json!({"f": {"type": "string"}}),
+                       "head -c 1000000 /dev/zero > \"$1\"", &["{{f}}"]),
+        )
+        .manifest(
+            "spins",
+            shell_tool("spins", json!({"max_cpu_secs": 1, "timeout_secs": 20}), json!({}), "while :; do :; done", &[]),
+        )
+        .manifest(
+            "grows",
+            json!({"name": "grows", "description": "d", "policy": {"max_memory_bytes": 200_000_000u64},
+                   "command": {"program": "python3", "args": ["-c", "b = bytearray(400_000_000)\nprint('allocated')"]}}),
+        );
+    let out = Test::new().packs_dir(&packs).args(["run", "writes", "--arg"]).arg(format!("f={}", big.display())).run();
+    out.code(2);
+    assert!(std::fs::metadata(&big).unwrap().len() <= 65536, "the file grew past max_file_bytes");
+    // CPU time, not the 20 s timeout, ends the spinner.
+    let out = Test::new().packs_dir(&packs).args(["run", "spins", "--json"]).run();
+    out.code(2);
+    assert!(out.elapsed < std::time::Duration::from_secs(10), "took {:?}", out.elapsed);
+    assert_eq!(out.json()["timed_out"], false);
+    let out = Test::new().packs_dir(&packs).args(["run", "grows"]).run();
+    out.code(2).stderr_contains("MemoryError").stdout_eq("");
+}
