@@ -151,15 +151,37 @@ fn command(tool: &Tool) -> String {
 fn policy(tool: &Tool) -> String {
     let p = tool.policy();
     let yes = |b: bool| if b { "yes" } else { "no" };
-    format!(
-        "read-only: {}\nnetwork: {}\ntimeout: {}s\nconfirm before run: {}\nallowed exit codes: {}\nmax output bytes: {}",
+    let mut s = format!(
+        "tier: {}\nread-only: {}\nnetwork: {}\ntimeout: {}s\nconfirm before run: {}\nallowed exit codes: {}\nmax output bytes: {}",
+        tool.tier(),
         yes(p.read_only),
         yes(p.requires_network),
         p.timeout().as_secs(),
         yes(p.confirm_before_run),
         p.allowed_exit_codes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
         p.max_output_bytes
-    )
+    );
+    for (name, value) in [
+        ("max memory bytes", p.max_memory_bytes),
+        ("max file bytes", p.max_file_bytes),
+        ("max cpu secs", p.max_cpu_secs),
+    ] {
+        if let Some(v) = value {
+            let _ = write!(s, "\n{name}: {v}");
+        }
+    }
+    let enforced = if tool.kind() == crate::tool::ToolKind::Native {
+        "nothing (a native tool runs in the program's own process)".to_owned()
+    } else {
+        let workspace = std::env::current_dir().unwrap_or_default();
+        let needs = crate::sandbox::Needs::of(tool.tier(), p.requires_network, &workspace, &tool.writable_dirs());
+        match crate::sandbox::decide(needs, crate::sandbox::SandboxMode::Enforce, crate::sandbox::Support::probe()) {
+            Ok(e) => e.describe(),
+            Err(e) => format!("refused here unless `--sandbox best-effort` or `off`: {}", e.missing.join("; ")),
+        }
+    };
+    let _ = write!(s, "\nenforced by the kernel: {enforced}");
+    s
 }
 
 fn output(tool: &Tool) -> String {

@@ -130,10 +130,20 @@ impl Default for Policy {
     }
 }
 
+/// A resource limit a policy may set on a tool's processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Limit {
+    /// Address space (`RLIMIT_AS`).
+    Memory,
+    /// Largest file written (`RLIMIT_FSIZE`).
+    FileSize,
+    /// CPU seconds (`RLIMIT_CPU`).
+    CpuSeconds,
+}
+
 impl Policy {
     /// The resource limits the policy sets (resource, value), for the runner.
-    pub(crate) fn limits(&self) -> Vec<(crate::runner::Limit, u64)> {
-        use crate::runner::Limit;
+    pub(crate) fn limits(&self) -> Vec<(Limit, u64)> {
         [
             (Limit::Memory, self.max_memory_bytes),
             (Limit::FileSize, self.max_file_bytes),

@@ -23,6 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::policy::Limit;
+
 /// How many bytes of stderr [`RunOutcome::stderr`] keeps (the tail).
 pub(crate) const STDERR_TAIL_BYTES: usize = 64 * 1024;
 
@@ -94,17 +96,6 @@ fn spawn_entering(
         cmd.pre_exec(move || sandbox.enter());
     }
     cmd.spawn()
-}
-
-/// A resource limit a policy may set on a tool's processes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Limit {
-    /// Address space (`RLIMIT_AS`).
-    Memory,
-    /// Largest file written (`RLIMIT_FSIZE`).
-    FileSize,
-    /// CPU seconds (`RLIMIT_CPU`).
-    CpuSeconds,
 }
 
 /// Set `limits` on the calling process: in the child between fork and exec. Only

@@ -116,12 +116,14 @@ COMMAND
        No shell is involved: each argument renders to exactly one argv element; [a b] is a group.
 
 POLICY
+       tier: read_only
        read-only: yes
        network: no
        timeout: 3s
        confirm before run: no
        allowed exit codes: 0, 1
        max output bytes: 1048576
+       enforced by the kernel: writes only to its private TMPDIR; no network
 
 OUTPUT
        format: text
