@@ -7,8 +7,8 @@
 //!   under the workspace root; `system` and `elevated` tools are not restricted by tier.
 //!   Reads are not restricted.
 //! - **Network** (seccomp): a tool that does not state `requires_network: true` cannot
-//!   create an IPv4, IPv6 or packet socket, nor an io_uring (which could make one);
-//!   Unix-domain sockets stay.
+//!   create a socket of any family but Unix-domain and netlink (so no IPv4, IPv6, packet,
+//!   VM or Bluetooth socket), nor an io_uring (which could make one).
 //! - **No new privileges**: a setuid program cannot lift the restrictions.
 //!
 //! Everything is prepared in packs' process (the Landlock ruleset, the seccomp program,
@@ -379,14 +379,17 @@ mod imp {
         let x32: &[i64] = if x32_enabled() { &[0, X32] } else { &[0] };
         let mut rules = std::collections::BTreeMap::new();
         for base in x32 {
-            let families = [libc::AF_INET, libc::AF_INET6, libc::AF_PACKET]
+            // Every family but Unix-domain and netlink (local to the machine; the C library
+            // asks the kernel about interfaces through it): IPv4, IPv6, packet, and also the
+            // VM sockets of a hypervisor, Bluetooth, CAN...
+            let local = [libc::AF_UNIX, libc::AF_NETLINK]
                 .iter()
                 .map(|family| {
                     let family = u64::try_from(*family).unwrap_or_default();
-                    SeccompRule::new(vec![SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, family)?])
+                    SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            rules.insert(base | libc::SYS_socket, families);
+            rules.insert(base | libc::SYS_socket, vec![SeccompRule::new(local)?]);
             // io_uring can open sockets of its own (IORING_OP_SOCKET).
             rules.insert(base | libc::SYS_io_uring_setup, Vec::new());
         }
