@@ -499,8 +499,10 @@ impl Reaper {
     fn reap(&mut self) -> io::Result<ExitStatus> {
         // From here on `Process::kill` sends nothing: the pid is about to be freed.
         *self.process.reaped.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
-        live().retain(|p| *p != self.process);
+        // Still listed while it is waited for: another call's sweep of leftovers must not
+        // reap it first.
         let status = self.child.wait();
+        live().retain(|p| *p != self.process);
         RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         // No tool may be between its spawn and its registration while leftovers are reaped.
         let _spawning = SPAWNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
