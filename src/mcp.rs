@@ -428,11 +428,11 @@ impl Server {
     }
 
     /// A tool's `tools/list` entry. Clients auto-approve on `readOnlyHint`, so it is claimed
-    /// only for a tool that states `read_only` and whose writes the kernel confines here
-    /// (a native tool runs in packs' own process: never).
+    /// only for a tool that states `read_only`, adds no `policy.writable` place, and whose
+    /// writes the kernel confines here (a native tool runs in packs' own process: never).
     fn entry(&self, t: &crate::tool::Tool) -> Value {
         let mut entry = crate::formats::mcp::tool(t);
-        let enforced = t.kind() != crate::tool::ToolKind::Native && {
+        let enforced = t.kind() != crate::tool::ToolKind::Native && t.policy().writable.is_empty() && {
             let context = &self.options.context;
             let needs = crate::sandbox::Needs::of(t.tier(), t.policy().requires_network, &context.workspace(), &[]);
             crate::sandbox::decide(needs, context.sandbox(), crate::sandbox::Support::probe())

@@ -2,7 +2,8 @@
 //! so a value there may start with `-`; before it, a value that starts with `-` would be
 //! read as an option and is refused (argv rule 7). Options end:
 //! - after a `--` the manifest wrote, for programs that honour it: `find` does not (it
-//!   reads `-delete` after `--` as an expression), so for `find` nothing ends them;
+//!   reads `-delete` after `--` as an expression), so when a `find` is in the command,
+//!   run directly or through a wrapper (`timeout 10 find`), nothing ends them;
 //! - after the script of a shell's `-c` (`sh -c SCRIPT NAME ARGS...`: the rest are the
 //!   script's `$0`, `$1`...) and after the code of `python -c CODE` (the rest are
 //!   `sys.argv`). What the script does with `$1` is the script's business: it should
@@ -30,9 +31,9 @@ pub(crate) fn is_shell_script_flag(arg: &str) -> bool {
         && arg.contains('c')
 }
 
-/// Whether a program ends its options at `--`.
-fn honours_double_dash(name: &str) -> bool {
-    name != "find"
+/// `find` and its kin read an argument starting with `-` as an expression even after `--`.
+fn is_find(name: &str) -> bool {
+    matches!(name, "find" | "gfind" | "bfs")
 }
 
 /// One argument: its text (rendered at run time; the template source for lint) and
@@ -47,6 +48,9 @@ pub(crate) struct Arg<'a> {
 /// an operand whatever its text; `args.len()` when there is none.
 pub(crate) fn start(program: &str, args: &[Arg<'_>]) -> usize {
     let name = program_name(program);
+    // Run directly or through a wrapper (`timeout 10 find`, `env find`, `xargs find`...):
+    // if a `find` is anywhere in the command, `--` guards nothing.
+    let honours_double_dash = !is_find(name) && !args.iter().any(|a| a.literal && is_find(program_name(a.text)));
     let shell = is_shell(name);
     let python = matches!(name, "python" | "python2" | "python3");
     let mut awaiting_script = false;
@@ -61,7 +65,7 @@ pub(crate) fn start(program: &str, args: &[Arg<'_>]) -> usize {
         if !a.literal {
             continue;
         }
-        if a.text == "--" && honours_double_dash(name) {
+        if a.text == "--" && honours_double_dash {
             return i + 1;
         }
         if (shell && is_shell_script_flag(a.text)) || (python && a.text == "-c") {
@@ -89,6 +93,7 @@ mod tests {
         assert_eq!(at("ls", &["-l", "{{p}}"]), 2);
         assert_eq!(at("/bin/ls", &["-l", "--", "{{p}}"]), 2);
         assert_eq!(at("find", &["--", "{{p}}"]), 2);
+        assert_eq!(at("timeout", &["10", "find", "--", "{{p}}"]), 4);
         // A `--` a value rendered is not the manifest's.
         assert_eq!(at("ls", &["{{p}}", "{{q}}"]), 2);
     }

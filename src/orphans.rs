@@ -30,6 +30,12 @@ pub(crate) fn adopt() {
         // SAFETY: PR_SET_CHILD_SUBREAPER takes an integer; no memory is passed.
         let ok = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } == 0;
         ADOPTED.store(ok, std::sync::atomic::Ordering::SeqCst);
+        // Not dumpable: a tool (same user, no privilege) cannot read packs' environment (its
+        // secrets), memory or maps through /proc, nor ptrace it.
+        // SAFETY: PR_SET_DUMPABLE takes an integer; no memory is passed.
+        unsafe {
+            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        }
     }
 }
 
@@ -50,6 +56,8 @@ pub(crate) fn end(tag: &str, tracked: &HashSet<u32>) {
                 let Ok(id) = libc::pid_t::try_from(pid) else { continue };
                 if is_zombie(pid) {
                     reap(id, libc::WNOHANG);
+                    // Its children (if any) are packs' now: look again.
+                    killed = true;
                 } else if environ_has(pid, &needle) {
                     // SAFETY: kill(2) has no memory-safety preconditions; `pid` is our own
                     // unreaped child, so neither it nor its group id can have been reused.
@@ -57,7 +65,7 @@ pub(crate) fn end(tag: &str, tracked: &HashSet<u32>) {
                         libc::kill(-id, libc::SIGKILL);
                         libc::kill(id, libc::SIGKILL);
                     }
-                    reap(id, 0);
+                    reap_within(id, std::time::Duration::from_millis(500));
                     killed = true;
                 }
             }
@@ -68,6 +76,22 @@ pub(crate) fn end(tag: &str, tracked: &HashSet<u32>) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = (tag, tracked);
+}
+
+/// Reap `pid` once it has died, waiting at most `limit` (a process held by a tracer may
+/// never become reapable: a later sweep reaps it, packs never blocks on it).
+#[cfg(target_os = "linux")]
+fn reap_within(pid: libc::pid_t, limit: std::time::Duration) {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid on our own child with a valid pointer to an int.
+        let r = unsafe { libc::waitpid(pid, &raw mut status, libc::WNOHANG) };
+        if r != 0 || std::time::Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 #[cfg(target_os = "linux")]

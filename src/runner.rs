@@ -59,45 +59,6 @@ pub(crate) struct Invocation {
     pub sandbox: Option<std::sync::Arc<crate::sandbox::Prepared>>,
 }
 
-/// Start `cmd` inside `sandbox`. Landlock, seccomp and no_new_privs bind the thread that
-/// enters them and every process it starts: a thread of its own enters them, starts the
-/// child (std's posix_spawn, no fork of packs) and ends, leaving packs unrestricted. When
-/// no thread can be started, the child enters them itself between fork and exec.
-fn spawn_confined(
-    cmd: &mut Command,
-    sandbox: &std::sync::Arc<crate::sandbox::Prepared>,
-) -> io::Result<std::process::Child> {
-    let started = std::thread::scope(|scope| {
-        // A small stack: the thread only makes system calls and posix_spawn.
-        let spawner = std::thread::Builder::new().stack_size(64 * 1024).spawn_scoped(scope, || {
-            sandbox.enter()?;
-            cmd.spawn()
-        });
-        spawner.map(|h| h.join().unwrap_or_else(|_| Err(io::Error::other("the thread starting the tool panicked"))))
-    });
-    match started {
-        // No process slot while the thread held one (`ulimit -u`, `pids.max`): the thread
-        // has ended, so the fork below may still get one.
-        Ok(Err(e)) if e.raw_os_error() == Some(libc::EAGAIN) => spawn_entering(cmd, sandbox),
-        Ok(result) => result,
-        Err(_) => spawn_entering(cmd, sandbox),
-    }
-}
-
-/// Start `cmd`, entering `sandbox` in the child between fork and exec.
-fn spawn_entering(
-    cmd: &mut Command,
-    sandbox: &std::sync::Arc<crate::sandbox::Prepared>,
-) -> io::Result<std::process::Child> {
-    let sandbox = std::sync::Arc::clone(sandbox);
-    // SAFETY: `enter` only makes system calls (prctl, landlock_restrict_self, seccomp) on
-    // data prepared before the fork; it allocates nothing and takes no lock.
-    unsafe {
-        cmd.pre_exec(move || sandbox.enter());
-    }
-    cmd.spawn()
-}
-
 /// Set `limits` on the calling process: in the child between fork and exec. Only
 /// system calls; nothing allocates.
 fn set_limits(limits: &[(Limit, u64)]) -> io::Result<()> {
@@ -230,8 +191,30 @@ pub(crate) fn run_observed(
         .envs(inv.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .stderr(Stdio::piped());
+    let sandbox = inv.sandbox.as_ref().filter(|s| s.confines()).cloned();
+    if sandbox.is_none() && inv.limits.is_empty() {
+        cmd.process_group(0);
+    } else {
+        // The child sets up its own confinement between fork and exec: a session of its own
+        // (so also its own process group, and no controlling terminal to type into with
+        // `TIOCSTI`), its resource limits (they bind a whole process), the sandbox. A thread
+        // of packs entering the sandbox and using posix_spawn would be cheaper, but the tool
+        // would share that thread's Landlock domain while the thread shares packs' memory:
+        // the tool could ptrace it, or read it through `/proc`.
+        let limits = inv.limits.clone();
+        // SAFETY: `setsid`, `set_limits` and `enter` only make system calls on data prepared
+        // before the fork; they allocate nothing and take no lock.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setsid() < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                set_limits(&limits)?;
+                sandbox.as_ref().map_or(Ok(()), |s| s.enter())
+            });
+        }
+    }
     if let Some(cwd) = &inv.cwd {
         cmd.current_dir(cwd);
     }
@@ -241,27 +224,7 @@ pub(crate) fn run_observed(
     let start = Instant::now();
     let spawning = SPAWNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     RUNNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let sandbox = inv.sandbox.as_ref().filter(|s| s.confines());
-    let spawned = if inv.limits.is_empty() {
-        match sandbox {
-            Some(sandbox) => spawn_confined(&mut cmd, sandbox),
-            None => cmd.spawn(),
-        }
-    } else {
-        // Limits bind a whole process, not a thread: the child sets them (and enters the
-        // sandbox) between fork and exec.
-        let limits = inv.limits.clone();
-        let sandbox = sandbox.cloned();
-        // SAFETY: `set_limits` and `enter` only make system calls on data prepared before
-        // the fork; they allocate nothing and take no lock.
-        unsafe {
-            cmd.pre_exec(move || {
-                set_limits(&limits)?;
-                sandbox.as_ref().map_or(Ok(()), |s| s.enter())
-            });
-        }
-        cmd.spawn()
-    };
+    let spawned = cmd.spawn();
     let mut child = spawned
         .inspect_err(|_| {
             RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
