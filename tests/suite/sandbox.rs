@@ -358,3 +358,72 @@ fn resource_limits_bind_every_process_of_the_tool() {
     let out = Test::new().packs_dir(&packs).args(["run", "grows"]).run();
     out.code(2).stderr_contains("MemoryError").stdout_eq("");
 }
+
+#[test]
+fn a_confined_tool_has_no_terminal_to_type_into() {
+    crate::common::require("script"); // util-linux's (Debian: bsdutils)
+    let check = "if (exec 3</dev/tty) 2>/dev/null; then echo has-tty; else echo no-tty; fi";
+    let packs = Packs::new().manifest("confined", shell_tool("confined", json!({}), json!({}), check, &[])).manifest(
+        "free",
+        shell_tool("free", json!({"read_only": false, "requires_network": true}), json!({}), check, &[]),
+    );
+    let run = |tool: &str| {
+        // `script` gives packs a terminal, as a person's shell would.
+        let command = format!("{} --packs {} run {tool}", crate::common::PACKS, packs.path().display());
+        let out = std::process::Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env_remove("PACKS_PATH")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // A tool with nothing to confine shares packs' terminal (so the check can fail).
+    assert!(run("free").contains("has-tty"), "{}", run("free"));
+    assert!(run("confined").contains("no-tty"), "{}", run("confined"));
+}
+
+#[test]
+fn find_keeps_its_option_check_behind_a_wrapper() {
+    let packs = Packs::new().manifest(
+        "timed_find",
+        json!({"name": "timed_find", "description": "d", "parameters": {"dir": {"type": "string"}},
+               "command": {"program": "timeout", "args": ["10", "find", "--", "{{dir}}"]}}),
+    );
+    let out =
+        Test::new().packs_dir(&packs).args(["run", "timed_find", "--arg", "dir=-delete", "--dry-run", "--json"]).run();
+    assert_eq!(out.code(1).json()["error"]["errors"][0]["field"], "dir");
+}
+
+#[test]
+fn a_tool_cannot_read_packs_environment_or_memory() {
+    use std::os::unix::fs::PermissionsExt;
+    // As root a tool keeps CAP_SYS_PTRACE, so packs runs as an unused uid here (setpriv).
+    let place = tempfile::tempdir().unwrap();
+    let bin = place.path().join("packs");
+    std::fs::copy(crate::common::PACKS, &bin).unwrap();
+    let dir = place.path().join("packs.d");
+    std::fs::create_dir(&dir).unwrap();
+    let peek = "import os\nfor what in ['environ', 'mem', 'maps']:\n    try:\n        open('/proc/%d/%s' % (os.getppid(), what), 'rb').read(1); print(what, 'read')\n    except OSError as e: print(what, 'refused')\n";
+    let manifest = json!({"name": "peek", "description": "d", "policy": {"read_only": false, "requires_network": true},
+                          "command": {"program": "python3", "args": ["-c", peek]}});
+    std::fs::write(dir.join("peek.tool.json"), manifest.to_string()).unwrap();
+    for p in [place.path(), &dir] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(dir.join("peek.tool.json"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=54321", "--regid=54321", "--clear-groups", "--"])
+        .arg(&bin)
+        .arg("--packs")
+        .arg(&dir)
+        .args(["run", "peek"])
+        .current_dir(place.path())
+        .env_remove("PACKS_PATH")
+        .env("PACKS_TEST_SECRET", "hunter2")
+        .output()
+        .expect("setpriv (util-linux)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout, "environ refused\nmem refused\nmaps refused\n");
+}
