@@ -223,6 +223,25 @@ fn temp_base() -> PathBuf {
     .clone()
 }
 
+/// Remove the call's temp dir even when the tool made parts of it unreadable
+/// (`chmod 0` on a subdirectory): open every directory up, then remove it all.
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        let Some(tmp) = self.tmpdir.take() else { return };
+        let path = tmp.path().to_owned();
+        if tmp.close().is_ok() {
+            return;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        for entry in walkdir::WalkDir::new(&path).follow_links(false).into_iter().flatten() {
+            if entry.file_type().is_dir() {
+                let _ = std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o700));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&path);
+    }
+}
+
 /// Two sandboxes are the same only if they are one (each holds its own descriptors).
 impl PartialEq for Prepared {
     fn eq(&self, other: &Self) -> bool {

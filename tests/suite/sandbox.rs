@@ -395,35 +395,51 @@ fn find_keeps_its_option_check_behind_a_wrapper() {
     assert_eq!(out.code(1).json()["error"]["errors"][0]["field"], "dir");
 }
 
-#[test]
-fn a_tool_cannot_read_packs_environment_or_memory() {
+/// `packs run NAME` of `manifest` as an unused, unprivileged uid (setpriv): root keeps
+/// capabilities (CAP_SYS_PTRACE, CAP_DAC_OVERRIDE) that would hide what a user sees.
+fn run_unprivileged(manifest: &Value) -> std::process::Output {
     use std::os::unix::fs::PermissionsExt;
-    // As root a tool keeps CAP_SYS_PTRACE, so packs runs as an unused uid here (setpriv).
     let place = tempfile::tempdir().unwrap();
     let bin = place.path().join("packs");
     std::fs::copy(crate::common::PACKS, &bin).unwrap();
     let dir = place.path().join("packs.d");
     std::fs::create_dir(&dir).unwrap();
-    let peek = "import os\nfor what in ['environ', 'mem', 'maps']:\n    try:\n        open('/proc/%d/%s' % (os.getppid(), what), 'rb').read(1); print(what, 'read')\n    except OSError as e: print(what, 'refused')\n";
-    let manifest = json!({"name": "peek", "description": "d", "policy": {"read_only": false, "requires_network": true},
-                          "command": {"program": "python3", "args": ["-c", peek]}});
-    std::fs::write(dir.join("peek.tool.json"), manifest.to_string()).unwrap();
+    std::fs::write(dir.join("t.tool.json"), manifest.to_string()).unwrap();
     for p in [place.path(), &dir] {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    std::fs::set_permissions(dir.join("peek.tool.json"), std::fs::Permissions::from_mode(0o644)).unwrap();
-    let out = std::process::Command::new("setpriv")
+    std::fs::set_permissions(dir.join("t.tool.json"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::process::Command::new("setpriv")
         .args(["--reuid=54321", "--regid=54321", "--clear-groups", "--"])
         .arg(&bin)
         .arg("--packs")
         .arg(&dir)
-        .args(["run", "peek"])
+        .args(["run", manifest["name"].as_str().unwrap()])
         .current_dir(place.path())
         .env_remove("PACKS_PATH")
         .env("PACKS_TEST_SECRET", "hunter2")
         .output()
-        .expect("setpriv (util-linux)");
+        .expect("setpriv (util-linux)")
+}
+
+#[test]
+fn a_tool_cannot_read_packs_environment_or_memory() {
+    let peek = "import os\nfor what in ['environ', 'mem', 'maps']:\n    try:\n        open('/proc/%d/%s' % (os.getppid(), what), 'rb').read(1); print(what, 'read')\n    except OSError as e: print(what, 'refused')\n";
+    let out = run_unprivileged(
+        &json!({"name": "peek", "description": "d", "policy": {"read_only": false, "requires_network": true},
+                                        "command": {"program": "python3", "args": ["-c", peek]}}),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(stdout, "environ refused\nmem refused\nmaps refused\n");
+}
+
+#[test]
+fn the_private_tmpdir_is_removed_even_when_the_tool_locks_it() {
+    let lock = r#"mkdir -p "$TMPDIR/a/b" && echo x > "$TMPDIR/a/b/f" && chmod 0 "$TMPDIR/a" && echo "$TMPDIR""#;
+    let out = run_unprivileged(&shell_tool("lock", json!({}), json!({}), lock, &[]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let tmp = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(tmp.contains("packs-call-"), "{tmp}");
+    assert!(!Path::new(&tmp).exists(), "{tmp} was left behind");
 }
