@@ -439,3 +439,69 @@ pub(crate) fn path_with_packs() -> OsString {
     }
     std::env::join_paths(dirs).expect("join PATH")
 }
+
+/// Whether `pid` is a live process: a zombie is gone as far as a tool is concerned.
+pub(crate) fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) != Some("Z"))
+}
+
+/// The unused uid some tests run packs as (with `setpriv`), to see what an unprivileged user
+/// sees: root keeps capabilities (CAP_SYS_PTRACE, CAP_DAC_OVERRIDE) and ignores RLIMIT_NPROC.
+pub(crate) const OTHER_UID: &str = "54321";
+
+/// A copy of packs and of a pack directory that [`OTHER_UID`] can run and read.
+pub(crate) struct ForOtherUser {
+    /// The directory holding both (also a fine working directory).
+    pub(crate) place: TempDir,
+    /// The copy of `packs`.
+    pub(crate) bin: PathBuf,
+    /// The copy of the pack directory.
+    pub(crate) dir: PathBuf,
+}
+
+impl ForOtherUser {
+    pub(crate) fn new(packs: &Packs) -> Self {
+        assert_eq!(
+            std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m)).unwrap(),
+            0,
+            "this test runs packs as another user (setpriv), which needs root (CI runs as root)"
+        );
+        let place = tempfile::tempdir().expect("create a temp dir");
+        let bin = place.path().join("packs");
+        std::fs::copy(PACKS, &bin).expect("copy packs");
+        let dir = place.path().join("packs.d");
+        std::fs::create_dir(&dir).expect("create the pack directory");
+        for entry in std::fs::read_dir(packs.path()).expect("read the pack directory") {
+            let entry = entry.expect("a directory entry");
+            let to = dir.join(entry.file_name());
+            std::fs::copy(entry.path(), &to).expect("copy a pack file");
+            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        for p in [place.path(), &dir] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        Self { place, bin, dir }
+    }
+
+    /// `setpriv` to [`OTHER_UID`], then this copy of packs with `--packs` on the copied
+    /// directory; `prefix` (such as `["prlimit", "--nproc=2"]`) runs first.
+    pub(crate) fn command(&self, prefix: &[&str]) -> Command {
+        let mut cmd = match prefix.split_first() {
+            Some((program, rest)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(rest).arg("setpriv");
+                cmd
+            }
+            None => Command::new("setpriv"),
+        };
+        let (uid, gid) = (format!("--reuid={OTHER_UID}"), format!("--regid={OTHER_UID}"));
+        cmd.args([uid.as_str(), gid.as_str(), "--clear-groups", "--"])
+            .arg(&self.bin)
+            .arg("--packs")
+            .arg(&self.dir)
+            .current_dir(self.place.path())
+            .env_remove("PACKS_PATH");
+        cmd
+    }
+}

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::{Packs, Test};
+use crate::common::{Packs, Test, alive};
 
 fn sh_tool(name: &str, script: &str, policy: Value) -> Packs {
     Packs::new().manifest(
@@ -257,12 +257,6 @@ fn wait_for_file(path: &Path) -> u32 {
         assert!(Instant::now() < deadline, "{} never appeared", path.display());
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-fn alive(pid: u32) -> bool {
-    // A zombie is gone as far as the tool is concerned; /proc shows its state.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| s.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) != Some("Z"))
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::common::{Packs, Test};
+use crate::common::{Packs, Test, alive};
 
 /// A tool that runs `script` with `sh -c`, its values as `$1`, `$2`...
 fn shell_tool(name: &str, policy: Value, parameters: Value, script: &str, args: &[&str]) -> Value {
@@ -286,12 +286,6 @@ fn policy_writable_adds_places_from_the_operators_environment_only() {
     assert!(!list.stdout().contains("from_call") && !list.stdout().contains("from_secret"), "{}", list.stdout());
 }
 
-/// Whether `pid` is a live process (not gone, not a zombie).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
-}
-
 #[test]
 fn what_a_tool_leaves_outside_its_group_ends_with_the_call() {
     let dir = tempfile::tempdir().unwrap();
@@ -395,31 +389,11 @@ fn find_keeps_its_option_check_behind_a_wrapper() {
     assert_eq!(out.code(1).json()["error"]["errors"][0]["field"], "dir");
 }
 
-/// `packs run NAME` of `manifest` as an unused, unprivileged uid (setpriv): root keeps
-/// capabilities (CAP_SYS_PTRACE, CAP_DAC_OVERRIDE) that would hide what a user sees.
+/// `packs run NAME` of `manifest` as an unprivileged user ([`crate::common::OTHER_UID`]).
 fn run_unprivileged(manifest: &Value) -> std::process::Output {
-    use std::os::unix::fs::PermissionsExt;
-    let place = tempfile::tempdir().unwrap();
-    let bin = place.path().join("packs");
-    std::fs::copy(crate::common::PACKS, &bin).unwrap();
-    let dir = place.path().join("packs.d");
-    std::fs::create_dir(&dir).unwrap();
-    std::fs::write(dir.join("t.tool.json"), manifest.to_string()).unwrap();
-    for p in [place.path(), &dir] {
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    std::fs::set_permissions(dir.join("t.tool.json"), std::fs::Permissions::from_mode(0o644)).unwrap();
-    std::process::Command::new("setpriv")
-        .args(["--reuid=54321", "--regid=54321", "--clear-groups", "--"])
-        .arg(&bin)
-        .arg("--packs")
-        .arg(&dir)
-        .args(["run", manifest["name"].as_str().unwrap()])
-        .current_dir(place.path())
-        .env_remove("PACKS_PATH")
-        .env("PACKS_TEST_SECRET", "hunter2")
-        .output()
-        .expect("setpriv (util-linux)")
+    let name = manifest["name"].as_str().unwrap();
+    let copy = crate::common::ForOtherUser::new(&Packs::new().manifest(name, manifest.clone()));
+    copy.command(&[]).args(["run", name]).env("PACKS_TEST_SECRET", "hunter2").output().expect("setpriv (util-linux)")
 }
 
 #[test]

@@ -249,34 +249,11 @@ fn a_client_that_hangs_up_ends_waiting_approvals_and_running_tools() {
 /// uid (with `setpriv`), from a copy of packs and a pack directory that uid can read.
 /// A `null` among `requests` is a pause of 300 ms.
 fn session_with_nproc(packs: &Packs, nproc: u32, requests: &[Value]) -> (Vec<Value>, String) {
-    use std::os::unix::fs::PermissionsExt;
-    assert_eq!(
-        std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m)).unwrap(),
-        0,
-        "this test runs packs serve as another user under RLIMIT_NPROC, which needs root (CI runs as root)"
-    );
-    let place = tempfile::tempdir().unwrap();
-    let bin = place.path().join("packs");
-    std::fs::copy(PACKS, &bin).unwrap();
-    let dir = place.path().join("packs.d");
-    std::fs::create_dir(&dir).unwrap();
-    for entry in std::fs::read_dir(packs.path()).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
-    }
-    for p in [place.path(), &dir] {
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let mut child = Command::new("prlimit")
-        .arg(format!("--nproc={nproc}"))
-        .args(["setpriv", "--reuid=54321", "--regid=54321", "--clear-groups", "--"])
-        .arg(&bin)
-        .arg("--packs")
-        .arg(&dir)
+    let copy = crate::common::ForOtherUser::new(packs);
+    let mut child = copy
+        .command(&["prlimit", &format!("--nproc={nproc}")])
         .arg("serve")
-        .current_dir(place.path())
-        .env_remove("PACKS_PATH")
-        .env("HOME", place.path())
+        .env("HOME", copy.place.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
