@@ -47,52 +47,128 @@ pub struct FoundCall {
 #[error("{0}")]
 pub struct ReadError(pub String);
 
-/// Detect the format of `input` (JSON shapes first, then FunctionGemma text).
-pub fn detect(input: &str) -> CallFormat {
-    let Ok(v) = serde_json::from_str::<Value>(input) else { return CallFormat::Gemma };
-    let items = v.get("output").or(Some(&v)).and_then(Value::as_array);
-    if items.is_some_and(|items| items.iter().any(|i| i.get("type").and_then(Value::as_str) == Some("function_call"))) {
-        return CallFormat::OpenaiResponses;
+/// What [`find_calls`] read: the format, the calls in order, and the style to answer in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    /// The format read (never `Auto`).
+    pub format: CallFormat,
+    /// Every call, in order; a call that could not be read has `args: Err`.
+    pub calls: Vec<FoundCall>,
+    /// The input used snake_case field names (google-genai's serializers write
+    /// `function_call`); the results are written the same way.
+    pub snake_case: bool,
+}
+
+impl Reading {
+    /// The results as the messages (or text) to append, in this reading's format and style.
+    pub fn render(&self, results: &[CallResult]) -> String {
+        render(results, self.format, self.snake_case)
     }
-    if v.get("candidates").is_some() || v.get("parts").and_then(Value::as_array).is_some() {
-        return CallFormat::Gemini;
+}
+
+/// The shapes `--format auto` recognizes, for the error that names them.
+const SHAPES: &str = "OpenAI Chat Completions (`choices`, or a message with `role`), OpenAI Responses \
+    (`output` items), Anthropic Messages (`content` blocks), Gemini (`candidates` or `parts`), Ollama \
+    (`message`)";
+
+/// Detect the format of `input`: a JSON response by its shape, or FunctionGemma text.
+///
+/// Text that is not a JSON object or array is FunctionGemma text (with or without calls);
+/// a JSON document of no known shape, or text that starts like JSON and does not parse, is
+/// an error: reading it as text would silently find no calls.
+pub fn detect(input: &str) -> Result<CallFormat, ReadError> {
+    let trimmed = input.trim_start();
+    if !trimmed.starts_with(['{', '[']) {
+        return Ok(CallFormat::Gemma);
     }
-    if v.get("content").and_then(Value::as_array).is_some() || v.get("stop_reason").is_some() {
-        return CallFormat::Anthropic;
+    let v: Value = serde_json::from_str(input)
+        .map_err(|e| ReadError(format!("the input starts like JSON but does not parse: {e}")))?;
+    shape_of(&v).ok_or_else(|| ReadError(format!("the input is JSON of no known response shape; packs reads {SHAPES}")))
+}
+
+/// The format whose shape `v` has.
+fn shape_of(v: &Value) -> Option<CallFormat> {
+    if let Some(items) = v.as_array() {
+        // A bare list of Responses output items.
+        let item = |i: &Value| i.get("type").is_some_and(Value::is_string);
+        return items.iter().all(item).then_some(CallFormat::OpenaiResponses);
+    }
+    let has_array = |k: &str| v.get(k).is_some_and(Value::is_array);
+    if has_array("output") || str_of(v, "object") == "response" {
+        return Some(CallFormat::OpenaiResponses);
+    }
+    if has_array("candidates") || has_array("parts") {
+        return Some(CallFormat::Gemini);
+    }
+    if has_array("content") || v.get("stop_reason").is_some() || str_of(v, "type") == "message" {
+        return Some(CallFormat::Anthropic);
     }
     if v.get("choices").is_some() {
-        return CallFormat::Openai;
+        return Some(CallFormat::Openai);
     }
-    if v.get("message").is_some() && v.get("model").is_some() {
-        return CallFormat::Ollama;
+    if v.get("message").is_some_and(Value::is_object) {
+        return Some(CallFormat::Ollama);
     }
     if let Some(calls) = v.get("tool_calls").and_then(Value::as_array) {
         // Ollama's calls carry no id and give arguments as an object.
         let ollama = calls
             .iter()
             .all(|c| c.get("id").is_none() && c.pointer("/function/arguments").is_some_and(Value::is_object));
-        return if ollama && !calls.is_empty() { CallFormat::Ollama } else { CallFormat::Openai };
+        return Some(if ollama && !calls.is_empty() { CallFormat::Ollama } else { CallFormat::Openai });
     }
-    if v.get("message").is_some() {
-        return CallFormat::Ollama;
+    // A chat message with no calls: a final answer.
+    if v.get("role").is_some_and(Value::is_string) {
+        return Some(CallFormat::Openai);
     }
-    // A JSON document with none of these shapes: read it as text.
-    CallFormat::Gemma
+    None
 }
 
-/// Find the calls in `input` read as `format` (`Auto` detects).
-pub fn find_calls(input: &str, format: CallFormat) -> Result<(CallFormat, Vec<FoundCall>), ReadError> {
-    let format = if format == CallFormat::Auto { detect(input) } else { format };
+/// Whether `v` has the shape of `format` (for a format named with `--format`).
+fn has_shape(v: &Value, format: CallFormat) -> bool {
+    let shape = shape_of(v);
+    match format {
+        // A bare chat message reads the same in both.
+        CallFormat::Openai | CallFormat::Ollama => matches!(shape, Some(CallFormat::Openai | CallFormat::Ollama)),
+        other => shape == Some(other),
+    }
+}
+
+/// Find the calls in `input` read as `format` (`Auto` detects). FunctionGemma values get
+/// the default typing; [`find_calls_for`] types them by the tools' schemas.
+pub fn find_calls(input: &str, format: CallFormat) -> Result<Reading, ReadError> {
+    read(input, format, &|_| None)
+}
+
+/// [`find_calls`], with FunctionGemma values typed by the parameters schema of the tool
+/// of that name in `catalog` (a bare `555` is text for a string parameter).
+pub fn find_calls_for(input: &str, format: CallFormat, catalog: &crate::Catalog) -> Result<Reading, ReadError> {
+    read(input, format, &|name| catalog.get(name).ok().map(|t| t.describe().parameters.clone()))
+}
+
+fn read(input: &str, format: CallFormat, schema_of: &dyn Fn(&str) -> Option<Value>) -> Result<Reading, ReadError> {
+    let format = if format == CallFormat::Auto { detect(input)? } else { format };
     if format == CallFormat::Gemma {
-        return gemma_calls(input).map(|c| (format, c));
+        return Ok(Reading { format, calls: gemma_calls(input, schema_of), snake_case: false });
     }
     let v: Value = serde_json::from_str(input).map_err(|e| ReadError(format!("the input is not JSON: {e}")))?;
+    if !has_shape(&v, format) {
+        return Err(ReadError(format!(
+            "the input is not {} JSON{}",
+            format.help(),
+            shape_of(&v).map(|f| format!(" (it looks like `{}`)", f.as_str())).unwrap_or_default()
+        )));
+    }
+    let mut snake_case = false;
     let mut calls = match format {
         CallFormat::Openai => openai_calls(&v),
         CallFormat::OpenaiResponses => responses_calls(&v),
         CallFormat::Anthropic => anthropic_calls(&v),
         CallFormat::Ollama => ollama_calls(&v),
-        CallFormat::Gemini => gemini_calls(&v),
+        CallFormat::Gemini => {
+            let (calls, snake) = gemini_calls(&v);
+            snake_case = snake;
+            calls
+        }
         CallFormat::Auto | CallFormat::Gemma => Vec::new(),
     };
     // Strict-mode models send `null` for optional arguments they leave out.
@@ -101,7 +177,7 @@ pub fn find_calls(input: &str, format: CallFormat) -> Result<(CallFormat, Vec<Fo
             crate::formats::openai::strip_nulls(args);
         }
     }
-    Ok((format, calls))
+    Ok(Reading { format, calls, snake_case })
 }
 
 fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
@@ -175,38 +251,49 @@ fn ollama_calls(v: &Value) -> Vec<FoundCall> {
     tool_calls(v.get("message").unwrap_or(v))
 }
 
-fn gemini_calls(v: &Value) -> Vec<FoundCall> {
+/// `functionCall` parts (the REST API's camelCase) or `function_call` parts (what
+/// google-genai's `model_dump` writes); true when the calls were snake_case.
+fn gemini_calls(v: &Value) -> (Vec<FoundCall>, bool) {
     let parts = v.pointer("/candidates/0/content/parts").or_else(|| v.get("parts"));
-    parts
+    let mut snake = false;
+    let calls = parts
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter_map(|p| p.get("functionCall"))
+        .filter_map(|p| {
+            p.get("functionCall").or_else(|| {
+                let c = p.get("function_call").filter(|c| c.is_object());
+                snake |= c.is_some();
+                c
+            })
+        })
+        .filter(|c| c.is_object())
         .map(|c| FoundCall {
             id: str_of(c, "id").to_owned(),
             name: str_of(c, "name").to_owned(),
             args: arguments(c.get("args")),
         })
-        .collect()
+        .collect();
+    (calls, snake)
 }
 
-fn gemma_calls(text: &str) -> Result<Vec<FoundCall>, ReadError> {
-    match functiongemma::parse_calls(text) {
-        Ok(calls) => Ok(calls
-            .into_iter()
-            .map(|c| FoundCall { id: String::new(), name: c.name, args: Ok(Value::Object(c.args)) })
-            .collect()),
-        // A malformed call is an error result for that call, named if the name was readable.
-        Err(e) => {
-            let start = text[..e.offset.min(text.len())].rfind("call:").map_or(0, |i| i + "call:".len());
-            let name: String = text[start..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-            Ok(vec![FoundCall {
+fn gemma_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<FoundCall> {
+    functiongemma::scan_calls(text, schema_of)
+        .into_iter()
+        .map(|c| match c {
+            Ok(c) => FoundCall { id: String::new(), name: c.name, args: Ok(Value::Object(c.args)) },
+            // A call that could not be read is an error result of its own, named if it could be.
+            Err(e) => FoundCall {
                 id: String::new(),
-                name,
-                args: Err(format!("the call does not parse: {}", e.message)),
-            }])
-        }
-    }
+                name: e.name.clone(),
+                args: Err(if e.incomplete {
+                    format!("{} (nothing ran; send the whole call again)", e.message)
+                } else {
+                    format!("the call does not parse: {e}")
+                }),
+            },
+        })
+        .collect()
 }
 
 /// The outcome of one call, ready to render.
@@ -222,8 +309,13 @@ pub struct CallResult {
     pub value: Value,
 }
 
-/// Render results as the messages (or text) to append for `format`.
+/// Render results as the messages (or text) to append for `format` (Gemini in the REST
+/// API's camelCase; [`Reading::render`] answers in the style the input used).
 pub fn render_results(results: &[CallResult], format: CallFormat) -> String {
+    render(results, format, false)
+}
+
+fn render(results: &[CallResult], format: CallFormat, snake_case: bool) -> String {
     // One JSON value per result, in the API's shape.
     let each = |f: &dyn Fn(&CallResult) -> Value| Value::Array(results.iter().map(f).collect());
     let pretty = |v: Value| format!("{v:#}\n");
@@ -253,7 +345,8 @@ pub fn render_results(results: &[CallResult], format: CallFormat) -> String {
                     if !r.call.id.is_empty() {
                         f["id"] = Value::String(r.call.id.clone());
                     }
-                    json!({"functionResponse": f})
+                    let key = if snake_case { "function_response" } else { "functionResponse" };
+                    json!({ key: f })
                 })
                 .collect();
             format!("{:#}\n", json!({"role": "user", "parts": parts}))
@@ -266,7 +359,8 @@ pub fn render_results(results: &[CallResult], format: CallFormat) -> String {
                     (_, true) => functiongemma::render_value(&json!({"result": r.content})),
                     (_, false) => functiongemma::render_value(&json!({"error": r.content})),
                 };
-                format!("<start_function_response>response:{}{body}<end_function_response>\n", r.call.name)
+                let name = if r.call.name.is_empty() { "unknown" } else { r.call.name.as_str() };
+                format!("<start_function_response>response:{name}{body}<end_function_response>\n")
             })
             .collect(),
     }
@@ -276,37 +370,89 @@ pub fn render_results(results: &[CallResult], format: CallFormat) -> String {
 mod tests {
     use super::*;
 
+    fn calls(input: &str) -> Vec<FoundCall> {
+        find_calls(input, CallFormat::Auto).unwrap().calls
+    }
+
     #[test]
     fn detects_each_format() {
         let openai = r#"{"choices":[{"message":{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"t","arguments":"{\"a\":1}"}}]}}]}"#;
         let responses = r#"{"output":[{"type":"function_call","call_id":"c2","name":"t","arguments":"{}"}]}"#;
         let anthropic = r#"{"role":"assistant","content":[{"type":"text","text":"ok"},{"type":"tool_use","id":"tu1","name":"t","input":{"a":1}}]}"#;
         let ollama = r#"{"model":"llama3","message":{"role":"assistant","tool_calls":[{"function":{"name":"t","arguments":{"a":1}}}]}}"#;
-        assert_eq!(detect(openai), CallFormat::Openai);
-        assert_eq!(detect(responses), CallFormat::OpenaiResponses);
-        assert_eq!(detect(anthropic), CallFormat::Anthropic);
-        assert_eq!(detect(ollama), CallFormat::Ollama);
+        assert_eq!(detect(openai), Ok(CallFormat::Openai));
+        assert_eq!(detect(responses), Ok(CallFormat::OpenaiResponses));
+        assert_eq!(detect(anthropic), Ok(CallFormat::Anthropic));
+        assert_eq!(detect(ollama), Ok(CallFormat::Ollama));
         let bare_ollama = r#"{"role":"assistant","tool_calls":[{"function":{"name":"t","arguments":{"a":1}}}]}"#;
-        assert_eq!(detect(bare_ollama), CallFormat::Ollama);
-        assert_eq!(detect("call:t{a:1}"), CallFormat::Gemma);
+        assert_eq!(detect(bare_ollama), Ok(CallFormat::Ollama));
+        assert_eq!(detect("call:t{a:1}"), Ok(CallFormat::Gemma));
         let gemini = r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"},{"functionCall":{"name":"t","args":{"a":1}}}]}}]}"#;
-        assert_eq!(detect(gemini), CallFormat::Gemini);
-        assert_eq!(find_calls(gemini, CallFormat::Auto).unwrap().1[0].args, Ok(json!({"a": 1})));
+        assert_eq!(detect(gemini), Ok(CallFormat::Gemini));
+        assert_eq!(calls(gemini)[0].args, Ok(json!({"a": 1})));
         for input in [openai, anthropic, ollama] {
-            let (_, calls) = find_calls(input, CallFormat::Auto).unwrap();
-            assert_eq!(calls[0].name, "t");
-            assert_eq!(calls[0].args, Ok(json!({"a": 1})));
+            let found = calls(input);
+            assert_eq!(found[0].name, "t");
+            assert_eq!(found[0].args, Ok(json!({"a": 1})));
         }
+    }
+
+    #[test]
+    fn final_answers_have_no_calls_and_unknown_shapes_are_errors() {
+        for answer in [
+            r#"{"choices":[{"message":{"role":"assistant","content":"Done."}}]}"#,
+            r#"{"output":[{"type":"message","role":"assistant","content":[]}]}"#,
+            r#"{"role":"assistant","content":"Done."}"#,
+            r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"Done."}]}}]}"#,
+            "It is 12 degrees.",
+            "42",
+            "place a call: 555",
+            "",
+        ] {
+            assert_eq!(calls(answer), vec![], "{answer}");
+        }
+        assert!(detect(r#"{"answer": 42}"#).unwrap_err().0.contains("no known response shape"));
+        assert!(detect(r#"{"choices": ["#).unwrap_err().0.contains("does not parse"));
+        let e = find_calls(r#"{"choices":[]}"#, CallFormat::Anthropic).unwrap_err();
+        assert!(e.0.contains("it looks like `openai`"), "{e}");
+    }
+
+    #[test]
+    fn gemini_reads_and_answers_in_the_style_of_its_input() {
+        let snake = r#"{"candidates":[{"content":{"role":"model","parts":[{"function_call":{"id":"g1","name":"t","args":{"a":1}}}]}}]}"#;
+        let reading = find_calls(snake, CallFormat::Auto).unwrap();
+        assert!(reading.snake_case);
+        assert_eq!(reading.calls[0].args, Ok(json!({"a": 1})));
+        let result =
+            CallResult { call: reading.calls[0].clone(), ok: true, content: "x".into(), value: json!({"v": 1}) };
+        let out: Value = serde_json::from_str(&reading.render(std::slice::from_ref(&result))).unwrap();
+        assert_eq!(out["parts"][0]["function_response"]["id"], "g1");
+        let camel = find_calls(&snake.replace("function_call", "functionCall"), CallFormat::Gemini).unwrap();
+        assert!(!camel.snake_case);
+        let out: Value = serde_json::from_str(&camel.render(&[result])).unwrap();
+        assert_eq!(out["parts"][0]["functionResponse"]["response"], json!({"v": 1}));
     }
 
     #[test]
     fn bad_arguments_are_per_call_errors() {
         let input = r#"{"tool_calls":[{"id":"x","function":{"name":"t","arguments":"{oops"}},{"id":"y","function":{"name":"u","arguments":"{}"}}]}"#;
-        let (_, calls) = find_calls(input, CallFormat::Auto).unwrap();
-        assert!(calls[0].args.is_err());
-        assert_eq!(calls[1].args, Ok(json!({})));
-        let (_, calls) = find_calls("call:t{a:<escape>open}", CallFormat::Gemma).unwrap();
-        assert_eq!(calls[0].name, "t");
-        assert!(calls[0].args.is_err());
+        let found = calls(input);
+        assert!(found[0].args.is_err());
+        assert_eq!(found[1].args, Ok(json!({})));
+        let found = find_calls("call:t{a:<escape>open}", CallFormat::Gemma).unwrap().calls;
+        assert_eq!(found[0].name, "t");
+        assert!(found[0].args.is_err());
+    }
+
+    #[test]
+    fn functiongemma_error_results_are_well_formed_functiongemma() {
+        let call = FoundCall { id: String::new(), name: "t".into(), args: Err("bad <escape>x".into()) };
+        let value = json!({"error": {"message": "the call does not parse: call:t{a:<escape>x}"}});
+        let r = CallResult { call, ok: false, content: value.to_string(), value };
+        let text = render_results(&[r], CallFormat::Gemma);
+        let body = text.strip_prefix("<start_function_response>response:t").unwrap();
+        let body = body.strip_suffix("<end_function_response>\n").unwrap();
+        assert_eq!(body.matches(functiongemma::ESCAPE).count(), 2, "{text}");
+        assert!(functiongemma::parse_calls(&format!("call:t{body}")).is_ok(), "{text}");
     }
 }

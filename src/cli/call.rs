@@ -28,7 +28,8 @@ pub(super) fn call(catalog: &Catalog, a: &CallArgs, base: &Context) -> Result<i3
     let mut input = String::new();
     std::io::stdin().read_to_string(&mut input).context("reading the model's response from stdin")?;
     let context = args::context(&a.context, base)?;
-    let (format, found) = calls::find_calls(&input, a.format)?;
+    let reading = calls::find_calls_for(&input, a.format, catalog)?;
+    let found = reading.calls.clone();
     if found.is_empty() {
         return Ok(0);
     }
@@ -39,7 +40,7 @@ pub(super) fn call(catalog: &Catalog, a: &CallArgs, base: &Context) -> Result<i3
         .take_while(|_| crate::runner::interrupted().is_none())
         .map(|c| answer(catalog, c, &context, approver))
         .collect();
-    print(&calls::render_results(&results, format))?;
+    print(&reading.render(&results))?;
     Ok(0)
 }
 

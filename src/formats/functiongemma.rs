@@ -48,23 +48,157 @@ pub struct ParseError {
     pub message: String,
 }
 
-/// Every call in `text` (wrapped or bare), in order. Text around calls is ignored.
+/// A call that could not be read: malformed, or cut off before its end.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message} (at byte {offset})")]
+pub struct CallError {
+    /// The function's name, when it could be read (empty otherwise).
+    pub name: String,
+    /// Where the problem is, in bytes from the start of the text.
+    pub offset: usize,
+    /// What is wrong.
+    pub message: String,
+    /// The call was cut off (a start tag with no end tag, or text that ends inside the
+    /// call): nothing of it may run.
+    pub incomplete: bool,
+}
+
+/// Every call in `text`, in order, each parsed on its own: a malformed call is an error
+/// in its place and the calls around it still parse.
+///
+/// - When the text holds `<start_function_call>`, only the wrapped blocks are read: each
+///   must hold exactly one `call:NAME{…}`; a start tag with no end tag (before the next
+///   start tag or the end of the text) is an incomplete call.
+/// - Otherwise a bare `call:NAME{` counts only at the start of a line (after spaces), so
+///   prose such as "place a call: 555" or "recall:x" is not a call.
+///
+/// `schema_of` gives a tool's parameters schema by name; values are typed by it (a bare
+/// `TRUE` is `true` for a boolean and the text `"TRUE"` for a string, `555` is the text
+/// `"555"` for a string, `<escape>5<escape>` is `5` for an integer). A tool it does not know
+/// gets the default typing: `true`, `false`, `null` and numbers typed, other words text.
+pub fn scan_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<Result<Call, CallError>> {
+    if text.contains(START_CALL) { wrapped_calls(text, schema_of) } else { bare_calls(text, schema_of) }
+}
+
+/// Every call in `text`, all of which must parse (manifest examples; `packs lint`). Values
+/// get the default typing (see [`scan_calls`]).
 pub fn parse_calls(text: &str) -> Result<Vec<Call>, ParseError> {
-    let mut calls = Vec::new();
+    scan_calls(text, &|_| None)
+        .into_iter()
+        .map(|c| c.map_err(|e| ParseError { offset: e.offset, message: e.message }))
+        .collect()
+}
+
+fn wrapped_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<Result<Call, CallError>> {
+    let mut found = Vec::new();
     let mut pos = 0;
-    while let Some(rel) = text[pos..].find("call:") {
-        let start = pos + rel;
-        let mut p = Parser { text, pos: start + "call:".len() };
-        let name = p.ident()?;
-        if name.is_empty() {
-            return Err(p.error("expected a function name after `call:`"));
-        }
-        p.expect("{")?;
-        let args = p.members('}')?;
-        calls.push(Call { name, args, span: start..p.pos });
-        pos = p.pos;
+    while let Some(rel) = text[pos..].find(START_CALL) {
+        let open = pos + rel + START_CALL.len();
+        let next_start = text[open..].find(START_CALL).map(|i| open + i);
+        let end = text[open..].find(END_CALL).map(|i| open + i).filter(|e| next_start.is_none_or(|s| *e < s));
+        let Some(end) = end else {
+            // Cut off: read the name for the report, run nothing.
+            let block = &text[open..next_start.unwrap_or(text.len())];
+            let name = block.trim_start().strip_prefix("call:").map(leading_ident).unwrap_or_default();
+            found.push(Err(CallError {
+                name: name.to_owned(),
+                offset: open - START_CALL.len(),
+                message: format!("incomplete call: `{START_CALL}` has no `{END_CALL}` (the output was cut off?)"),
+                incomplete: true,
+            }));
+            pos = next_start.unwrap_or(text.len());
+            continue;
+        };
+        // Parse inside the block only: nothing may reach past its end tag.
+        let block = &text[..end];
+        let start = open + (block[open..].len() - block[open..].trim_start().len());
+        found.push(if block[start..].starts_with("call:") {
+            one_call(block, start, false, schema_of).and_then(|c| {
+                let rest = &block[c.span.end..];
+                if rest.trim().is_empty() {
+                    Ok(c)
+                } else {
+                    Err(CallError {
+                        name: c.name,
+                        offset: c.span.end,
+                        message: format!("unexpected text after the call, before `{END_CALL}`"),
+                        incomplete: false,
+                    })
+                }
+            })
+        } else {
+            Err(CallError {
+                name: String::new(),
+                offset: start,
+                message: format!("expected `call:NAME{{…}}` after `{START_CALL}`"),
+                incomplete: false,
+            })
+        });
+        pos = end + END_CALL.len();
     }
-    Ok(calls)
+    found
+}
+
+fn bare_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<Result<Call, CallError>> {
+    let mut found = Vec::new();
+    let mut line_start = 0;
+    while line_start < text.len() {
+        let line_end = text[line_start..].find('\n').map_or(text.len(), |i| line_start + i);
+        let line = &text[line_start..line_end];
+        let start = line_start + (line.len() - line.trim_start().len());
+        let mut next = line_end + 1;
+        if let Some(after) = text[start..line_end].strip_prefix("call:") {
+            let name = leading_ident(after);
+            if !name.is_empty() && after[name.len()..].trim_start().starts_with('{') {
+                let call = one_call(text, start, true, schema_of);
+                if let Ok(c) = &call {
+                    // A call may span lines (strings hold newlines): go on after it.
+                    next = text[c.span.end..].find('\n').map_or(text.len(), |i| c.span.end + i + 1);
+                }
+                found.push(call);
+            }
+        }
+        line_start = next;
+    }
+    found
+}
+
+/// The name at the start of `s`: a letter or `_`, then letters, digits, `_`, `-`, `.`.
+fn leading_ident(s: &str) -> &str {
+    if !s.starts_with(|c: char| c.is_alphabetic() || c == '_') {
+        return "";
+    }
+    let len = s.find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))).unwrap_or(s.len());
+    &s[..len]
+}
+
+/// The call `call:NAME{…}` at byte `start` of `text` (which ends where the call must end).
+/// `cut`: reaching the end of `text` means the call was cut off (bare calls), not that it
+/// is malformed (a block closed by its end tag).
+fn one_call(
+    text: &str,
+    start: usize,
+    cut: bool,
+    schema_of: &dyn Fn(&str) -> Option<Value>,
+) -> Result<Call, CallError> {
+    let mut p = Parser { text, pos: start + "call:".len() };
+    let name = p.ident().unwrap_or_default();
+    let fail = |e: ParseError, name: &str| {
+        let incomplete = cut && e.offset >= text.len();
+        CallError {
+            name: name.to_owned(),
+            incomplete,
+            message: if incomplete { format!("incomplete call: {}", e.message) } else { e.message },
+            offset: e.offset,
+        }
+    };
+    if name.is_empty() {
+        return Err(fail(p.error("expected a function name after `call:`"), ""));
+    }
+    let schema = schema_of(&name);
+    p.expect("{").map_err(|e| fail(e, &name))?;
+    let args = p.members('}', schema.as_ref()).map_err(|e| fail(e, &name))?;
+    Ok(Call { name, args, span: start..p.pos })
 }
 
 struct Parser<'a> {
@@ -126,8 +260,8 @@ impl Parser<'_> {
         self.ident()
     }
 
-    /// `key:value,...` up to `close`.
-    fn members(&mut self, close: char) -> Result<Map<String, Value>, ParseError> {
+    /// `key:value,...` up to `close`; `schema` (an object schema) types each member.
+    fn members(&mut self, close: char, schema: Option<&Value>) -> Result<Map<String, Value>, ParseError> {
         let mut map = Map::new();
         let close_s = close.to_string();
         if self.eat(&close_s) {
@@ -139,7 +273,8 @@ impl Parser<'_> {
                 return Err(self.error("expected an argument name"));
             }
             self.expect(":")?;
-            let value = self.value()?;
+            let member = schema.and_then(|s| s.get("properties")?.get(&key));
+            let value = self.value(member)?;
             map.insert(key, value);
             if self.eat(",") {
                 continue;
@@ -149,26 +284,37 @@ impl Parser<'_> {
         }
     }
 
-    fn value(&mut self) -> Result<Value, ParseError> {
+    /// One value, typed by `schema` when there is one (see [`scan_calls`]).
+    fn value(&mut self, schema: Option<&Value>) -> Result<Value, ParseError> {
         self.skip_ws();
         if self.eat(ESCAPE) {
             let Some(end) = self.rest().find(ESCAPE) else {
-                return Err(self.error("unterminated string: no closing `<escape>`"));
+                // Where the closing token was looked for: the end of the text.
+                return Err(ParseError {
+                    offset: self.text.len(),
+                    message: "unterminated string: no closing `<escape>`".into(),
+                });
             };
             let s = self.rest()[..end].to_owned();
             self.pos += end + ESCAPE.len();
-            return Ok(Value::String(s));
+            let types = Types::of(schema);
+            // A string where the schema wants a number or a boolean (and no string).
+            return Ok(match types {
+                Some(t) if !t.string => t.word(&s).unwrap_or(Value::String(s)),
+                _ => Value::String(s),
+            });
         }
         if self.eat("{") {
-            return self.members('}').map(Value::Object);
+            return self.members('}', schema).map(Value::Object);
         }
         if self.eat("[") {
             let mut items = Vec::new();
             if self.eat("]") {
                 return Ok(Value::Array(items));
             }
+            let item = schema.and_then(|s| s.get("items"));
             loop {
-                items.push(self.value()?);
+                items.push(self.value(item)?);
                 if self.eat(",") {
                     continue;
                 }
@@ -178,31 +324,111 @@ impl Parser<'_> {
         }
         let len = self.rest().find([',', '}', ']']).unwrap_or(self.rest().len());
         let word = self.rest()[..len].trim();
-        let value = match word {
-            "true" => Value::Bool(true),
-            "false" => Value::Bool(false),
-            "null" => Value::Null,
-            w => match w.parse::<i64>() {
-                Ok(i) => Value::from(i),
-                Err(_) => match w.parse::<f64>().ok().and_then(Number::from_f64) {
-                    Some(n) => Value::Number(n),
-                    None if w.is_empty() => return Err(self.error("expected a value")),
-                    // An unescaped word: models sometimes omit <escape>; keep it as a string.
-                    None => Value::String(w.to_owned()),
-                },
-            },
+        if word.is_empty() {
+            return Err(self.error("expected a value"));
+        }
+        let value = match Types::of(schema) {
+            Some(t) => t.word(word).unwrap_or_else(|| Value::String(word.to_owned())),
+            None => default_word(word),
         };
         self.pos += len;
         Ok(value)
     }
 }
 
-/// Render a value in FunctionGemma's syntax (strings wrapped in `<escape>`).
+/// The JSON types a schema allows, for typing a bare word.
+#[derive(Debug, Clone, Copy, Default)]
+struct Types {
+    string: bool,
+    boolean: bool,
+    integer: bool,
+    number: bool,
+    null: bool,
+}
+
+impl Types {
+    /// The types `schema`'s `type` names; None when it names none (any value).
+    fn of(schema: Option<&Value>) -> Option<Self> {
+        let names: Vec<&str> = match schema?.get("type")? {
+            Value::String(t) => vec![t.as_str()],
+            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+            _ => return None,
+        };
+        let mut t = Self::default();
+        for n in names {
+            match n {
+                "string" => t.string = true,
+                "boolean" => t.boolean = true,
+                "integer" => t.integer = true,
+                "number" => t.number = true,
+                "null" => t.null = true,
+                _ => {}
+            }
+        }
+        Some(t)
+    }
+
+    /// `word` as a value of one of these types, the text itself when a string is allowed,
+    /// or None when none fits (the schema's validation then says what is wrong).
+    fn word(self, word: &str) -> Option<Value> {
+        if self.null && word == "null" {
+            return Some(Value::Null);
+        }
+        if self.boolean {
+            if word.eq_ignore_ascii_case("true") {
+                return Some(Value::Bool(true));
+            }
+            if word.eq_ignore_ascii_case("false") {
+                return Some(Value::Bool(false));
+            }
+        }
+        if self.integer
+            && let Ok(i) = word.parse::<i64>()
+        {
+            return Some(Value::from(i));
+        }
+        if self.number
+            && let Some(n) = number(word)
+        {
+            return Some(n);
+        }
+        self.string.then(|| Value::String(word.to_owned()))
+    }
+}
+
+/// A JSON number: an integer when it is one, else a finite float.
+fn number(word: &str) -> Option<Value> {
+    match word.parse::<i64>() {
+        Ok(i) => Some(Value::from(i)),
+        Err(_) => word.parse::<f64>().ok().and_then(Number::from_f64).map(Value::Number),
+    }
+}
+
+/// A bare word with no schema to go by: `true`, `false` (any case), `null` and numbers are
+/// typed; any other word is text (models sometimes leave out `<escape>`).
+fn default_word(word: &str) -> Value {
+    if word.eq_ignore_ascii_case("true") {
+        Value::Bool(true)
+    } else if word.eq_ignore_ascii_case("false") {
+        Value::Bool(false)
+    } else if word == "null" {
+        Value::Null
+    } else {
+        number(word).unwrap_or_else(|| Value::String(word.to_owned()))
+    }
+}
+
+/// What an `<escape>` inside a string value becomes in [`render_value`]: nothing can quote
+/// the token, and an error message that quotes the model's text must still parse.
+pub const ESCAPE_SHOWN: &str = "[escape]";
+
+/// Render a value in FunctionGemma's syntax (strings wrapped in `<escape>`, any `<escape>`
+/// inside a string shown as [`ESCAPE_SHOWN`]: the result always parses back).
 pub fn render_value(v: &Value) -> String {
     match v {
-        Value::String(s) => format!("{ESCAPE}{s}{ESCAPE}"),
+        Value::String(s) => format!("{ESCAPE}{}{ESCAPE}", s.replace(ESCAPE, ESCAPE_SHOWN)),
         Value::Object(m) => {
-            let inner: Vec<String> = m.iter().map(|(k, v)| format!("{k}:{}", render_value(v))).collect();
+            let inner: Vec<String> = m.iter().map(|(k, v)| format!("{}:{}", key_text(k), render_value(v))).collect();
             format!("{{{}}}", inner.join(","))
         }
         Value::Array(a) => format!("[{}]", a.iter().map(render_value).collect::<Vec<_>>().join(",")),
@@ -233,7 +459,7 @@ pub fn parse_declarations(text: &str) -> Result<Vec<Declaration>, ParseError> {
             return Err(p.error("expected a function name after `declaration:`"));
         }
         p.expect("{")?;
-        let body = p.members('}')?;
+        let body = p.members('}', None)?;
         found.push(Declaration { name, body, span: start..p.pos });
         pos = p.pos;
     }
@@ -395,6 +621,12 @@ fn argument(v: &Value) -> String {
     }
 }
 
+/// An object key as written in a value: bare when it is a name the parser reads back
+/// whole, else in `<escape>` tokens.
+fn key_text(k: &str) -> String {
+    if !k.is_empty() && leading_ident(k).len() == k.len() { k.to_owned() } else { esc(k) }
+}
+
 /// A string in `<escape>` tokens, any `<escape>` inside it removed.
 fn esc(s: &str) -> String {
     format!("{ESCAPE}{}{ESCAPE}", s.replace(ESCAPE, ""))
@@ -405,9 +637,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn scan(text: &str) -> Vec<Result<Call, CallError>> {
+        scan_calls(text, &|_| None)
+    }
+
     #[test]
-    fn parses_wrapped_and_bare_calls_with_typed_values() {
-        let text = "User: hi\n<start_function_call>call:get_weather{location:<escape>Half Moon Bay, CA<escape>,days:3,metric:true,opts:{a:[1,<escape>x<escape>]}}<end_function_call> and call:now{}";
+    fn parses_wrapped_calls_with_typed_values() {
+        let text = "User: hi\n<start_function_call>call:get_weather{location:<escape>Half Moon Bay, CA<escape>,days:3,metric:true,opts:{a:[1,<escape>x<escape>]}}<end_function_call> and <start_function_call>call:now{}<end_function_call>";
         let calls = parse_calls(text).unwrap();
         assert_eq!(calls.len(), 2);
         assert_eq!(calls[0].name, "get_weather");
@@ -420,7 +656,84 @@ mod tests {
     }
 
     #[test]
+    fn when_tags_are_present_only_tagged_calls_count() {
+        let text = "call:ignored{}\n<start_function_call>call:a{n:1}<end_function_call> see call:b{}";
+        let calls = parse_calls(text).unwrap();
+        assert_eq!(calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["a"]);
+    }
+
+    #[test]
+    fn a_malformed_call_is_an_error_in_its_place_and_the_others_still_parse() {
+        let text = "<start_function_call>call:a{n:1}<end_function_call>\
+                    <start_function_call>call:b{s:<escape>open}<end_function_call>\
+                    <start_function_call>call:c{n:2} trailing<end_function_call>\
+                    <start_function_call>nonsense<end_function_call>\
+                    <start_function_call>call:d{n:3}<end_function_call>";
+        let found = scan(text);
+        assert_eq!(found.len(), 5);
+        assert_eq!(found[0].as_ref().unwrap().name, "a");
+        let b = found[1].as_ref().unwrap_err();
+        assert_eq!((b.name.as_str(), b.incomplete), ("b", false));
+        assert!(b.message.contains("unterminated"), "{b}");
+        assert!(found[2].as_ref().unwrap_err().message.contains("unexpected text"));
+        assert!(found[3].as_ref().unwrap_err().message.contains("expected `call:NAME"));
+        assert_eq!(found[4].as_ref().unwrap().name, "d");
+    }
+
+    #[test]
+    fn an_unterminated_start_tag_is_an_incomplete_call() {
+        let found = scan("<start_function_call>call:a{n:1}<end_function_call><start_function_call>call:rm{path:<escape>/tmp/x");
+        assert_eq!(found.len(), 2);
+        assert!(found[0].is_ok());
+        let e = found[1].as_ref().unwrap_err();
+        assert!(e.incomplete && e.name == "rm", "{e:?}");
+        // A start tag followed by another start tag before any end tag.
+        let found = scan("<start_function_call>call:a{<start_function_call>call:b{}<end_function_call>");
+        assert!(found[0].as_ref().unwrap_err().incomplete);
+        assert_eq!(found[1].as_ref().unwrap().name, "b");
+        // A bare call cut off at the end of the text.
+        let e = scan("call:a{n:1,s:<escape>half").remove(0).unwrap_err();
+        assert!(e.incomplete, "{e:?}");
+    }
+
+    #[test]
+    fn bare_calls_count_only_at_the_start_of_a_line() {
+        for prose in ["place a call: 555", "recall:x", "Please recall:note{x}", "call: me maybe", "so call:f{} later"] {
+            assert_eq!(scan(prose), vec![], "{prose}");
+        }
+        let found = scan("Sure.\n  call:f{s:<escape>two\nlines<escape>}\ncall:g{}");
+        let names: Vec<_> = found.iter().map(|c| c.as_ref().unwrap().name.as_str()).collect();
+        assert_eq!(names, ["f", "g"]);
+    }
+
+    #[test]
+    fn values_are_typed_by_the_schema() {
+        let schema = json!({"type": "object", "properties": {
+            "phone": {"type": "string"}, "loud": {"type": "boolean"}, "n": {"type": "integer"},
+            "x": {"type": ["number", "null"]}, "tags": {"type": "array", "items": {"type": "string"}},
+            "o": {"type": "object", "properties": {"flag": {"type": "boolean"}}}
+        }});
+        let found = scan_calls(
+            "call:f{phone:555,loud:TRUE,n:<escape>7<escape>,x:1.50,tags:[1,true],o:{flag:False},other:TRUE}",
+            &|name| (name == "f").then(|| schema.clone()),
+        );
+        assert_eq!(
+            Value::Object(found[0].as_ref().unwrap().args.clone()),
+            json!({"phone": "555", "loud": true, "n": 7, "x": 1.5, "tags": ["1", "true"], "o": {"flag": false}, "other": true})
+        );
+        // A word no schema type fits stays text, for validation to report.
+        let found = scan_calls("call:f{n:many}", &|_| Some(schema.clone()));
+        assert_eq!(found[0].as_ref().unwrap().args["n"], json!("many"));
+    }
+
+    #[test]
     fn strings_keep_commas_braces_and_numbers() {
+        let calls = parse_calls("call:f{s:<escape>a, b} [c] 15<escape>,n:-2.5}").unwrap();
+        assert_eq!(Value::Object(calls[0].args.clone()), json!({"s": "a, b} [c] 15", "n": -2.5}));
+        let v = json!({"s": "a <escape> b", "weird key": 1});
+        let text = format!("call:f{}", render_value(&v));
+        let calls = parse_calls(&text).unwrap();
+        assert_eq!(Value::Object(calls[0].args.clone()), json!({"s": "a [escape] b", "weird key": 1}));
         let calls = parse_calls("call:f{s:<escape>a, b} [c] 15<escape>,n:-2.5}").unwrap();
         assert_eq!(Value::Object(calls[0].args.clone()), json!({"s": "a, b} [c] 15", "n": -2.5}));
     }
@@ -430,7 +743,7 @@ mod tests {
         let e = parse_calls("call:f{s:<escape>open}").unwrap_err();
         assert!(e.message.contains("unterminated"));
         assert!(parse_calls("call:f{s 1}").is_err());
-        assert!(parse_calls("call:{}").is_err());
+        assert!(parse_calls("<start_function_call>call:{}<end_function_call>").is_err());
     }
 
     #[test]

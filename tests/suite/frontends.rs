@@ -211,14 +211,88 @@ fn ollama_calls_with_object_or_string_arguments() {
 
 #[test]
 fn functiongemma_calls() {
-    let input = "Sure.\n<start_function_call>call:echo_words{words:<escape>x, y {z}<escape>,loud:false}<end_function_call>\ncall:count{n:2}";
+    let input = "Sure.\n<start_function_call>call:echo_words{words:<escape>x, y {z}<escape>,loud:false}<end_function_call>\n<start_function_call>call:count{n:2}<end_function_call>";
     let out = call(input, &[]);
     out.success().stdout_eq(
         "<start_function_response>response:echo_words{result:<escape>-- x, y {z}\n<escape>}<end_function_response>\n\
          <start_function_response>response:count{n:2}<end_function_response>\n",
     );
-    let out = call("call:count{n:<escape>open}", &[]);
+    let out = call("<start_function_call>call:count{n:<escape>open}<end_function_call>", &[]);
     out.success().stdout_contains("<start_function_response>response:count{error:").stdout_contains("does not parse");
+}
+
+#[test]
+fn functiongemma_a_malformed_call_fails_alone_and_the_others_run() {
+    let input = "<start_function_call>call:count{n:<escape>open}<end_function_call>\
+                 <start_function_call>call:echo_words{words:<escape>ran<escape>}<end_function_call>";
+    let out = call(input, &[]);
+    let text = out.success().stdout();
+    let responses: Vec<&str> = text.split_terminator("<end_function_response>\n").collect();
+    assert_eq!(responses.len(), 2, "{text}");
+    assert!(responses[0].starts_with("<start_function_response>response:count{error:{"), "{text}");
+    // The error is well-formed FunctionGemma: the model's `<escape>` is not echoed raw.
+    let body = responses[0].trim_start_matches("<start_function_response>response:count");
+    assert_eq!(body.matches("<escape>").count() % 2, 0, "{text}");
+    assert!(!body.contains("<escape>open"), "{text}");
+    assert!(body.contains("no closing `[escape]`"), "{text}");
+    assert_eq!(responses[1], "<start_function_response>response:echo_words{result:<escape>-- ran\n<escape>}");
+}
+
+#[test]
+fn functiongemma_prose_is_a_final_answer() {
+    for prose in ["I can place a call: 555 for you.", "Let me recall:x first.", "call: me later"] {
+        call(prose, &[]).success().stdout_eq("").stderr_eq("");
+    }
+}
+
+#[test]
+fn functiongemma_an_incomplete_call_runs_nothing() {
+    let marker = tempfile::tempdir().unwrap();
+    let input = format!(
+        "<start_function_call>call:echo_words{{words:<escape>{}",
+        marker.path().join("never").display()
+    );
+    let out = call(&input, &[]);
+    out.success()
+        .stdout_contains("response:echo_words{error:")
+        .stdout_contains("incomplete call")
+        .stdout_contains("nothing ran");
+}
+
+#[test]
+fn functiongemma_values_are_typed_by_the_schema() {
+    // `count` takes an integer; `echo_words` a string and a boolean.
+    let input = "<start_function_call>call:count{n:<escape>2<escape>}<end_function_call>\
+                 <start_function_call>call:echo_words{words:555,loud:TRUE}<end_function_call>";
+    call(input, &[]).success().stdout_eq(
+        "<start_function_response>response:count{n:2}<end_function_response>\n\
+         <start_function_response>response:echo_words{result:<escape>LOUD -- 555\n<escape>}<end_function_response>\n",
+    );
+}
+
+#[test]
+fn gemini_snake_case_from_google_genai_is_answered_in_snake_case() {
+    let input = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"function_call": {"id": "c9", "name": "count", "args": {"n": 1}}}
+    ]}}]});
+    let out = call(&input.to_string(), &[]);
+    assert_eq!(
+        out.success().json(),
+        json!({"role": "user", "parts": [{"function_response": {"id": "c9", "name": "count", "response": {"n": 1}}}]})
+    );
+}
+
+#[test]
+fn input_of_no_known_shape_is_an_error() {
+    call(&json!({"answer": 42}).to_string(), &[])
+        .code(1)
+        .stdout_eq("")
+        .stderr_contains("no known response shape")
+        .one_line_error();
+    call("{\"choices\": [", &[]).code(1).stderr_contains("does not parse");
+    call(&json!({"choices": []}).to_string(), &["--format", "anthropic"])
+        .code(1)
+        .stderr_contains("looks like `openai`");
 }
 
 #[test]
