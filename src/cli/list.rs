@@ -78,6 +78,9 @@ pub(super) fn describe(catalog: &Catalog, name: &str, prompt_entry: bool) -> Res
 /// Every tool (the agent's, with `--agent`) in `format`.
 pub(super) fn catalog(catalog: &Catalog, format: ExportFormat, agent: Option<&Agent>) -> Result<i32> {
     let tools: Vec<_> = catalog.tools().filter(|t| agent.is_none_or(|a| a.offers(t))).collect();
+    for warning in formats::export_warnings(&tools, format) {
+        eprintln!("warning: {warning}");
+    }
     match formats::export(&tools, format) {
         Export::Json(v) => print(&format!("{}\n", serde_json::to_string_pretty(&v)?))?,
         Export::Text(t) => print(&t)?,

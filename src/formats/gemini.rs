@@ -49,13 +49,60 @@ pub fn tools(tools: &[&Tool]) -> Value {
     json!({"functionDeclarations": tools.iter().map(|t| tool(t)).collect::<Vec<_>>()})
 }
 
+/// Keywords Gemini's `Schema` cannot say and whose loss would change what a value may be;
+/// a schema holding one of them (or a type list of more than one type besides `null`, a
+/// `const` that is not a string, or an `additionalProperties` schema: a map Gemini's
+/// `OBJECT` cannot hold) is exported as `parametersJsonSchema`, JSON Schema as is.
+/// What [`schema`] can carry with a small loss stays `parameters` (an enum of numbers is
+/// listed in the description; `exclusiveMinimum` and `multipleOf` are dropped, and packs
+/// still validates them).
+pub const JSON_SCHEMA_ONLY: &[&str] = &[
+    "$ref",
+    "$defs",
+    "definitions",
+    "oneOf",
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "patternProperties",
+    "prefixItems",
+    "dependentRequired",
+    "dependentSchemas",
+];
+
+/// Whether `s` uses something Gemini's `Schema` cannot say (see [`JSON_SCHEMA_ONLY`]),
+/// at any depth.
+pub fn needs_json_schema(s: &Value) -> bool {
+    let Value::Object(m) = s else { return false };
+    m.iter().any(|(k, v)| match k.as_str() {
+        k if JSON_SCHEMA_ONLY.contains(&k) => true,
+        // `[T, "null"]` is `nullable`; more types than that are not.
+        "type" => v.as_array().is_some_and(|t| t.iter().filter(|t| *t != "null").count() > 1),
+        "const" => !v.is_string(),
+        "additionalProperties" => v.is_object(),
+        "properties" => v.as_object().is_some_and(|p| p.values().any(needs_json_schema)),
+        "items" => needs_json_schema(v),
+        "anyOf" => v.as_array().is_some_and(|a| a.iter().any(needs_json_schema)),
+        _ => false,
+    })
+}
+
 /// One function declaration. `parameters` is left out when the tool takes none: Gemini
-/// rejects an `OBJECT` schema without properties, and documents leaving it unset.
+/// rejects an `OBJECT` schema without properties, and documents leaving it unset. A
+/// schema Gemini's `Schema` cannot say ([`needs_json_schema`]) is given as
+/// `parametersJsonSchema` instead, unchanged.
 pub fn tool(t: &Tool) -> Value {
     let mut decl = Map::new();
     decl.insert("name".into(), t.name().into());
     decl.insert("description".into(), t.description().into());
-    let parameters = schema(&super::parameters(t));
+    let source = super::parameters(t);
+    if needs_json_schema(&source) {
+        decl.insert("parametersJsonSchema".into(), source);
+        return Value::Object(decl);
+    }
+    let parameters = schema(&source);
     if parameters.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty()) {
         decl.insert("parameters".into(), parameters);
     }

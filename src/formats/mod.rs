@@ -25,6 +25,8 @@ crate::names::named_enum! {
         Openai = "openai",
         /// OpenAI Chat Completions `tools` in strict mode (Structured Outputs).
         OpenaiStrict = "openai-strict",
+        /// OpenAI Responses API `tools` (flat function tools).
+        OpenaiResponses = "openai-responses",
         /// Anthropic Messages API `tools`.
         Anthropic = "anthropic",
         /// Gemini API `tools[].functionDeclarations`.
@@ -83,10 +85,25 @@ pub fn export(tools: &[&Tool], format: ExportFormat) -> Export {
         ExportFormat::Describe => Export::Json(each(describe)),
         ExportFormat::Openai => Export::Json(each(openai::tool)),
         ExportFormat::OpenaiStrict => Export::Json(each(openai::strict_tool)),
+        ExportFormat::OpenaiResponses => Export::Json(each(openai::responses_tool)),
         ExportFormat::Anthropic => Export::Json(each(anthropic::tool)),
         ExportFormat::Gemini => Export::Json(gemini::tools(tools)),
         ExportFormat::Mcp => Export::Json(each(mcp::tool)),
         ExportFormat::Gemma => Export::Text(functiongemma::declarations(tools)),
+    }
+}
+
+/// What a person should know about exporting `tools` in `format`: each tool exported in a
+/// lesser form than asked, with why (a tool strict mode cannot say is exported plain).
+pub fn export_warnings(tools: &[&Tool], format: ExportFormat) -> Vec<String> {
+    match format {
+        ExportFormat::OpenaiStrict => tools
+            .iter()
+            .filter_map(|t| {
+                openai::strict_gap(t).map(|why| format!("`{}` is exported without strict mode: {why}", t.name()))
+            })
+            .collect(),
+        _ => Vec::new(),
     }
 }
 

@@ -1,8 +1,11 @@
-//! OpenAI Chat Completions tool definitions, plain and strict (Structured Outputs).
+//! OpenAI tool definitions: Chat Completions plain and strict (Structured Outputs), and
+//! the Responses API's flat function tools.
 //!
 //! Plain: `{"type": "function", "function": {"name", "description", "parameters"}}` with
 //! the describe schema as is. Strict adds `"strict": true` and rewrites the schema to the
-//! subset strict mode accepts (see [`strict_schema`] and `docs/FORMATS.md`).
+//! subset strict mode accepts (see [`strict_schema`] and `docs/FORMATS.md`); a tool whose
+//! schema strict mode cannot say ([`strict_gap`]) is exported plain. Responses:
+//! `{"type": "function", "name", "description", "parameters", "strict": false}`.
 
 use serde_json::{Map, Value, json};
 
@@ -56,8 +59,24 @@ pub fn tool(t: &Tool) -> Value {
     })
 }
 
-/// One tool for Chat Completions `tools` with `"strict": true`.
+/// One tool for the Responses API's `tools`: the flat function shape. `strict` is stated
+/// as `false` (the API's default is strict, which rejects most schemas as written).
+pub fn responses_tool(t: &Tool) -> Value {
+    json!({
+        "type": "function",
+        "name": t.name(),
+        "description": t.description(),
+        "parameters": super::parameters(t),
+        "strict": false,
+    })
+}
+
+/// One tool for Chat Completions `tools` with `"strict": true`; the plain [`tool`] when
+/// strict mode cannot say its schema ([`strict_gap`]).
 pub fn strict_tool(t: &Tool) -> Value {
+    if strict_gap(t).is_some() {
+        return tool(t);
+    }
     json!({
         "type": "function",
         "function": {
@@ -93,6 +112,50 @@ pub fn strict_schema(schema: &Value) -> Value {
         }
     }
     root
+}
+
+/// Why `t` cannot be exported in strict mode, or None when it can: a schema in its strict
+/// rewrite that constrains nothing (`{}`, a schema whose only keywords strict mode drops,
+/// such as `oneOf` or `not`), which the API rejects. Names the place, e.g.
+/// `properties/filter`.
+pub fn strict_gap(t: &Tool) -> Option<String> {
+    fn gap(s: &Value, at: &str) -> Option<String> {
+        let Value::Object(m) = s else { return None };
+        let says_something = ["type", "enum", "const", "anyOf", "$ref"].iter().any(|k| m.contains_key(*k));
+        if !says_something {
+            return Some(if at.is_empty() { "the parameters schema".into() } else { format!("`{at}`") });
+        }
+        let join = |k: &str| if at.is_empty() { k.to_owned() } else { format!("{at}/{k}") };
+        let named = |key: &str| m.get(key).and_then(Value::as_object).into_iter().flatten();
+        for (name, p) in named("properties") {
+            // A nullable optional property is `anyOf: [schema, null]`: look inside.
+            let branches = p.get("anyOf").and_then(Value::as_array).filter(|_| p.get("type").is_none());
+            let found = match branches {
+                Some(b) => b.iter().find_map(|b| gap(b, &join(&format!("properties/{name}")))),
+                None => gap(p, &join(&format!("properties/{name}"))),
+            };
+            if found.is_some() {
+                return found;
+            }
+        }
+        for (name, d) in named("$defs") {
+            if let Some(g) = gap(d, &join(&format!("$defs/{name}"))) {
+                return Some(g);
+            }
+        }
+        if let Some(items) = m.get("items")
+            && let Some(g) = gap(items, &join("items"))
+        {
+            return Some(g);
+        }
+        m.get("anyOf")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .find_map(|(i, b)| gap(b, &join(&format!("anyOf/{i}"))))
+    }
+    gap(&strict_schema(&super::parameters(t)), "").map(|at| format!("{at} accepts any value in strict mode"))
 }
 
 /// Remove every object member whose value is `null`, recursively: what a strict-mode

@@ -9,10 +9,11 @@ use serde_json::{Map, Value, json};
 
 use crate::common::{Packs, require};
 
-const ALL: [ExportFormat; 7] = [
+const ALL: [ExportFormat; 8] = [
     ExportFormat::Describe,
     ExportFormat::Openai,
     ExportFormat::OpenaiStrict,
+    ExportFormat::OpenaiResponses,
     ExportFormat::Anthropic,
     ExportFormat::Gemini,
     ExportFormat::Mcp,
@@ -115,12 +116,12 @@ fn golden_exports_of_every_parameter_shape() {
 #[test]
 fn format_names_are_kebab_case() {
     let names: Vec<String> = ExportFormat::ALL.iter().map(|f| name_of(*f)).collect();
-    assert_eq!(names, ["describe", "openai", "openai-strict", "anthropic", "gemini", "mcp", "gemma"]);
+    assert_eq!(names, ["describe", "openai", "openai-strict", "openai-responses", "anthropic", "gemini", "mcp", "gemma"]);
     assert_eq!("openai-strict".parse(), Ok(ExportFormat::OpenaiStrict));
     let e = "openai_strict".parse::<ExportFormat>().unwrap_err();
     assert_eq!(
         e.to_string(),
-        "unknown value `openai_strict`; expected one of: describe, openai, openai-strict, anthropic, gemini, mcp, gemma"
+        "unknown value `openai_strict`; expected one of: describe, openai, openai-strict, openai-responses, anthropic, gemini, mcp, gemma"
     );
 }
 
@@ -241,6 +242,20 @@ fn check_openai(export: &Value, tools: &[&Tool]) {
     }
 }
 
+/// The Responses API's flat function tool: `strict` stated (its default is true).
+fn check_openai_responses(export: &Value, tools: &[&Tool]) {
+    let list = export.as_array().expect("an array of tools");
+    assert_eq!(list.len(), tools.len());
+    for (entry, tool) in list.iter().zip(tools) {
+        assert_eq!(keys(entry), ["type", "name", "description", "parameters", "strict"]);
+        assert_eq!(entry["type"], "function");
+        assert_eq!(entry["name"], tool.name());
+        assert_eq!(entry["strict"], false);
+        assert_eq!(entry["parameters"], openai::tool(tool)["function"]["parameters"]);
+        compiles(&entry["parameters"], tool.name());
+    }
+}
+
 /// Keywords the Structured Outputs guide lists as supported ("Supported schemas").
 const STRICT_SUPPORTED: &[&str] = &[
     "type",
@@ -273,6 +288,10 @@ fn check_openai_strict(export: &Value, tools: &[&Tool]) {
         let what = tool.name();
         assert_eq!(entry["type"], "function");
         let f = &entry["function"];
+        if openai::strict_gap(tool).is_some() {
+            assert_eq!(entry, &openai::tool(tool), "{what}: exported plain");
+            continue;
+        }
         assert_eq!(keys(f), ["name", "description", "parameters", "strict"]);
         assert_eq!(f["strict"], true);
         check_name(f["name"].as_str().unwrap());
@@ -286,6 +305,10 @@ fn check_openai_strict(export: &Value, tools: &[&Tool]) {
         let enum_values: usize = all.iter().filter_map(|n| n.get("enum")?.as_array()).map(Vec::len).sum();
         assert!(enum_values <= 1000, "{what}: at most 1000 enum values");
         for node in all {
+            assert!(
+                ["type", "enum", "const", "anyOf", "$ref"].iter().any(|k| node.get(*k).is_some()),
+                "{what}: strict mode rejects a schema that constrains nothing:\n{node:#}"
+            );
             for k in keys(node) {
                 assert!(STRICT_SUPPORTED.contains(&k), "{what}: `{k}` is not supported in strict mode:\n{node:#}");
             }
@@ -397,6 +420,13 @@ fn check_gemini(export: &Value, tools: &[&Tool]) {
         assert_eq!(name, tool.name());
         assert_eq!(decl["description"], tool.description());
         let original = &tool.describe().parameters;
+        if let Some(json_schema) = decl.get("parametersJsonSchema") {
+            assert_eq!(keys(decl), ["name", "description", "parametersJsonSchema"]);
+            assert!(gemini::needs_json_schema(original), "{what}: JSON Schema only when the subset cannot say it");
+            assert_eq!(json_schema, original, "{what}: given unchanged");
+            continue;
+        }
+        assert!(!gemini::needs_json_schema(original), "{what}: the subset would lose part of it");
         let Some(params) = decl.get("parameters") else {
             assert_eq!(keys(decl), ["name", "description"]);
             assert!(property_names(original).is_empty(), "{what}: parameters are left out only when there are none");
@@ -500,6 +530,7 @@ fn check_all(tools: &[&Tool]) {
             }
             (ExportFormat::Openai, Export::Json(v)) => check_openai(&v, tools),
             (ExportFormat::OpenaiStrict, Export::Json(v)) => check_openai_strict(&v, tools),
+            (ExportFormat::OpenaiResponses, Export::Json(v)) => check_openai_responses(&v, tools),
             (ExportFormat::Anthropic, Export::Json(v)) => check_anthropic(&v, tools),
             (ExportFormat::Gemini, Export::Json(v)) => check_gemini(&v, tools),
             (ExportFormat::Mcp, Export::Json(v)) => check_mcp(&v, tools),
@@ -588,10 +619,47 @@ fn executable_schemas_with_unsupported_keywords_are_cleaned() {
     assert_eq!(strict["properties"]["mode"], json!({"enum": ["fast", null]}));
     assert_eq!(strict["properties"]["either"]["anyOf"][2], json!({"type": "null"}));
     assert_eq!(strict["properties"]["meta"]["properties"], json!({}), "a free-form object cannot be strict");
-    let g = &gemini::tool(tools[0])["parameters"]["properties"];
+    // A map (`additionalProperties` schema) is more than Gemini's `Schema` can hold: the
+    // declaration carries the JSON Schema as is; the conversion still cleans what it can.
+    assert_eq!(gemini::tool(tools[0])["parametersJsonSchema"], describe["parameters"]);
+    let g = &gemini::schema(&describe["parameters"])["properties"];
     assert_eq!(g["mode"], json!({"enum": ["fast"]}));
     assert_eq!(g["n"], json!({"type": "INTEGER", "nullable": true}));
     assert_eq!(g["id"], json!({"type": "STRING"}), "uuid is not a Gemini format");
+}
+
+#[test]
+fn schemas_gemini_cannot_say_are_given_as_json_schema_and_never_emptied() {
+    let describe = json!({
+        "name": "refs", "description": "Uses $ref, oneOf and a non-string const",
+        "parameters": {
+            "type": "object",
+            "$defs": {"point": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}},
+            "properties": {
+                "at": {"$ref": "#/$defs/point"},
+                "shape": {"oneOf": [{"type": "string"}, {"type": "object", "properties": {"r": {"type": "number"}}}]},
+                "version": {"const": 2}
+            },
+            "required": ["at"]
+        }
+    });
+    let script = format!("#!/bin/sh\nprintf '%s' '{describe}'\n");
+    let packs = Packs::new().executable("refs", &script);
+    let catalog = Catalog::load(&SearchPath::dirs([packs.path()]));
+    let tools: Vec<&Tool> = catalog.tools().collect();
+    assert_eq!(tools.len(), 1, "{:#?}", catalog.diagnostics);
+    check_all(&tools);
+    let g = gemini::tool(tools[0]);
+    assert_eq!(g["parametersJsonSchema"], describe["parameters"]);
+    assert!(g.get("parameters").is_none(), "the two are mutually exclusive");
+    // Strict mode cannot say `oneOf`: the tool is exported plain, with a warning naming it.
+    let strict = openai::strict_tool(tools[0]);
+    assert!(strict["function"].get("strict").is_none(), "{strict:#}");
+    assert_eq!(strict, openai::tool(tools[0]));
+    let warnings = formats::export_warnings(&tools, ExportFormat::OpenaiStrict);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("`refs`") && warnings[0].contains("properties/shape"), "{warnings:?}");
+    assert!(formats::export_warnings(&tools, ExportFormat::Openai).is_empty());
 }
 
 // ---------------------------------------------------------------------------------------
