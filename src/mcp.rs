@@ -421,10 +421,9 @@ impl Server {
         );
     }
 
-    /// The tools a client is offered (an agent's rules applied).
+    /// The tools a client is offered (an agent's rules and the mode applied).
     fn offered<'c>(&self, catalog: &'c Catalog) -> Vec<&'c crate::tool::Tool> {
-        let agent = self.options.context.agent();
-        catalog.tools().filter(|t| agent.is_none_or(|a| a.offers(t))).collect()
+        catalog.tools().filter(|t| self.options.context.offers(t)).collect()
     }
 
     /// A tool's `tools/list` entry. Clients auto-approve on `readOnlyHint`, so it is claimed

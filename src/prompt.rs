@@ -59,10 +59,10 @@ pub fn compose(agent_dir: &Path) -> Result<String, PromptError> {
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
-/// Whether a tool is offered in `mode`: its `modes` include it or `Global`, or it has none.
+/// Whether a tool is offered in `mode`: its `modes` include it or `Global`, or it has none
+/// ([`Tool::in_mode`]).
 pub fn in_mode(tool: &Tool, mode: &str) -> bool {
-    let modes = tool.manifest().map(|m| m.modes.as_slice()).unwrap_or_default();
-    modes.is_empty() || modes.iter().any(|m| m.eq_ignore_ascii_case(mode) || m.eq_ignore_ascii_case("Global"))
+    tool.in_mode(mode)
 }
 
 /// The input shape of a tool, tersely: `{"path": string, "human_readable"?: boolean}`.

@@ -316,6 +316,13 @@ impl Tool {
     }
 
     /// The manifest, for a manifest tool.
+    /// Whether the tool is offered in `mode`: its manifest's `modes` include it or `Global`
+    /// (any case), or it states none (executables and native tools state none).
+    pub fn in_mode(&self, mode: &str) -> bool {
+        let modes = self.manifest().map(|m| m.modes.as_slice()).unwrap_or_default();
+        modes.is_empty() || modes.iter().any(|m| m.eq_ignore_ascii_case(mode) || m.eq_ignore_ascii_case("Global"))
+    }
+
     pub(crate) fn manifest(&self) -> Option<&Manifest> {
         match &self.body {
             Body::Manifest { manifest, .. } => Some(manifest),

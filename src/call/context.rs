@@ -22,6 +22,7 @@ pub struct Context {
     audit: Option<Arc<AuditLog>>,
     pass_env: Vec<String>,
     sandbox: SandboxMode,
+    mode: Option<String>,
 }
 
 /// A context key that packs does not know.
@@ -59,10 +60,14 @@ impl Context {
     }
 
     /// Calls are made on behalf of `agent`: its allow/deny/ask lists and `max_tier` apply,
-    /// and its `pass_env` and `sandbox` settings (a later [`Context::with_sandbox`] wins).
+    /// and its `pass_env`, `sandbox` and `mode` settings (a later [`Context::with_sandbox`]
+    /// or [`Context::with_mode`] wins).
     #[must_use]
     pub fn with_agent(mut self, agent: Agent) -> Self {
         self = self.with_pass_env(agent.config.pass_env.iter().cloned());
+        if let Some(mode) = &agent.config.mode {
+            self.mode = Some(mode.clone());
+        }
         if let Some(mode) = agent.sandbox() {
             self.sandbox = mode;
         }
@@ -132,6 +137,25 @@ impl Context {
     /// The audit log, if calls are recorded.
     pub fn audit(&self) -> Option<&AuditLog> {
         self.audit.as_deref()
+    }
+
+    /// Only tools whose `modes` include `mode` (or `Global`, or that state no modes) are
+    /// offered (exports, prompts, `tools/list`) and may be called.
+    #[must_use]
+    pub fn with_mode(mut self, mode: impl Into<String>) -> Self {
+        self.mode = Some(mode.into());
+        self
+    }
+
+    /// The mode in effect, if any.
+    pub fn mode(&self) -> Option<&str> {
+        self.mode.as_deref()
+    }
+
+    /// Whether `tool` is offered to a model in this context: the agent's rules can let it
+    /// run ([`Agent::offers`]) and it belongs to the mode in effect.
+    pub fn offers(&self, tool: &crate::tool::Tool) -> bool {
+        self.agent().is_none_or(|a| a.offers(tool)) && self.mode().is_none_or(|m| tool.in_mode(m))
     }
 
     /// The agent calls are made for, if any.

@@ -57,6 +57,12 @@ pub enum Denial {
         /// The agent's highest tier.
         max: Tier,
     },
+    /// The tool's `modes` leave out the mode in effect (an agent's `mode`, `--mode`).
+    #[error("it is not offered in mode `{mode}` (its `modes` leave it out)")]
+    NotInMode {
+        /// The mode in effect.
+        mode: String,
+    },
     /// The call needed approval and the approver said no (or could not be asked).
     #[error("{0} and was not approved")]
     NotApproved(ApprovalReason),
@@ -65,11 +71,14 @@ pub enum Denial {
 /// Decide a call of `tool` for the agent in `context` (fail closed). The decision
 /// depends on the tool and the context only, never on the arguments.
 ///
-/// With an agent: a tool outside its `tools` or inside its `deny` is denied, a tier
+/// A tool outside the mode in effect is denied. With an agent: a tool outside its `tools` or inside its `deny` is denied, a tier
 /// above its `max_tier` is denied, and a tool in its `ask` needs approval. Always: a
 /// tool of tier `elevated` or with `confirm_before_run` needs approval.
 pub fn decide(tool: &Tool, context: &Context) -> Decision {
     let tier = tool.tier();
+    if let Some(mode) = context.mode().filter(|m| !tool.in_mode(m)) {
+        return Decision::Deny(Denial::NotInMode { mode: mode.to_owned() });
+    }
     if let Some(agent) = context.agent() {
         if !agent.allows(tool.name()) {
             return Decision::Deny(Denial::NotAllowed { agent: agent.id.clone() });

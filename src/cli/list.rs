@@ -4,7 +4,6 @@ use anyhow::Result;
 use serde_json::{Value, json};
 
 use super::{exit, print};
-use crate::agent::Agent;
 use crate::catalog::Catalog;
 use crate::formats::{self, Export, ExportFormat};
 use crate::output::truncate;
@@ -76,8 +75,8 @@ pub(super) fn describe(catalog: &Catalog, name: &str, prompt_entry: bool) -> Res
 }
 
 /// Every tool (the agent's, with `--agent`) in `format`.
-pub(super) fn catalog(catalog: &Catalog, format: ExportFormat, agent: Option<&Agent>) -> Result<i32> {
-    let tools: Vec<_> = catalog.tools().filter(|t| agent.is_none_or(|a| a.offers(t))).collect();
+pub(super) fn catalog(catalog: &Catalog, format: ExportFormat, context: &crate::call::Context) -> Result<i32> {
+    let tools: Vec<_> = catalog.tools().filter(|t| context.offers(t)).collect();
     for warning in formats::export_warnings(&tools, format) {
         eprintln!("warning: {warning}");
     }

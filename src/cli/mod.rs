@@ -87,6 +87,10 @@ struct Cli {
     #[arg(long, value_name = "ID", global = true, env = "PACKS_AGENT")]
     agent: Option<String>,
 
+    /// Offer and run only tools whose `modes` include MODE or `Global` (default: the agent's `mode`)
+    #[arg(long, value_name = "MODE", global = true, env = "PACKS_MODE")]
+    mode: Option<String>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -209,6 +213,9 @@ pub(crate) fn main() -> i32 {
             if let Some(mode) = cli.sandbox {
                 base = base.with_sandbox(mode);
             }
+            if let Some(mode) = &cli.mode {
+                base = base.with_mode(mode.clone());
+            }
             let dirs = match (&agent, cli.packs.is_empty()) {
                 (Some(a), true) => a.pack_dirs(),
                 _ => cli.packs.clone(),
@@ -233,14 +240,13 @@ pub(crate) fn main() -> i32 {
                 _ => None,
             };
             let catalog = load_catalog(&dirs, cli.quiet, only);
-            let agent = agent.as_ref();
             let result = match command {
                 Command::List { json } => list::list(&catalog, *json),
                 Command::Describe { name, prompt } => list::describe(&catalog, name, *prompt),
-                Command::Catalog { format } => list::catalog(&catalog, *format, agent),
+                Command::Catalog { format } => list::catalog(&catalog, *format, &base),
                 Command::Run(args) => run::run(&catalog, args, &base),
                 Command::Call(args) => call::call(&catalog, args, &base),
-                Command::Prompt(args) => prompt::prompt(&catalog, args, agent),
+                Command::Prompt(args) => prompt::prompt(&catalog, args, &base),
                 Command::Test(args) => test::test(&catalog, args),
                 Command::Help { name: Some(name) } => list::help(&catalog, name),
                 Command::Exec(_)

@@ -3,7 +3,6 @@
 use anyhow::Result;
 
 use super::args;
-use crate::agent::Agent;
 use crate::catalog::Catalog;
 use crate::prompt;
 use crate::tool::Tool;
@@ -22,9 +21,6 @@ pub(super) struct PromptArgs {
     /// Append a tools section: each tool the agent may use, tersely
     #[arg(long)]
     tools: bool,
-    /// Keep only tools whose `modes` include this mode or `Global` (default: the agent's `mode`)
-    #[arg(long)]
-    mode: Option<String>,
     /// `text` (soul, context modules, tools) or `gemma` (FunctionGemma's developer turn)
     #[arg(long, value_enum, default_value = "text")]
     format: PromptFormat,
@@ -33,25 +29,17 @@ pub(super) struct PromptArgs {
     context: Vec<String>,
 }
 
-/// The tools an agent may use in a mode, in catalog order.
-pub(super) fn agent_tools<'c>(catalog: &'c Catalog, agent: Option<&Agent>, mode: Option<&str>) -> Vec<&'c Tool> {
-    catalog
-        .tools()
-        .filter(|t| agent.is_none_or(|a| a.offers(t)))
-        .filter(|t| mode.is_none_or(|m| prompt::in_mode(t, m)))
-        .collect()
-}
-
-pub(super) fn prompt(catalog: &Catalog, a: &PromptArgs, agent: Option<&Agent>) -> Result<i32> {
-    let Some(agent) = agent else { anyhow::bail!("no agent") };
+pub(super) fn prompt(catalog: &Catalog, a: &PromptArgs, base: &crate::call::Context) -> Result<i32> {
+    let Some(agent) = base.agent() else { anyhow::bail!("no agent") };
+    // The agent's rules and the mode in effect (`--mode`, else the agent's `mode`).
+    let tools: Vec<&Tool> = catalog.tools().filter(|t| base.offers(t)).collect();
     let context = args::context(&a.context, &crate::call::Context::new())?;
-    let mode = a.mode.as_deref().or(agent.config.mode.as_deref());
     let text = match a.format {
-        PromptFormat::Gemma => prompt::gemma(&agent_tools(catalog, Some(agent), mode), &context),
+        PromptFormat::Gemma => prompt::gemma(&tools, &context),
         PromptFormat::Text => {
             let mut text = prompt::compose(&agent.dir)?;
             if a.tools {
-                text.push_str(&prompt::tools_section(&agent_tools(catalog, Some(agent), mode)));
+                text.push_str(&prompt::tools_section(&tools));
             }
             text
         }

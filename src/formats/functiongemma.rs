@@ -175,12 +175,7 @@ fn leading_ident(s: &str) -> &str {
 /// The call `call:NAME{…}` at byte `start` of `text` (which ends where the call must end).
 /// `cut`: reaching the end of `text` means the call was cut off (bare calls), not that it
 /// is malformed (a block closed by its end tag).
-fn one_call(
-    text: &str,
-    start: usize,
-    cut: bool,
-    schema_of: &dyn Fn(&str) -> Option<Value>,
-) -> Result<Call, CallError> {
+fn one_call(text: &str, start: usize, cut: bool, schema_of: &dyn Fn(&str) -> Option<Value>) -> Result<Call, CallError> {
     let mut p = Parser { text, pos: start + "call:".len() };
     let name = p.ident().unwrap_or_default();
     let fail = |e: ParseError, name: &str| {
@@ -682,7 +677,8 @@ mod tests {
 
     #[test]
     fn an_unterminated_start_tag_is_an_incomplete_call() {
-        let found = scan("<start_function_call>call:a{n:1}<end_function_call><start_function_call>call:rm{path:<escape>/tmp/x");
+        let found =
+            scan("<start_function_call>call:a{n:1}<end_function_call><start_function_call>call:rm{path:<escape>/tmp/x");
         assert_eq!(found.len(), 2);
         assert!(found[0].is_ok());
         let e = found[1].as_ref().unwrap_err();

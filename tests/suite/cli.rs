@@ -190,8 +190,8 @@ fn format_values_are_listed_in_help_and_errors() {
     for (command, line, values) in [
         (
             "catalog",
-            "- openai-strict: OpenAI Chat Completions `tools` in strict mode (Structured Outputs)\n",
-            "describe, openai, openai-strict, anthropic, gemini, mcp, gemma",
+            "- openai-strict:    OpenAI Chat Completions `tools` in strict mode (Structured Outputs)\n",
+            "describe, openai, openai-strict, openai-responses, anthropic, gemini, mcp, gemma",
         ),
         (
             "call",

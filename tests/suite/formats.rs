@@ -116,7 +116,10 @@ fn golden_exports_of_every_parameter_shape() {
 #[test]
 fn format_names_are_kebab_case() {
     let names: Vec<String> = ExportFormat::ALL.iter().map(|f| name_of(*f)).collect();
-    assert_eq!(names, ["describe", "openai", "openai-strict", "openai-responses", "anthropic", "gemini", "mcp", "gemma"]);
+    assert_eq!(
+        names,
+        ["describe", "openai", "openai-strict", "openai-responses", "anthropic", "gemini", "mcp", "gemma"]
+    );
     assert_eq!("openai-strict".parse(), Ok(ExportFormat::OpenaiStrict));
     let e = "openai_strict".parse::<ExportFormat>().unwrap_err();
     assert_eq!(

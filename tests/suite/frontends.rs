@@ -248,10 +248,8 @@ fn functiongemma_prose_is_a_final_answer() {
 #[test]
 fn functiongemma_an_incomplete_call_runs_nothing() {
     let marker = tempfile::tempdir().unwrap();
-    let input = format!(
-        "<start_function_call>call:echo_words{{words:<escape>{}",
-        marker.path().join("never").display()
-    );
+    let input =
+        format!("<start_function_call>call:echo_words{{words:<escape>{}", marker.path().join("never").display());
     let out = call(&input, &[]);
     out.success()
         .stdout_contains("response:echo_words{error:")
@@ -333,4 +331,54 @@ fn agent_rules_apply_to_calls() {
 fn hidden_files_are_not_context_modules() {
     let a = agents(Some("S"), &[("a.md", "A"), (".draft.md", "DRAFT"), ("._a.md", "APPLEDOUBLE")], "");
     Test::new().env("PACKS_AGENTS", a.path()).args(["prompt", "--agent", "a"]).run().success().stdout_eq("S\n---\nA");
+}
+
+#[test]
+fn a_mode_filters_what_is_offered_and_what_may_run_everywhere() {
+    let t = tools();
+    let names = |out: &crate::common::Output| -> Vec<String> {
+        out.success().json().as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap().to_owned()).collect()
+    };
+    let catalog = |extra: &[&str]| Test::new().arg("--packs").arg(t.path()).args(extra).arg("catalog").run();
+    assert!(names(&catalog(&[])).contains(&"echo_words".to_owned()));
+    assert!(!names(&catalog(&["--mode", "Dictation"])).contains(&"echo_words".to_owned()));
+    assert!(names(&catalog(&["--mode", "coding"])).contains(&"echo_words".to_owned()), "modes match in any case");
+    // A call of a tool outside the mode is denied, as a result the model reads.
+    let input = json!({"tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "echo_words", "arguments": "{\"words\": \"hi\"}"}}]});
+    let out = call(&input.to_string(), &["--mode", "Dictation"]);
+    let content: Value = serde_json::from_str(out.success().json()[0]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content["error"]["kind"], "permission_denied");
+    assert!(content["error"]["reason"].as_str().unwrap().contains("mode `Dictation`"), "{content}");
+    // An agent's `mode` is the default; `--mode` wins over it.
+    let a = agents(Some("S"), &[], "mode = \"Dictation\"\n");
+    let with_agent = |extra: &[&str]| {
+        Test::new()
+            .env("PACKS_AGENTS", a.path())
+            .arg("--packs")
+            .arg(t.path())
+            .args(["--agent", "a"])
+            .args(extra)
+            .arg("catalog")
+            .run()
+    };
+    assert!(!names(&with_agent(&[])).contains(&"echo_words".to_owned()));
+    assert!(names(&with_agent(&["--mode", "Coding"])).contains(&"echo_words".to_owned()));
+    // packs serve: tools/list leaves it out and tools/call refuses it.
+    let messages = crate::serve::session(
+        &t,
+        &["--mode", "Dictation"],
+        &[
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo_words", "arguments": {"words": "hi"}}}),
+        ],
+    );
+    let by_id = |id: i64| messages.iter().find(|m| m["id"] == id).unwrap();
+    let listed: Vec<&str> =
+        by_id(2)["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(listed.contains(&"count") && !listed.contains(&"echo_words"), "{listed:?}");
+    assert_eq!(by_id(3)["result"]["isError"], true, "{:#}", by_id(3));
+    assert!(by_id(3)["result"]["content"][0]["text"].as_str().unwrap().contains("not offered in mode"));
 }
