@@ -526,15 +526,22 @@ impl Server {
         }
         let content =
             |text: String, is_error: bool| json!({"content": [{"type": "text", "text": text}], "isError": is_error});
+        // For voice front-ends: whether to speak the result, and the text cut for speech.
+        let meta = |r: &crate::call::ToolResult| json!({"dev.packs/speak": r.speak, "dev.packs/display": r.display});
         let response = match result {
             Ok(r) if r.ok => {
-                let mut v = content(r.output, false);
+                let mut v = content(r.for_model(), false);
+                v["_meta"] = meta(&r);
                 if let Some(structured @ Value::Object(_)) = r.json {
                     v["structuredContent"] = structured;
                 }
                 v
             }
-            Ok(r) => content(r.error_json().to_string(), true),
+            Ok(r) => {
+                let mut v = content(r.error_json().to_string(), true);
+                v["_meta"] = meta(&r);
+                v
+            }
             Err(ToolError::NotFound(e)) => {
                 let hint = match &e {
                     LookupError::NotFound { suggestion: Some(s), .. } => format!("; did you mean `{s}`?"),

@@ -6,7 +6,8 @@ use serde_json::{Map, Value};
 use crate::template::{Data, Environment, Template};
 
 /// The keys of `output`, for did-you-mean help.
-pub(crate) const OUTPUT_KEYS: &[&str] = &["format", "speak", "max_chars", "extract_field", "template"];
+pub(crate) const OUTPUT_KEYS: &[&str] =
+    &["format", "speak", "max_chars", "extract_field", "template", "include_stderr"];
 
 /// Default `max_chars`.
 pub(crate) const DEFAULT_MAX_CHARS: usize = 1000;
@@ -43,6 +44,10 @@ pub struct OutputSpec {
     /// A template over `{{output}}` (and `{{result}}`, the extracted JSON value).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template: Option<String>,
+    /// Append a successful run's stderr to what the model receives (warnings, progress
+    /// that matters to the answer).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub include_stderr: bool,
 }
 
 impl Default for OutputSpec {
@@ -53,6 +58,7 @@ impl Default for OutputSpec {
             max_chars: DEFAULT_MAX_CHARS,
             extract_field: None,
             template: None,
+            include_stderr: false,
         }
     }
 }

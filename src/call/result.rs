@@ -28,6 +28,14 @@ pub struct ToolResult {
     pub duration_ms: u64,
     /// stdout was longer than `max_output_bytes` and was cut.
     pub truncated: bool,
+    /// Whether a voice front-end should speak the result (the manifest's `output.speak`).
+    pub speak: bool,
+    /// Bytes of stdout kept (all of it unless `truncated`).
+    #[serde(skip)]
+    pub stdout_kept_bytes: u64,
+    /// The manifest's `output.include_stderr`: [`ToolResult::for_model`] appends stderr.
+    #[serde(skip)]
+    pub include_stderr: bool,
     /// Everything the tool wrote to stdout, in bytes (more than was kept when `truncated`).
     #[serde(skip)]
     pub stdout_bytes: u64,
@@ -114,6 +122,31 @@ impl Failure {
 }
 
 impl ToolResult {
+    /// The text a model receives for a successful run: `output`, then, when stdout was cut,
+    /// a line saying so and how much was kept, then, with `output.include_stderr`, the
+    /// tool's stderr after a `[stderr]` line. `packs call` and `packs serve` send this;
+    /// `packs run` prints `output` and reports the rest on stderr.
+    pub fn for_model(&self) -> String {
+        let mut text = self.output.clone();
+        let mut line = |s: &str| {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(s);
+        };
+        if self.truncated {
+            line(&format!(
+                "[packs: the output was cut: {} of {} bytes kept (policy.max_output_bytes)]\n",
+                self.stdout_kept_bytes, self.stdout_bytes
+            ));
+        }
+        if self.include_stderr && !self.stderr.is_empty() {
+            line("[stderr]\n");
+            line(&self.stderr);
+        }
+        text
+    }
+
     /// A failed run as the error a model can act on: `{"error": {"kind": "execution" |
     /// "timeout", "message", "exit_code", "elapsed_ms", "stderr" (its last 2,000
     /// characters), "output", "retryable"}}`.
@@ -127,6 +160,7 @@ impl ToolResult {
             "elapsed_ms": self.duration_ms,
             "stderr": tail,
             "output": self.display,
+            "truncated": self.truncated,
             "retryable": self.failure.as_ref().is_some_and(Failure::retryable),
         }})
     }

@@ -61,6 +61,6 @@ fn answer(catalog: &Catalog, call: FoundCall, context: &Context, approver: &dyn 
             let value = r.error_json();
             CallResult { call, ok: false, content: value.to_string(), value }
         }
-        Ok(r) => CallResult { call, ok: true, value: r.json.unwrap_or(Value::Null), content: r.output },
+        Ok(r) => CallResult { call, ok: true, content: r.for_model(), value: r.json.unwrap_or(Value::Null) },
     }
 }

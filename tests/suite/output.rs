@@ -169,9 +169,66 @@ fn run_result_json_shape() {
             "stderr": "warn\n",
             "duration_ms": 0,
             "truncated": false,
+            "speak": true,
             "timed_out": false,
         })
     );
     // Without --json: stdout is the output, the tool's stderr is passed on.
     Test::new().packs_dir(&packs).args(["run", "hello"]).run().success().stdout_eq("hi\n").stderr_eq("warn\n");
+}
+
+/// A tool that writes `seq 1 N` on stdout and a warning on stderr.
+fn noisy(output: Value) -> Packs {
+    Packs::new().manifest(
+        "noisy",
+        json!({"name": "noisy", "description": "Count, and warn",
+               "command": {"program": "sh", "args": ["-c", "seq 1 1000; echo 'warning: partial data' >&2"]},
+               "policy": {"max_output_bytes": 20}, "output": output}),
+    )
+}
+
+fn call_noisy(packs: &Packs) -> String {
+    let input =
+        json!({"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "noisy", "arguments": "{}"}}]});
+    let out = Test::new().packs_dir(packs).arg("call").stdin(input.to_string().into_bytes()).run();
+    out.success().json()[0]["content"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_model_is_told_when_output_was_cut_and_sees_stderr_when_asked() {
+    // seq 1 1000 writes 3,893 bytes; 20 are kept.
+    let packs = noisy(json!({}));
+    let content = call_noisy(&packs);
+    assert_eq!(
+        content,
+        "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n[packs: the output was cut: 20 of 3893 bytes kept (policy.max_output_bytes)]\n"
+    );
+    let packs = noisy(json!({"include_stderr": true, "speak": false}));
+    let content = call_noisy(&packs);
+    assert!(content.ends_with("(policy.max_output_bytes)]\n[stderr]\nwarning: partial data\n"), "{content:?}");
+    // `packs run` keeps stdout as the tool wrote it; the rest goes to stderr.
+    let out = Test::new().packs_dir(&packs).args(["run", "noisy"]).run();
+    out.success()
+        .stdout_eq("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n")
+        .stderr_contains("warning: partial data")
+        .stderr_contains("cut at 20 bytes");
+    // `speak` travels in the JSON result and in MCP `_meta`, with the text cut for speech.
+    let json = Test::new().packs_dir(&packs).args(["run", "noisy", "--json"]).run().success().json();
+    assert_eq!(json["speak"], false);
+    let messages = crate::serve::session(
+        &packs,
+        &[],
+        &[
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "noisy", "arguments": {}}}),
+        ],
+    );
+    let result = &messages.iter().find(|m| m["id"] == 2).unwrap()["result"];
+    assert_eq!(result["isError"], false, "{result:#}");
+    assert_eq!(result["content"][0]["text"], content);
+    assert_eq!(
+        result["_meta"],
+        json!({"dev.packs/speak": false, "dev.packs/display": "1\n2\n3\n4\n5\n6\n7\n8\n9\n10"})
+    );
 }
