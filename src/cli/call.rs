@@ -22,24 +22,42 @@ pub(super) struct CallArgs {
     /// Set a context value (url, selection, clipboard, file, cwd, transcript)
     #[arg(long = "context", value_name = "KEY=VALUE")]
     context: Vec<String>,
+    /// stdin is the whole conversation (the message list a front-end keeps): answer the calls
+    /// no result follows yet, and stop a tool's validation retries after --max-retries
+    #[arg(long)]
+    conversation: bool,
+    /// With --conversation: how many times a call that failed validation may be retried before
+    /// the model is told to stop and report
+    #[arg(long, value_name = "N", default_value_t = calls::DEFAULT_MAX_RETRIES, requires = "conversation")]
+    max_retries: usize,
 }
 
 pub(super) fn call(catalog: &Catalog, a: &CallArgs, base: &Context) -> Result<i32> {
     let mut input = String::new();
     std::io::stdin().read_to_string(&mut input).context("reading the model's response from stdin")?;
     let context = args::context(&a.context, base)?;
-    let reading = calls::find_calls_for(&input, a.format, catalog)?;
-    let found = reading.calls.clone();
-    if found.is_empty() {
+    let mut conversation =
+        if a.conversation { Some(calls::read_conversation(&input, a.format, Some(catalog))?) } else { None };
+    let reading = match &conversation {
+        Some(c) => c.pending.clone(),
+        None => calls::find_calls_for(&input, a.format, catalog)?,
+    };
+    if reading.calls.is_empty() {
         return Ok(0);
     }
     let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
     // An interrupt ends the call that runs and the ones after it.
-    let results: Vec<CallResult> = found
-        .into_iter()
+    let mut results: Vec<CallResult> = reading
+        .calls
+        .iter()
         .take_while(|_| crate::runner::interrupted().is_none())
-        .map(|c| answer(catalog, c, &context, approver))
+        .map(|c| answer(catalog, c.clone(), &context, approver))
         .collect();
+    if let Some(conversation) = &mut conversation {
+        for r in &mut results {
+            conversation.limit(r, a.max_retries);
+        }
+    }
     print(&reading.render(&results))?;
     Ok(0)
 }

@@ -163,6 +163,39 @@ fn bare_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<Resu
     found
 }
 
+/// One function response in a transcript: `response:NAME{…}` in
+/// `<start_function_response>…<end_function_response>`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The function's name.
+    pub name: String,
+    /// The response's members (empty when it does not parse).
+    pub value: Map<String, Value>,
+    /// Byte offset of its start tag.
+    pub offset: usize,
+}
+
+/// Opens a function response.
+pub const START_RESPONSE: &str = "<start_function_response>";
+
+/// Every function response in `text`, in order (a transcript of earlier turns).
+pub fn scan_responses(text: &str) -> Vec<Response> {
+    let mut found = Vec::new();
+    let mut pos = 0;
+    while let Some(rel) = text[pos..].find(START_RESPONSE) {
+        let offset = pos + rel;
+        let start = offset + START_RESPONSE.len();
+        pos = start;
+        let Some(after) = text[start..].trim_start().strip_prefix("response:") else { continue };
+        let name = leading_ident(after).to_owned();
+        let mut p = Parser { text, pos: text.len() - after.len() + name.len() };
+        let value = if p.eat("{") { p.members('}', None).unwrap_or_default() } else { Map::new() };
+        pos = pos.max(p.pos);
+        found.push(Response { name, value, offset });
+    }
+    found
+}
+
 /// The name at the start of `s`: a letter or `_`, then letters, digits, `_`, `-`, `.`.
 fn leading_ident(s: &str) -> &str {
     if !s.starts_with(|c: char| c.is_alphabetic() || c == '_') {

@@ -382,3 +382,49 @@ fn a_mode_filters_what_is_offered_and_what_may_run_everywhere() {
     assert_eq!(by_id(3)["result"]["isError"], true, "{:#}", by_id(3));
     assert!(by_id(3)["result"]["content"][0]["text"].as_str().unwrap().contains("not offered in mode"));
 }
+
+#[test]
+fn conversation_validation_retries_stop_after_two() {
+    let t = tools();
+    let run = |messages: &Value, extra: &[&str]| -> Value {
+        let out = Test::new()
+            .arg("--packs")
+            .arg(t.path())
+            .args(["call", "--conversation"])
+            .args(extra)
+            .stdin(messages.to_string().into_bytes())
+            .run();
+        out.success().json()
+    };
+    let bad_call = |id: &str| json!({"role": "assistant", "tool_calls": [{"id": id, "type": "function", "function": {"name": "count", "arguments": "{\"n\": 7}"}}]});
+    let mut messages = vec![json!({"role": "user", "content": "count to seven"})];
+    let mut verdicts = Vec::new();
+    for id in ["c1", "c2", "c3"] {
+        messages.push(bad_call(id));
+        let answer = run(&json!({ "messages": messages }), &[]);
+        let answer = answer.as_array().unwrap();
+        assert_eq!(answer.len(), 1, "only the call without a result is answered: {answer:?}");
+        assert_eq!(answer[0]["tool_call_id"], id);
+        let error: Value = serde_json::from_str(answer[0]["content"].as_str().unwrap()).unwrap();
+        assert_eq!(error["error"]["kind"], "validation");
+        verdicts.push(error["error"]["retryable"].as_bool().unwrap());
+        if id == "c3" {
+            assert!(error["error"]["message"].as_str().unwrap().contains("tell the user what went wrong"), "{error}");
+            // A larger budget lets the model go on.
+            let lenient = run(&json!({ "messages": messages }), &["--max-retries", "5"]);
+            let lenient: Value = serde_json::from_str(lenient[0]["content"].as_str().unwrap()).unwrap();
+            assert_eq!(lenient["error"]["retryable"], true);
+        }
+        messages.push(answer[0].clone());
+    }
+    assert_eq!(verdicts, [true, true, false]);
+    // Everything answered: nothing to do.
+    Test::new()
+        .arg("--packs")
+        .arg(t.path())
+        .args(["call", "--conversation"])
+        .stdin(json!(messages).to_string().into_bytes())
+        .run()
+        .success()
+        .stdout_eq("");
+}

@@ -9,6 +9,10 @@ use serde_json::{Map, Value, json};
 
 use crate::formats::functiongemma;
 
+mod conversation;
+
+pub use conversation::{Conversation, DEFAULT_MAX_RETRIES, read_conversation, stop_retrying};
+
 crate::names::named_enum! {
     /// The response formats `packs call` understands.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -282,18 +286,22 @@ fn gemma_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<Fou
         .into_iter()
         .map(|c| match c {
             Ok(c) => FoundCall { id: String::new(), name: c.name, args: Ok(Value::Object(c.args)) },
-            // A call that could not be read is an error result of its own, named if it could be.
-            Err(e) => FoundCall {
-                id: String::new(),
-                name: e.name.clone(),
-                args: Err(if e.incomplete {
-                    format!("{} (nothing ran; send the whole call again)", e.message)
-                } else {
-                    format!("the call does not parse: {e}")
-                }),
-            },
+            Err(e) => gemma_error(e),
         })
         .collect()
+}
+
+/// A call that could not be read is an error result of its own, named if it could be.
+fn gemma_error(e: functiongemma::CallError) -> FoundCall {
+    FoundCall {
+        id: String::new(),
+        name: e.name.clone(),
+        args: Err(if e.incomplete {
+            format!("{} (nothing ran; send the whole call again)", e.message)
+        } else {
+            format!("the call does not parse: {e}")
+        }),
+    }
 }
 
 /// The outcome of one call, ready to render.
