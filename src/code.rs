@@ -119,6 +119,8 @@ codes! {
     InvalidParametersSchema = "invalid-parameters-schema", "an executable's parameters are not a valid JSON Schema";
     /// A pack directory does not exist.
     MissingPackDir = "missing-pack-dir", "a pack directory does not exist";
+    /// A `lint.allow` entry of a manifest silenced nothing.
+    UnusedAllowance = "unused-allowance", "a `lint.allow` entry of a manifest silenced nothing";
     /// Loading a file failed unexpectedly (a bug in packs: please report it).
     Internal = "internal", "loading a file failed unexpectedly (a bug in packs: please report it)";
 }

@@ -51,9 +51,26 @@ pub(crate) struct Manifest {
     /// Tests `packs test` runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tests: Vec<crate::tool_test::ToolTest>,
+    /// `packs lint` settings for this manifest: rules it allows, each with the reason.
+    #[serde(default, skip_serializing_if = "LintSettings::is_empty")]
+    pub lint: LintSettings,
     /// Whether `policy.read_only` is written in the manifest (not the default).
     #[serde(skip)]
     pub read_only_stated: bool,
+}
+
+/// A manifest's `lint` table.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+pub(crate) struct LintSettings {
+    /// Lint codes this manifest allows, each with why (`option-injection = "…"`).
+    #[serde(default)]
+    pub allow: IndexMap<String, String>,
+}
+
+impl LintSettings {
+    fn is_empty(&self) -> bool {
+        self.allow.is_empty()
+    }
 }
 
 /// The JSON type of a parameter.
@@ -326,6 +343,7 @@ pub(crate) fn known_keys(parent: &FieldPath) -> &'static [&'static str] {
             "policy",
             "output",
             "tests",
+            "lint",
         ],
         [Seg::Key(k), _] if k == "parameters" => &[
             "type",
@@ -346,6 +364,7 @@ pub(crate) fn known_keys(parent: &FieldPath) -> &'static [&'static str] {
         [Seg::Key(k)] if k == "command" => &["program", "args", "env", "cwd"],
         [Seg::Key(k)] if k == "policy" => crate::policy::POLICY_KEYS,
         [Seg::Key(k)] if k == "output" => crate::output::OUTPUT_KEYS,
+        [Seg::Key(k)] if k == "lint" => &["allow"],
         [Seg::Key(k), Seg::Index(_)] if k == "tests" => crate::tool_test::TEST_KEYS,
         [Seg::Key(k), Seg::Index(_), Seg::Key(e)] if k == "tests" && e == "expect" => crate::tool_test::EXPECT_KEYS,
         _ => &[],

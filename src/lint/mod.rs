@@ -249,11 +249,47 @@ fn lint_manifest(path: &Path, options: &Options, programs: &mut ProgramCache) ->
         }
     }
     let subject = Subject { m, src: &src, raw: &raw, command: command.as_ref() };
-    parameters::check(&subject, &mut diags);
-    templates::check(&subject, &mut diags);
-    security::check(&subject, &mut diags);
-    runtime::check(&subject, options, programs, &mut diags);
+    let mut rules = Vec::new();
+    parameters::check(&subject, &mut rules);
+    templates::check(&subject, &mut rules);
+    security::check(&subject, &mut rules);
+    runtime::check(&subject, options, programs, &mut rules);
+    allow(&subject, rules, &mut diags);
     (loads.then(|| m.name.clone()), diags)
+}
+
+/// Keep the rule diagnostics the manifest's `lint.allow` does not silence, and report each
+/// allowance that names no code (a typo) or silenced nothing. Only rule diagnostics can be
+/// allowed: what stops a tool from loading is reported before the rules run.
+fn allow(s: &Subject<'_>, rules: Vec<Diagnostic>, out: &mut Vec<Diagnostic>) {
+    let base = FieldPath::dotted("lint.allow");
+    let mut allowed: Vec<(Code, &str, bool)> = Vec::new();
+    for name in s.m.lint.allow.keys() {
+        match name.parse::<Code>() {
+            Ok(code) => allowed.push((code, name.as_str(), false)),
+            Err(e) => {
+                out.push(s.diag(Severity::Warning, Code::UnknownKey, &base.key(name), Target::Key, e.to_string()))
+            }
+        }
+    }
+    for d in rules {
+        match allowed.iter_mut().find(|(code, _, _)| *code == d.code) {
+            Some((_, _, used)) => *used = true,
+            None => out.push(d),
+        }
+    }
+    for (code, name, _) in allowed.into_iter().filter(|(_, _, used)| !used) {
+        out.push(
+            s.diag(
+                Severity::Warning,
+                Code::UnusedAllowance,
+                &base.key(name),
+                Target::Key,
+                format!("`{code}` is allowed, but this manifest has no `{code}` diagnostic to silence"),
+            )
+            .with_help("remove the allowance: it would hide a new problem of that kind without review"),
+        );
+    }
 }
 
 /// Lint an executable: its describe must answer and be valid.

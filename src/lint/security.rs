@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::argv::Values;
 use crate::manifest::{Arg, ParamType, Parameter};
-use crate::source::{Diagnostic, FieldPath, Severity, Target};
+use crate::source::{Diagnostic, FieldPath, Seg, Severity, Target};
 use crate::template::{Lead, Ref};
 
 /// Programs that interpret a string argument as code, with the flags that introduce it.
@@ -358,20 +358,67 @@ fn hardcoded_secrets(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
             texts.push((FieldPath::dotted("parameters").key(name).key("default"), d));
         }
     }
-    for (path, text) in texts {
+    let flag = |path: &FieldPath, message: String| {
+        s.diag(Severity::Error, Code::HardcodedSecret, path, Target::Value, message)
+            .with_help("read it from the environment with `{{secret.NAME}}` and rotate the one committed here")
+    };
+    for (path, text) in &texts {
         if secret_patterns().is_match(text) {
-            out.push(
-                s.diag(
-                    Severity::Error,
-                    Code::HardcodedSecret,
-                    &path,
-                    Target::Value,
-                    "this looks like a credential written into the manifest",
-                )
-                .with_help("read it from the environment with `{{secret.NAME}}` and rotate the one committed here"),
-            );
+            out.push(flag(path, "this looks like a credential written into the manifest".into()));
+        } else if let Some(name) = secret_named_literal(path, text) {
+            out.push(flag(
+                path,
+                format!("`{name}` looks like a credential's name, and its value is written into the manifest"),
+            ));
         }
     }
+}
+
+/// The secret-looking name a literal value is given under, if any: an environment
+/// variable (`DB_PASSWORD`), a parameter's default (`api_key`), or an argument
+/// `--token=VALUE` / `AWS_SECRET_ACCESS_KEY=VALUE`. A value with a placeholder, or empty,
+/// is not a literal.
+fn secret_named_literal<'t>(path: &'t FieldPath, text: &'t str) -> Option<&'t str> {
+    let (name, value) = match path.0.as_slice() {
+        [Seg::Key(c), Seg::Key(e), Seg::Key(name)] if c == "command" && e == "env" => (name.as_str(), text),
+        [Seg::Key(p), Seg::Key(name), Seg::Key(d)] if p == "parameters" && d == "default" => (name.as_str(), text),
+        [Seg::Key(c), Seg::Key(a), ..] if c == "command" && a == "args" => {
+            let (name, value) = text.split_once('=')?;
+            (name.trim_start_matches('-'), value)
+        }
+        _ => return None,
+    };
+    let literal = !value.trim().is_empty() && !value.contains("{{");
+    (literal && is_secret_name(name)).then_some(name)
+}
+
+/// Whether a name ends in a credential's noun: its last word ends in `password`, `passwd`,
+/// `passphrase`, `secret`, `token`, `credential(s)` or `apikey` (`PGPASSWORD`), or its last
+/// words are `api key`, `access key`, `private key`, `secret key` (words split at `_`, `-`,
+/// `.` and case changes). `TOKEN_URL` and
+/// `MAX_TOKENS` are not secrets; `GITHUB_TOKEN` and `AWS_SECRET_ACCESS_KEY` are.
+pub(crate) fn is_secret_name(name: &str) -> bool {
+    let mut words: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if (matches!(c, '_' | '-' | '.') || (c.is_uppercase() && prev_lower)) && !current.is_empty() {
+            words.push(std::mem::take(&mut current));
+        }
+        if c.is_alphanumeric() {
+            current.push(c.to_ascii_lowercase());
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+    }
+    if !current.is_empty() {
+        words.push(current);
+    }
+    let last = words.last().map(String::as_str);
+    let before = words.len().checked_sub(2).map(|i| words[i].as_str());
+    // The last word may run nouns together (`PGPASSWORD`, `AUTHTOKEN`).
+    let nouns = ["password", "passwd", "passphrase", "secret", "token", "credential", "credentials", "apikey"];
+    last.is_some_and(|w| nouns.iter().any(|n| w.ends_with(n)))
+        || (last == Some("key") && matches!(before, Some("api" | "access" | "private" | "secret")))
 }
 
 /// Why a command changes things, if it is a known mutator.
@@ -504,5 +551,33 @@ fn read_only_claims(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
             )
             .with_help("set `\"confirm_before_run\": true` so a person approves each call"),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_secret_name;
+
+    #[test]
+    fn secret_names_end_in_a_credential_noun() {
+        for name in [
+            "DB_PASSWORD",
+            "AWS_SECRET_ACCESS_KEY",
+            "GITHUB_TOKEN",
+            "api_key",
+            "apiKey",
+            "client-secret",
+            "OPENAI_APIKEY",
+            "token",
+            "x.credentials",
+            "PGPASSWORD",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in
+            ["TOKEN_URL", "MAX_TOKENS", "PWD", "SSH_KEY_PATH", "DB_PASSWORD_FILE", "keyboard", "secretary", "KEY"]
+        {
+            assert!(!is_secret_name(name), "{name}");
+        }
     }
 }

@@ -85,6 +85,9 @@ fn every_rule_with_a_fixture_fires_where_expected() {
         ("shell-injection", "shell-injection.tool.json"),
         ("option-injection", "option-injection.tool.json"),
         ("hardcoded-secret", "hardcoded-secret.tool.json"),
+        ("hardcoded-secret", "hardcoded-secret-by-name.tool.json"),
+        ("unused-allowance", "unused-allowance.tool.json"),
+        ("unknown-key", "unused-allowance.tool.json"),
         ("implicit-read-only", "implicit-read-only.tool.json"),
         ("unconfirmed-mutation", "unconfirmed-mutation.tool.json"),
         ("program-not-found", "program-not-found.tool.json"),
@@ -101,6 +104,9 @@ fn every_rule_with_a_fixture_fires_where_expected() {
             "expected `{code}` in {file}; found {found:#?}"
         );
     }
+    // An allowance with a reason silences its rule in its own manifest only.
+    assert!(!found.iter().any(|(c, f)| c == "hardcoded-secret" && f.ends_with("unused-allowance.tool.json")));
+    assert_eq!(found.iter().filter(|(c, _)| c == "unused-allowance").count(), 1, "{found:#?}");
     // The clean manifest among them has nothing to say.
     assert!(!found.iter().any(|(_, f)| f == "tests/fixtures/lint/good.tool.json"), "{found:#?}");
 }
