@@ -36,7 +36,9 @@ pub struct SearchPath {
 }
 
 impl SearchPath {
-    /// `--packs` directories if any, else `PACKS_PATH` (colon-separated), else `./packs`.
+    /// `--packs` directories if any, else `PACKS_PATH` (colon-separated), else the default:
+    /// `./packs`, then the user's pack directories ([`SearchPath::user_dirs`] of this
+    /// process's environment).
     pub fn resolve(explicit: &[PathBuf], packs_path: Option<&OsStr>) -> Self {
         if !explicit.is_empty() {
             return Self::dirs(explicit.iter().cloned());
@@ -47,7 +49,35 @@ impl SearchPath {
                 return Self::dirs(dirs);
             }
         }
-        Self { implicit: true, ..Self::dirs(["packs"]) }
+        let user = Self::user_dirs(std::env::var_os("XDG_CONFIG_HOME").as_deref(), std::env::var_os("HOME").as_deref());
+        Self { implicit: true, ..Self::dirs(std::iter::once(PathBuf::from("packs")).chain(user)) }
+    }
+
+    /// The user's pack directories, in precedence order: `CONFIG/packs/tools`, then each
+    /// directory in `CONFIG/packs/tools.d/` in name order (hidden entries skipped), where
+    /// CONFIG is `config_home` (`XDG_CONFIG_HOME`) when it is an absolute path, else
+    /// `home/.config`. Only directories that exist are listed.
+    pub fn user_dirs(config_home: Option<&OsStr>, home: Option<&OsStr>) -> Vec<PathBuf> {
+        let config = match config_home.map(Path::new).filter(|p| p.is_absolute()) {
+            Some(dir) => dir.to_owned(),
+            None => match home.map(Path::new).filter(|p| p.is_absolute()) {
+                Some(home) => home.join(".config"),
+                None => return Vec::new(),
+            },
+        };
+        let root = config.join("packs");
+        let mut dirs: Vec<PathBuf> = std::iter::once(root.join("tools")).filter(|d| d.is_dir()).collect();
+        let mut more: Vec<PathBuf> = std::fs::read_dir(root.join("tools.d"))
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        more.sort();
+        dirs.extend(more);
+        dirs
     }
 
     /// Exactly these directories.

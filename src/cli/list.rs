@@ -9,17 +9,21 @@ use crate::formats::{self, Export, ExportFormat};
 use crate::output::truncate;
 use crate::visible;
 
-pub(super) fn list(catalog: &Catalog, as_json: bool) -> Result<i32> {
+/// Every tool: name, kind, read-only, description, and the file it came from (JSON: and
+/// the pack directory of `dirs` holding it; a native tool has none).
+pub(super) fn list(catalog: &Catalog, as_json: bool, dirs: &[std::path::PathBuf]) -> Result<i32> {
     if as_json {
         let rows: Vec<Value> = catalog
             .tools()
             .map(|t| {
+                let pack_dir = dirs.iter().find(|d| t.source().starts_with(d));
                 json!({
                     "name": t.name(),
                     "kind": t.kind(),
                     "read_only": t.policy().read_only,
                     "description": t.description(),
                     "source": t.source(),
+                    "pack_dir": pack_dir,
                 })
             })
             .collect();

@@ -241,7 +241,7 @@ pub(crate) fn main() -> i32 {
             };
             let catalog = load_catalog(&dirs, cli.quiet, only);
             let result = match command {
-                Command::List { json } => list::list(&catalog, *json),
+                Command::List { json } => list::list(&catalog, *json, &search_path(&dirs).dirs),
                 Command::Describe { name, prompt } => list::describe(&catalog, name, *prompt),
                 Command::Catalog { format } => list::catalog(&catalog, *format, &base),
                 Command::Run(args) => run::run(&catalog, args, &base),

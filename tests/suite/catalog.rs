@@ -346,3 +346,42 @@ fn a_syntax_error_is_reported_as_one_even_after_a_type_error_in_the_same_value()
     // Lint says the same.
     Test::new().args(["lint"]).arg(packs.path()).run().code(1).stdout_contains("5:18").stdout_contains("invalid-json");
 }
+
+#[test]
+fn user_pack_directories_come_after_dot_packs() {
+    let home = Packs::new()
+        .manifest(".config/packs/tools/mine", simple("mine", "from tools"))
+        .manifest(".config/packs/tools/both", simple("both", "user copy"))
+        .manifest(".config/packs/tools.d/b-pack/extra", simple("extra", "from b"))
+        .manifest(".config/packs/tools.d/a-pack/extra", simple("extra", "from a"))
+        .manifest(".config/packs/tools.d/.hidden/secret", simple("secret", "hidden"));
+    let config = home.path().join(".config");
+    let test = |xdg: Option<&std::path::Path>| {
+        let mut t = Test::new().write("packs/both.tool.json", &simple("both", "project copy").to_string());
+        t = t.env("HOME", home.path());
+        t = match xdg {
+            Some(x) => t.env("XDG_CONFIG_HOME", x),
+            None => t.env_remove("XDG_CONFIG_HOME"),
+        };
+        t
+    };
+    // ./packs first, then CONFIG/packs/tools, then tools.d/* in name order.
+    test(None).args(["run", "both"]).run().success().stdout_eq("project copy\n");
+    test(None).args(["run", "mine"]).run().success().stdout_eq("from tools\n");
+    test(None).args(["run", "extra"]).run().success().stdout_eq("from a\n");
+    test(None).args(["run", "secret"]).run().code(1).stderr_contains("no tool named `secret`");
+    let out = test(Some(&config)).args(["list", "--json"]).run();
+    let rows = out.success().json();
+    let dir_of = |name: &str| {
+        rows.as_array().unwrap().iter().find(|r| r["name"] == name).unwrap()["pack_dir"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(dir_of("both"), "packs");
+    assert_eq!(dir_of("mine"), config.join("packs/tools").to_str().unwrap());
+    assert_eq!(dir_of("extra"), config.join("packs/tools.d/a-pack").to_str().unwrap());
+    // A relative XDG_CONFIG_HOME is ignored (the XDG rule): HOME/.config is used.
+    test(Some(std::path::Path::new("relative/config"))).args(["run", "mine"]).run().success();
+    // An explicit search path is exactly what it says.
+    let elsewhere = Packs::new().manifest("other", simple("other", "x"));
+    test(None).packs_dir(&elsewhere).args(["run", "mine"]).run().code(1);
+    test(None).env("PACKS_PATH", elsewhere.path()).args(["run", "mine"]).run().code(1);
+}

@@ -169,6 +169,8 @@ impl Test {
         }
         // No describe cache unless a test asks for one: never write to the real home.
         cmd.env("PACKS_CACHE_DIR", "");
+        // No user pack directories unless a test makes some: never read the real home's.
+        cmd.env("XDG_CONFIG_HOME", self.dir.path().join("no-config"));
         for (k, v) in &self.env {
             match v {
                 Some(v) => cmd.env(k, v),
