@@ -65,6 +65,7 @@ fn list_json() {
             "read_only": true,
             "description": "Say hello",
             "source": packs.join("hello.tool.json").display().to_string(),
+            "pack_dir": packs.path().display().to_string(),
         }])
     );
 }

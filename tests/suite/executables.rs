@@ -23,7 +23,8 @@ fn a_good_executable_is_listed_described_and_called() {
     out.success().stderr_eq("");
     assert_eq!(
         out.json(),
-        json!([{"name": "echo_call", "kind": "executable", "read_only": false, "description": "Echo the call back", "source": exe}])
+        json!([{"name": "echo_call", "kind": "executable", "read_only": false, "description": "Echo the call back", "source": exe,
+                "pack_dir": packs.path().display().to_string()}])
     );
 
     let describe = Test::new().packs_dir(&packs).args(["describe", "echo_call"]).run().success().json();
