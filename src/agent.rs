@@ -32,6 +32,8 @@ pub struct AgentConfig {
     /// How strictly the agent's calls are confined by the kernel (`enforce`, `best-effort`,
     /// `off`); a `--sandbox` option or `PACKS_SANDBOX` wins.
     pub sandbox: Option<String>,
+    /// Use only tools pinned as they are in the lock file (as `--locked`).
+    pub locked: bool,
 }
 
 /// A loaded agent.

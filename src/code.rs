@@ -119,6 +119,14 @@ codes! {
     InvalidParametersSchema = "invalid-parameters-schema", "an executable's parameters are not a valid JSON Schema";
     /// A pack directory does not exist.
     MissingPackDir = "missing-pack-dir", "a pack directory does not exist";
+    /// A tool is not pinned in the lock file.
+    LockUnpinned = "lock-unpinned", "a tool is not pinned in the lock file";
+    /// A tool differs from its pin in the lock file.
+    LockDrift = "lock-drift", "a tool differs from its pin in the lock file";
+    /// A tool's file was reformatted since it was pinned (same meaning).
+    LockReformatted = "lock-reformatted", "a tool's file was reformatted since it was pinned (same meaning)";
+    /// The lock file pins a tool that is no longer found.
+    LockStale = "lock-stale", "the lock file pins a tool that is no longer found";
     /// A `lint.allow` entry of a manifest silenced nothing.
     UnusedAllowance = "unused-allowance", "a `lint.allow` entry of a manifest silenced nothing";
     /// Loading a file failed unexpectedly (a bug in packs: please report it).

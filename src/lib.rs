@@ -35,6 +35,7 @@ mod environment;
 pub mod formats;
 mod help;
 pub mod lint;
+pub mod lock;
 mod manifest;
 pub mod mcp;
 mod names;

@@ -33,6 +33,8 @@ mod injection;
 mod library;
 #[path = "suite/lint.rs"]
 mod lint;
+#[path = "suite/lock.rs"]
+mod lock;
 #[path = "suite/native.rs"]
 mod native;
 #[path = "suite/network.rs"]

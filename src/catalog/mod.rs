@@ -104,6 +104,14 @@ pub enum LookupError {
         /// A close name, if there is one.
         suggestion: Option<String>,
     },
+    /// The tool exists but was withdrawn: `--locked` refused it.
+    #[error("tool `{name}` is {reason}")]
+    Refused {
+        /// The tool's name.
+        name: String,
+        /// Why (names what changed).
+        reason: String,
+    },
     /// Two files in one directory declare this name.
     #[error("tool `{name}` is declared twice in one pack directory: {} and {}", first.display(), second.display())]
     Ambiguous {
@@ -130,6 +138,8 @@ pub struct Shadowed {
 enum Entry {
     Tool(Arc<Tool>),
     Ambiguous(PathBuf, PathBuf),
+    /// Withdrawn (the lock file refused it), with why.
+    Refused(String),
 }
 
 /// All tools found on a search path.
@@ -231,6 +241,7 @@ impl Catalog {
             Entry::Tool(t) if t.native().is_some() => return Err(NativeToolError::Duplicate(name)),
             Entry::Tool(t) => t.source().to_owned(),
             Entry::Ambiguous(a, _) => a.clone(),
+            Entry::Refused(_) => PathBuf::new(),
         };
         self.shadowed.push(Shadowed { name, winner: tool.source().to_owned(), hidden });
         self.entries[i].1 = Entry::Tool(Arc::new(tool));
@@ -273,6 +284,7 @@ impl Catalog {
             Some(Entry::Ambiguous(a, b)) => {
                 Err(LookupError::Ambiguous { name: name.to_owned(), first: a.clone(), second: b.clone() })
             }
+            Some(Entry::Refused(reason)) => Err(LookupError::Refused { name: name.to_owned(), reason: reason.clone() }),
             None => {
                 let mut buf = Vec::new();
                 let skipped: Vec<String> = self.skipped.iter().filter_map(|p| quick_name(p, &mut buf)).collect();
@@ -289,8 +301,16 @@ impl Catalog {
     pub fn tools(&self) -> impl Iterator<Item = &Tool> {
         self.entries.iter().filter_map(|(_, e)| match e {
             Entry::Tool(t) => Some(&**t),
-            Entry::Ambiguous(..) => None,
+            Entry::Ambiguous(..) | Entry::Refused(_) => None,
         })
+    }
+
+    /// Withdraw the tool `name`: it is no longer listed, and a lookup of it fails with
+    /// `reason` (`--locked` refusing a tool that changed).
+    pub(crate) fn refuse(&mut self, name: &str, reason: String) {
+        if let Some(&i) = self.index.get(name) {
+            self.entries[i].1 = Entry::Refused(reason);
+        }
     }
 
     /// After reloading: every tool of `previous` whose file is now broken (an error

@@ -4,6 +4,7 @@ mod args;
 mod call;
 mod lint;
 mod list;
+mod lock;
 mod prompt;
 mod run;
 mod sandbox;
@@ -87,6 +88,18 @@ struct Cli {
     #[arg(long, value_name = "ID", global = true, env = "PACKS_AGENT")]
     agent: Option<String>,
 
+    /// Refuse every tool that is not pinned in the lock file as it is (see `packs lock`)
+    #[arg(long, global = true, env = "PACKS_LOCKED", value_parser = clap::builder::FalseyValueParser::new())]
+    locked: bool,
+
+    /// The lock file of `packs lock` and --locked
+    #[arg(long, value_name = "FILE", global = true, env = "PACKS_LOCKFILE", default_value = crate::lock::DEFAULT_LOCKFILE)]
+    lockfile: PathBuf,
+
+    /// Trust the lock file only with a valid minisign signature (LOCKFILE.minisig) by this public key
+    #[arg(long, value_name = "PUBKEY", global = true, env = "PACKS_LOCK_PUBKEY")]
+    verify: Option<PathBuf>,
+
     /// Offer and run only tools whose `modes` include MODE or `Global` (default: the agent's `mode`)
     #[arg(long, value_name = "MODE", global = true, env = "PACKS_MODE")]
     mode: Option<String>,
@@ -140,6 +153,8 @@ enum Command {
     },
     /// Check pack directories and manifests: every problem with file, line, column and a stable code
     Lint(lint::LintArgs),
+    /// Pin the tools in packs.lock, check them against it (--check), re-pin one after review (--update)
+    Lock(lock::LockArgs),
     /// Run the tests manifests carry (`tests`), through the real pipeline
     Test(test::TestArgs),
     /// Use a manifest file as an executable: `--describe`, or run it with a JSON argument
@@ -172,6 +187,10 @@ pub(crate) fn main() -> i32 {
     let result = match cli.command {
         Command::Exec(args) => run::exec(&args),
         Command::Lint(args) => Ok(lint::lint(&args, &cli.packs)),
+        Command::Lock(args) => {
+            let options = lock::LockOptions { lockfile: &cli.lockfile, verify: cli.verify.as_deref() };
+            lock::run(&args, &cli.packs, &options, cli.quiet)
+        }
         Command::Help { name: None } => {
             use clap::CommandFactory;
             let _ = Cli::command().print_help();
@@ -223,6 +242,14 @@ pub(crate) fn main() -> i32 {
             if let Command::Sandbox { json } = command {
                 return sandbox::report(base.sandbox(), *json);
             }
+            if let Command::Serve { .. } = command
+                && (cli.locked || agent.as_ref().is_some_and(|a| a.config.locked))
+            {
+                report(&anyhow::anyhow!(
+                    "packs serve does not support --locked yet: refusing to serve unchecked tools"
+                ));
+                return exit::USAGE;
+            }
             if let Command::Serve { watch, yes } = command {
                 let options =
                     crate::mcp::Options { search: search_path(&dirs), context: base.clone(), yes: *yes, watch: *watch };
@@ -239,7 +266,18 @@ pub(crate) fn main() -> i32 {
                 Command::Run(args) => Some(args.name()),
                 _ => None,
             };
-            let catalog = load_catalog(&dirs, cli.quiet, only);
+            let mut catalog = load_catalog(&dirs, cli.quiet, only);
+            let locked = cli.locked || agent.as_ref().is_some_and(|a| a.config.locked);
+            if locked {
+                let options = lock::LockOptions { lockfile: &cli.lockfile, verify: cli.verify.as_deref() };
+                match lock::read_trusted(&options) {
+                    Ok(l) => lock::enforce(&mut catalog, &l, cli.quiet || only.is_some()),
+                    Err(e) => {
+                        report(&e.context("--locked: every tool is refused"));
+                        return exit::USAGE;
+                    }
+                }
+            }
             let result = match command {
                 Command::List { json } => list::list(&catalog, *json, &search_path(&dirs).dirs),
                 Command::Describe { name, prompt } => list::describe(&catalog, name, *prompt),
@@ -251,6 +289,7 @@ pub(crate) fn main() -> i32 {
                 Command::Help { name: Some(name) } => list::help(&catalog, name),
                 Command::Exec(_)
                 | Command::Lint(_)
+                | Command::Lock(_)
                 | Command::Help { name: None }
                 | Command::Serve { .. }
                 | Command::Sandbox { .. } => {

@@ -1,0 +1,324 @@
+//! `packs lock` and `--locked`: every kind of drift refused (and nothing else), formatting-only
+//! edits allowed, `--update`'s semantic diff, `--check` diagnostics, and minisign signatures
+//! made and checked by the real `minisign` program as well as by packs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::common::{Output, Packs, Test, require};
+
+fn greet() -> Value {
+    json!({"name": "greet", "description": "Say hello to someone",
+           "parameters": {"who": {"type": "string", "required": true}},
+           "command": {"program": "echo", "args": ["hello", "{{who}}"]}})
+}
+
+fn count() -> Value {
+    json!({"name": "count", "description": "Count to three", "command": {"program": "seq", "args": ["3"]}})
+}
+
+/// An executable whose `--describe` answer is the file `describe.json` beside it, so the
+/// answer can change while the executable's bytes do not.
+const EXE: &str =
+    "#!/bin/sh\nif [ \"$1\" = --describe ]; then cat \"$(dirname \"$0\")/describe.json\"; else echo ran; fi\n";
+
+fn exe_describe(description: &str) -> String {
+    json!({"name": "probe", "description": description, "parameters": {"type": "object", "properties": {}}}).to_string()
+}
+
+/// A project: `packs/` with two manifests and an executable, and the lock file beside it.
+struct Project {
+    root: Packs,
+}
+
+impl Project {
+    fn new() -> Self {
+        let root = Packs::new()
+            .manifest("packs/greet", greet())
+            .manifest("packs/count", count())
+            .file("packs/describe.json", &exe_describe("Probe the machine"))
+            .executable("packs/probe", EXE);
+        Self { root }
+    }
+
+    fn path(&self) -> &Path {
+        self.root.path()
+    }
+
+    fn file(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        std::fs::write(self.file(rel), text).unwrap();
+    }
+
+    fn packs(&self, args: &[&str]) -> Output {
+        Test::new().current_dir(self.path()).env_remove("PACKS_LOCKED").args(args).run()
+    }
+
+    fn lock(&self) {
+        self.packs(&["lock"]).success();
+    }
+
+    /// `packs --locked run NAME`: its stderr when refused, None when it ran.
+    fn refused(&self, name: &str) -> Option<String> {
+        let args: Vec<&str> = match name {
+            "greet" => vec!["--locked", "run", "greet", "--arg", "who=ana"],
+            other => vec!["--locked", "run", other],
+        };
+        let out = self.packs(&args);
+        match out.status.code() {
+            Some(0) => None,
+            Some(1) => Some(out.stderr.clone()),
+            other => panic!("unexpected exit {other:?}: {}", out.stderr),
+        }
+    }
+}
+
+#[test]
+fn a_fresh_lock_lets_every_tool_run_and_is_stable() {
+    let p = Project::new();
+    p.lock();
+    let text = std::fs::read_to_string(p.file("packs.lock")).unwrap();
+    assert!(text.starts_with("# packs.lock"), "{text}");
+    // Name order, and the same bytes when nothing changed.
+    let names: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("name = ")).collect();
+    assert_eq!(names, ["\"count\"", "\"greet\"", "\"probe\""]);
+    p.lock();
+    assert_eq!(std::fs::read_to_string(p.file("packs.lock")).unwrap(), text);
+    for name in ["greet", "count", "probe"] {
+        assert_eq!(p.refused(name), None, "{name}");
+    }
+    p.packs(&["lock", "--check"]).success().stdout_contains("0 errors, 0 warnings");
+}
+
+#[test]
+fn every_kind_of_drift_is_refused_naming_what_changed_and_the_rest_still_runs() {
+    let edit = |p: &Project, f: &dyn Fn(&mut Value)| {
+        let path = p.file("packs/greet.tool.json");
+        let mut m: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        f(&mut m);
+        std::fs::write(&path, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    };
+    type Change = (&'static str, &'static str, Box<dyn Fn(&Project)>);
+    let changes: Vec<Change> = vec![
+        (
+            "greet",
+            "description",
+            Box::new(move |p| edit(p, &|m| m["description"] = json!("Say hello, and also rm -rf ~"))),
+        ),
+        ("greet", "parameters", Box::new(move |p| edit(p, &|m| m["parameters"]["loud"] = json!({"type": "boolean"})))),
+        ("greet", "command", Box::new(move |p| edit(p, &|m| m["command"]["args"] = json!(["goodbye", "{{who}}"])))),
+        ("greet", "policy", Box::new(move |p| edit(p, &|m| m["policy"] = json!({"read_only": false})))),
+        ("probe", "executable", Box::new(|p| p.write("packs/probe", &format!("{EXE}# changed\n")))),
+        (
+            "probe",
+            "description",
+            Box::new(|p| p.write("packs/describe.json", &exe_describe("Probe, and upload ~/.ssh"))),
+        ),
+    ];
+    for (tool, part, change) in changes {
+        let p = Project::new();
+        p.lock();
+        change(&p);
+        let why = p.refused(tool).unwrap_or_else(|| panic!("a changed {part} of {tool} must be refused"));
+        assert!(why.contains("refused by the lock file") && why.contains(part), "{part}: {why}");
+        let other = if tool == "greet" { "count" } else { "greet" };
+        assert_eq!(p.refused(other), None, "{other} still matches its pin");
+        // Withdrawn from what a model is offered, too.
+        let catalog = p.packs(&["--locked", "-q", "catalog"]).success().json();
+        let names: Vec<&str> = catalog.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert!(!names.contains(&tool) && names.contains(&other), "{names:?}");
+        let check = p.packs(&["lock", "--check", "--format", "json"]);
+        check.code(1);
+        let report = check.json();
+        let codes: Vec<&str> =
+            report["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap()).collect();
+        assert_eq!(codes, ["lock-drift"], "{report:#}");
+    }
+}
+
+#[test]
+fn a_new_tool_is_refused_until_pinned_and_a_removed_one_that_returns_changed_is_caught() {
+    let p = Project::new();
+    p.lock();
+    std::fs::write(
+        p.file("packs/extra.tool.json"),
+        json!({"name": "extra", "description": "New", "command": "true"}).to_string(),
+    )
+    .unwrap();
+    let why = p.refused("extra").unwrap();
+    assert!(why.contains("not in the lock file"), "{why}");
+    p.packs(&["lock", "--check"]).code(1).stdout_contains("error[lock-unpinned]");
+    // Removed: a stale pin is a warning; back with another description: still caught.
+    std::fs::remove_file(p.file("packs/greet.tool.json")).unwrap();
+    p.packs(&["lock", "--check"]).code(1).stdout_contains("warning[lock-stale]");
+    let mut changed = greet();
+    changed["description"] = json!("Say hello (and more)");
+    std::fs::write(p.file("packs/sub/greet.tool.json").tap_mkdir(), changed.to_string()).unwrap();
+    assert!(p.refused("greet").unwrap().contains("description"));
+}
+
+trait TapMkdir {
+    fn tap_mkdir(self) -> Self;
+}
+
+impl TapMkdir for PathBuf {
+    fn tap_mkdir(self) -> Self {
+        std::fs::create_dir_all(self.parent().unwrap()).unwrap();
+        self
+    }
+}
+
+#[test]
+fn formatting_only_edits_are_allowed_and_reported_as_such() {
+    let p = Project::new();
+    p.lock();
+    // Compact JSON with the keys in another order: the same manifest.
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(p.file("packs/greet.tool.json")).unwrap()).unwrap();
+    let mut keys: Vec<(&String, &Value)> = m.as_object().unwrap().iter().collect();
+    keys.reverse();
+    let reordered: serde_json::Map<String, Value> = keys.into_iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    p.write("packs/greet.tool.json", &Value::Object(reordered).to_string());
+    assert_eq!(p.refused("greet"), None);
+    // Even as TOML instead of JSON.
+    std::fs::remove_file(p.file("packs/count.tool.json")).unwrap();
+    p.write(
+        "packs/count.tool.toml",
+        "name = \"count\"\ndescription = \"Count to three\"\n[command]\nprogram = \"seq\"\nargs = [\"3\"]\n",
+    );
+    assert_eq!(p.refused("count"), None);
+    let check = p.packs(&["lock", "--check"]);
+    check.success().stdout_contains("warning[lock-reformatted]").stdout_contains("0 errors, 2 warnings");
+}
+
+#[test]
+fn update_re_pins_one_tool_and_prints_what_a_reviewer_must_read() {
+    let p = Project::new();
+    p.lock();
+    let mut m = greet();
+    m["description"] = json!("Greet someone");
+    m["parameters"]["loud"] = json!({"type": "boolean"});
+    m["command"]["program"] = json!("printf");
+    m["policy"] = json!({"read_only": false, "requires_network": true, "timeout_secs": 300});
+    p.write("packs/greet.tool.json", &m.to_string());
+    p.write(
+        "packs/count.tool.json",
+        &json!({"name": "count", "description": "Count to four", "command": "seq 4"}).to_string(),
+    );
+    let out = p.packs(&["lock", "--update", "greet"]);
+    out.success().stdout_eq(
+        "greet:\n\
+         \x20 command.program: \"echo\" → \"printf\"\n\
+         \x20 description: \"Say hello to someone\" → \"Greet someone\"\n\
+         \x20 new parameter `loud`: {\"required\":false,\"type\":\"boolean\"}\n\
+         \x20 policy.read_only: true → false (looser)\n\
+         \x20 policy.requires_network: false → true (looser)\n\
+         \x20 policy.timeout_secs: 30 → 300 (looser)\n",
+    );
+    assert_eq!(p.refused("greet"), None);
+    // Only greet was re-pinned: count's change still needs review.
+    assert!(p.refused("count").unwrap().contains("description"));
+}
+
+#[test]
+fn without_a_lock_file_locked_refuses_everything() {
+    let p = Project::new();
+    p.packs(&["--locked", "run", "count"]).code(1).stderr_contains("--locked").stderr_contains("packs.lock");
+    // An agent can ask for it.
+    let agents = Packs::new().file("a/agent.toml", "locked = true\n").file("a/soul.md", "S");
+    Test::new()
+        .current_dir(p.path())
+        .env("PACKS_AGENTS", agents.path())
+        .args(["--agent", "a", "run", "count"])
+        .run()
+        .code(1)
+        .stderr_contains("packs.lock");
+    // And a lock file that is not one is an error naming its line.
+    p.write("packs.lock", "version = 1\n[[tool]]\nname = 3\n");
+    p.packs(&["--locked", "run", "count"]).code(1).stderr_contains("packs.lock: line 3");
+}
+
+/// A minisign key pair made by the `minisign` program, protected by `password`.
+fn keypair(dir: &Path, stem: &str, password: &str) -> (PathBuf, PathBuf) {
+    require("minisign");
+    let (public, secret) = (dir.join(format!("{stem}.pub")), dir.join(format!("{stem}.key")));
+    let mut child = Command::new("minisign")
+        .arg("-G")
+        .arg("-p")
+        .arg(&public)
+        .arg("-s")
+        .arg(&secret)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(format!("{password}\n{password}\n").as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    (public, secret)
+}
+
+fn minisign_verifies(lockfile: &Path, public: &Path) -> bool {
+    Command::new("minisign").arg("-V").arg("-p").arg(public).arg("-m").arg(lockfile).output().unwrap().status.success()
+}
+
+#[test]
+fn signatures_good_bad_missing_and_of_another_key() {
+    let p = Project::new();
+    let keys = tempfile::tempdir().unwrap();
+    let (public, secret) = keypair(keys.path(), "team", "correct horse");
+    let (other_public, _) = keypair(keys.path(), "other", "battery staple");
+    let lockfile = p.file("packs.lock");
+    // A wrong password changes nothing.
+    Test::new()
+        .current_dir(p.path())
+        .env("PACKS_SIGN_PASSWORD", "wrong")
+        .args(["lock", "--sign"])
+        .arg(&secret)
+        .run()
+        .code(1)
+        .stderr_contains("Wrong password");
+    assert!(!lockfile.exists());
+    Test::new()
+        .current_dir(p.path())
+        .env("PACKS_SIGN_PASSWORD", "correct horse")
+        .args(["lock", "--sign"])
+        .arg(&secret)
+        .run()
+        .success();
+    // The reference implementation accepts packs' signature.
+    assert!(minisign_verifies(&lockfile, &public));
+    let verify = |key: &Path| p.packs(&["--locked", "--verify", key.to_str().unwrap(), "run", "count"]);
+    verify(&public).success().stdout_eq("1\n2\n3\n");
+    verify(&other_public).code(1).stderr_contains("does not verify");
+    // A lock file changed after signing.
+    let text = std::fs::read_to_string(&lockfile).unwrap();
+    std::fs::write(&lockfile, text.replace("Count to three", "Count to three ")).unwrap();
+    verify(&public).code(1).stderr_contains("does not verify");
+    // Signed by the minisign program: packs accepts it.
+    std::fs::write(&lockfile, &text).unwrap();
+    let mut child = Command::new("minisign")
+        .arg("-S")
+        .arg("-s")
+        .arg(&secret)
+        .arg("-m")
+        .arg(&lockfile)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"correct horse\n").unwrap();
+    assert!(child.wait().unwrap().success());
+    verify(&public).success();
+    // No signature at all: a refusal, never a warning.
+    std::fs::remove_file(p.file("packs.lock.minisig")).unwrap();
+    verify(&public).code(1).stderr_contains("is not signed");
+    p.packs(&["lock", "--check", "--verify", public.to_str().unwrap()]).code(1).stderr_contains("is not signed");
+}
