@@ -244,3 +244,26 @@ fn the_native_tool_example_runs() {
     assert!(stdout.contains("word_count: 5 words, 1 lines, 37 characters"), "{stdout}");
     assert!(stdout.contains(r#"sum_numbers (structured): {"sum":6.5,"count":3}"#), "{stdout}");
 }
+
+#[test]
+fn native_tools_are_pinned_and_locked_through_the_library() {
+    use packs::lock::{self, Drift, LockFile};
+    let catalog = catalog_with(Echo::new("echo_word"));
+    let mut pinned = LockFile { version: lock::LOCK_VERSION, tools: Vec::new() };
+    pinned.put(lock::pin(catalog.get("echo_word").unwrap(), None).unwrap());
+    assert_eq!(pinned.tools[0].kind, "native");
+    assert_eq!(pinned.tools[0].file, None, "a native tool has no file");
+    // The same tool: nothing refused.
+    let mut same = catalog_with(Echo::new("echo_word"));
+    assert!(lock::enforce(&mut same, &pinned).is_empty());
+    // Its policy loosened: withdrawn, and a call names why.
+    let mut looser = Echo::new("echo_word");
+    looser.policy.read_only = false;
+    let mut changed = catalog_with(looser);
+    let refused = lock::enforce(&mut changed, &pinned);
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0].drift, Drift::Changed(vec!["policy".into()]));
+    assert_eq!(changed.tools().count(), 0);
+    let e = changed.get("echo_word").unwrap_err().to_string();
+    assert!(e.contains("refused by the lock file") && e.contains("policy"), "{e}");
+}
