@@ -119,6 +119,8 @@ codes! {
     InvalidParametersSchema = "invalid-parameters-schema", "an executable's parameters are not a valid JSON Schema";
     /// A pack directory does not exist.
     MissingPackDir = "missing-pack-dir", "a pack directory does not exist";
+    /// An Agent Skill's `SKILL.md` breaks the Agent Skills rules.
+    InvalidSkill = "invalid-skill", "an Agent Skill's `SKILL.md` breaks the Agent Skills rules";
     /// A tool is not pinned in the lock file.
     LockUnpinned = "lock-unpinned", "a tool is not pinned in the lock file";
     /// A tool differs from its pin in the lock file.

@@ -48,6 +48,7 @@ mod pool;
 pub mod prompt;
 mod runner;
 mod sandbox;
+mod skill;
 mod source;
 mod template;
 mod testing;

@@ -19,6 +19,14 @@ pub enum PromptError {
         /// Where it was looked for.
         path: PathBuf,
     },
+    /// A skill's `SKILL.md` does not parse.
+    #[error("{}: {message}", path.display())]
+    Skill {
+        /// The `SKILL.md`.
+        path: PathBuf,
+        /// What is wrong, with its line.
+        message: String,
+    },
     /// A file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     Unreadable {
@@ -30,7 +38,9 @@ pub enum PromptError {
     },
 }
 
-/// `soul.md`, then each `context/*.md` in name order, each after `\n---\n`, byte for byte.
+/// `soul.md`, then each context module in name order, each after `\n---\n`, byte for byte.
+/// A module is a `context/*.md` file, or a skill directory `context/<skill>/SKILL.md`, whose
+/// body (after its YAML frontmatter) is the module.
 pub fn compose(agent_dir: &Path) -> Result<String, PromptError> {
     let soul_path = agent_dir.join("soul.md");
     let read =
@@ -40,23 +50,53 @@ pub fn compose(agent_dir: &Path) -> Result<String, PromptError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(PromptError::MissingSoul { path: soul_path }),
         Err(source) => return Err(PromptError::Unreadable { path: soul_path, source }),
     };
-    let context = agent_dir.join("context");
-    let mut modules: Vec<PathBuf> = match std::fs::read_dir(&context) {
-        Ok(entries) => entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            // `*.md` as a shell glob reads it: hidden files (`.draft.md`, `._x.md`) are not modules.
-            .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| !n.starts_with('.')))
-            .filter(|p| p.extension().is_some_and(|e| e == "md") && p.is_file())
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    modules.sort();
-    for m in modules {
+    for module in context_modules(agent_dir) {
         out.extend_from_slice(SEPARATOR.as_bytes());
-        out.extend_from_slice(&read(&m)?);
+        match module {
+            Module::File(path) => out.extend_from_slice(&read(&path)?),
+            Module::Skill(path) => {
+                let text = String::from_utf8_lossy(&read(&path)?).into_owned();
+                let skill = crate::skill::parse(&text)
+                    .map_err(|e| PromptError::Skill { path: path.clone(), message: e.to_string() })?;
+                out.extend_from_slice(skill.body.as_bytes());
+            }
+        }
     }
     Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// One context module of an agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Module {
+    /// `context/NAME.md`, used whole.
+    File(PathBuf),
+    /// `context/NAME/SKILL.md`, used without its frontmatter.
+    Skill(PathBuf),
+}
+
+/// An agent's context modules in name order: `context/*.md` files (as a shell glob reads
+/// it: hidden files are not modules) and `context/*/SKILL.md` skills (hidden directories
+/// are not either).
+pub(crate) fn context_modules(agent_dir: &Path) -> Vec<Module> {
+    let context = agent_dir.join("context");
+    let mut named: Vec<(std::ffi::OsString, Module)> = std::fs::read_dir(&context)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .filter_map(|e| {
+            let path = e.path();
+            if path.is_dir() {
+                let skill = path.join("SKILL.md");
+                skill.is_file().then(|| (e.file_name(), Module::Skill(skill)))
+            } else {
+                (path.extension().is_some_and(|x| x == "md") && path.is_file())
+                    .then(|| (e.file_name(), Module::File(path)))
+            }
+        })
+        .collect();
+    named.sort_by(|a, b| a.0.cmp(&b.0));
+    named.into_iter().map(|(_, m)| m).collect()
 }
 
 /// Whether a tool is offered in `mode`: its `modes` include it or `Global`, or it has none

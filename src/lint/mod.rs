@@ -88,6 +88,30 @@ pub fn lint(paths: &[PathBuf], options: &Options) -> Result<Report, LintError> {
     for path in paths {
         let meta =
             std::fs::metadata(path).map_err(|e| LintError::BadPath { path: path.clone(), reason: e.to_string() })?;
+        // Agent Skills: a SKILL.md, a skill's directory, or an agent's directory (its
+        // `context/*/SKILL.md`).
+        let skills: Vec<PathBuf> = if meta.is_dir() && path.join("SKILL.md").is_file() {
+            vec![path.join("SKILL.md")]
+        } else if meta.is_dir() && (path.join("soul.md").is_file() || path.join("agent.toml").is_file()) {
+            crate::prompt::context_modules(path)
+                .into_iter()
+                .filter_map(|m| match m {
+                    crate::prompt::Module::Skill(p) => Some(p),
+                    crate::prompt::Module::File(_) => None,
+                })
+                .collect()
+        } else if path.file_name().is_some_and(|n| n == "SKILL.md") {
+            vec![path.clone()]
+        } else {
+            Vec::new()
+        };
+        if !skills.is_empty() || (meta.is_dir() && path.join("soul.md").is_file()) {
+            for skill in skills {
+                report.files += 1;
+                report.diagnostics.extend(lint_skill(&skill));
+            }
+            continue;
+        }
         let (manifests, executables, walk_diags) = if meta.is_dir() {
             let d = catalog::discover(path);
             (d.manifests, d.executables, d.diagnostics)
@@ -138,6 +162,40 @@ pub fn lint(paths: &[PathBuf], options: &Options) -> Result<Report, LintError> {
         precedence.end_dir();
     }
     Ok(report)
+}
+
+/// Check a `SKILL.md` against the Agent Skills rules (its directory names it).
+fn lint_skill(path: &Path) -> Vec<Diagnostic> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => return vec![Diagnostic::file(Severity::Error, Code::Unreadable, path, format!("cannot read: {e}"))],
+    };
+    let at_line = |line: Option<usize>, message: String| {
+        let mut d = Diagnostic::file(Severity::Error, Code::InvalidSkill, path, message);
+        d.line = line;
+        d.column = line.map(|_| 1);
+        d
+    };
+    let skill = match crate::skill::parse(&text) {
+        Ok(s) => s,
+        Err(e) => return vec![at_line(e.line, e.message)],
+    };
+    let dir = path.parent().and_then(Path::file_name).and_then(|n| n.to_str());
+    let frontmatter_end = skill.body_line.saturating_sub(1);
+    crate::skill::problems(&skill.front, dir)
+        .into_iter()
+        .map(|(field, message)| {
+            // The line that sets the field, within the frontmatter; else its opening line.
+            let line = text
+                .lines()
+                .take(frontmatter_end)
+                .position(|l| l.strip_prefix(field).is_some_and(|rest| rest.trim_start().starts_with(':')))
+                .map_or(1, |i| i + 1);
+            let mut d = at_line(Some(line), message);
+            d.field = Some(field.to_owned());
+            d
+        })
+        .collect()
 }
 
 /// A diagnostic at the `name` of a manifest (or the whole file for an executable).

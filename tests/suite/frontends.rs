@@ -428,3 +428,54 @@ fn conversation_validation_retries_stop_after_two() {
         .success()
         .stdout_eq("");
 }
+
+#[test]
+fn agent_skills_are_context_modules_in_name_order_without_their_frontmatter() {
+    let skill = "---\nname: pdf-tools\ndescription: Work with PDF files.\nmetadata:\n  openclaw:\n    requires:\n      bins: [qpdf]\n---\n# PDF tools\nUse qpdf.\n";
+    let a = agents(Some("SOUL"), &[("a-first.md", "A"), ("pdf-tools/SKILL.md", skill), ("z-last.md", "Z")], "");
+    Test::new()
+        .env("PACKS_AGENTS", a.path())
+        .args(["prompt", "--agent", "a"])
+        .run()
+        .success()
+        .stdout_eq("SOUL\n---\nA\n---\n# PDF tools\nUse qpdf.\n\n---\nZ");
+    // A broken skill is an error naming the file and line, not a silently missing module.
+    let a = agents(Some("S"), &[("bad/SKILL.md", "---\nname: bad\ndescription: [oops\n---\nbody")], "");
+    Test::new()
+        .env("PACKS_AGENTS", a.path())
+        .args(["prompt", "--agent", "a"])
+        .run()
+        .code(1)
+        .stderr_contains("bad/SKILL.md: line ")
+        .one_line_error();
+    // packs lint checks the frontmatter against the Agent Skills rules.
+    let a = agents(
+        Some("S"),
+        &[
+            ("good-skill/SKILL.md", "---\nname: good-skill\ndescription: Fine.\n---\nbody"),
+            ("Other/SKILL.md", "---\nname: Not_Valid\ndescription: ''\n---\nbody"),
+        ],
+        "",
+    );
+    let out = Test::new().args(["lint", "--format", "json"]).arg(a.path().join("a")).run();
+    out.code(1);
+    let report = out.json();
+    let found: Vec<(String, String, u64)> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (d["code"].as_str().unwrap().into(), d["field"].as_str().unwrap_or("").into(), d["line"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("invalid-skill".into(), "name".into(), 2),
+            ("invalid-skill".into(), "name".into(), 2),
+            ("invalid-skill".into(), "description".into(), 3)
+        ],
+        "{report:#}"
+    );
+    assert_eq!(report["summary"]["files"], 2, "{report:#}");
+}
