@@ -48,6 +48,7 @@ mod pool;
 pub mod prompt;
 mod runner;
 mod sandbox;
+mod scaffold;
 mod skill;
 mod source;
 mod template;

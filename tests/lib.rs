@@ -13,6 +13,8 @@ mod approval;
 mod architecture;
 #[path = "suite/argv_rules.rs"]
 mod argv_rules;
+#[path = "suite/authoring.rs"]
+mod authoring;
 #[path = "suite/catalog.rs"]
 mod catalog;
 #[path = "suite/cli.rs"]

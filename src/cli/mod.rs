@@ -5,6 +5,7 @@ mod call;
 mod lint;
 mod list;
 mod lock;
+mod new;
 mod prompt;
 mod run;
 mod sandbox;
@@ -153,6 +154,8 @@ enum Command {
     },
     /// Check pack directories and manifests: every problem with file, line, column and a stable code
     Lint(lint::LintArgs),
+    /// Write a manifest skeleton (with a test) that lints clean
+    New(new::NewArgs),
     /// Pin the tools in packs.lock, check them against it (--check), re-pin one after review (--update)
     Lock(lock::LockArgs),
     /// Run the tests manifests carry (`tests`), through the real pipeline
@@ -187,6 +190,7 @@ pub(crate) fn main() -> i32 {
     let result = match cli.command {
         Command::Exec(args) => run::exec(&args),
         Command::Lint(args) => Ok(lint::lint(&args, &cli.packs)),
+        Command::New(args) => new::new(&args),
         Command::Lock(args) => {
             let options = lock::LockOptions { lockfile: &cli.lockfile, verify: cli.verify.as_deref() };
             lock::run(&args, &cli.packs, &options, cli.quiet)
@@ -290,6 +294,7 @@ pub(crate) fn main() -> i32 {
                 Command::Exec(_)
                 | Command::Lint(_)
                 | Command::Lock(_)
+                | Command::New(_)
                 | Command::Help { name: None }
                 | Command::Serve { .. }
                 | Command::Sandbox { .. } => {
