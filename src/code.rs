@@ -129,6 +129,8 @@ codes! {
     LockReformatted = "lock-reformatted", "a tool's file was reformatted since it was pinned (same meaning)";
     /// The lock file pins a tool that is no longer found.
     LockStale = "lock-stale", "the lock file pins a tool that is no longer found";
+    /// A manifest lists something a person must still review (`lint.review`).
+    NeedsReview = "needs-review", "a manifest lists something a person must still review (`lint.review`)";
     /// A `lint.allow` entry of a manifest silenced nothing.
     UnusedAllowance = "unused-allowance", "a `lint.allow` entry of a manifest silenced nothing";
     /// Loading a file failed unexpectedly (a bug in packs: please report it).

@@ -77,6 +77,9 @@ fn schema(m: &Manifest, strict_required: bool) -> Value {
         put("minLength", p.min_length.map(Value::from));
         put("maxLength", p.max_length.map(Value::from));
         put("format", p.format.clone().map(Value::from));
+        if let Some(extra) = &p.schema {
+            prop.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
         properties.insert(name.clone(), Value::Object(prop));
         let from_context = p.source.and_then(|s| s.context_key()).is_some();
         if p.required && (strict_required || !from_context) {
@@ -105,7 +108,7 @@ fn schema_keys(p: &crate::manifest::Parameter) -> usize {
         p.max_length.is_some(),
         p.format.is_some(),
     ];
-    1 + stated.iter().filter(|&&s| s).count()
+    1 + stated.iter().filter(|&&s| s).count() + p.schema.as_ref().map_or(0, Map::len)
 }
 
 /// Synthesize the describe value of a manifest.

@@ -29,6 +29,7 @@ pub mod calls;
 mod catalog;
 mod cli;
 mod code;
+mod convert;
 mod describe;
 mod describe_cache;
 mod environment;

@@ -65,11 +65,15 @@ pub(crate) struct LintSettings {
     /// Lint codes this manifest allows, each with why (`option-injection = "…"`).
     #[serde(default)]
     pub allow: IndexMap<String, String>,
+    /// What a person must still review (`packs convert` writes these); each is a warning
+    /// until removed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub review: Vec<String>,
 }
 
 impl LintSettings {
     fn is_empty(&self) -> bool {
-        self.allow.is_empty()
+        self.allow.is_empty() && self.review.is_empty()
     }
 }
 
@@ -192,6 +196,11 @@ pub(crate) struct Parameter {
     /// Allow a leading `-` in a whole positional element (used by later checks).
     #[serde(default, skip_serializing_if = "std::ops::Not::not", rename = "allow_leading_dash")]
     pub allow_leading_dash: bool,
+    /// More JSON Schema keywords for this parameter, merged into its schema after the fields
+    /// above (`properties`, `required` and `additionalProperties` of a nested object,
+    /// `minItems`, `oneOf`, …); a keyword here wins over the same one from a field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<serde_json::Map<String, Value>>,
 }
 
 impl Parameter {
@@ -360,11 +369,12 @@ pub(crate) fn known_keys(parent: &FieldPath) -> &'static [&'static str] {
             "maxLength",
             "format",
             "allow_leading_dash",
+            "schema",
         ],
         [Seg::Key(k)] if k == "command" => &["program", "args", "env", "cwd"],
         [Seg::Key(k)] if k == "policy" => crate::policy::POLICY_KEYS,
         [Seg::Key(k)] if k == "output" => crate::output::OUTPUT_KEYS,
-        [Seg::Key(k)] if k == "lint" => &["allow"],
+        [Seg::Key(k)] if k == "lint" => &["allow", "review"],
         [Seg::Key(k), Seg::Index(_)] if k == "tests" => crate::tool_test::TEST_KEYS,
         [Seg::Key(k), Seg::Index(_), Seg::Key(e)] if k == "tests" && e == "expect" => crate::tool_test::EXPECT_KEYS,
         _ => &[],

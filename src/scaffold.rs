@@ -145,6 +145,9 @@ pub(crate) fn render(manifest: &Value, style: Style, comments: &[String]) -> Res
                 out.push('\n');
             }
             for c in comments {
+                if c.is_empty() {
+                    out.push_str("#\n");
+                }
                 for line in c.lines() {
                     out.push_str(if line.is_empty() { "#" } else { "# " });
                     out.push_str(line);

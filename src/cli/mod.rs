@@ -2,6 +2,7 @@
 
 mod args;
 mod call;
+mod convert;
 mod lint;
 mod list;
 mod lock;
@@ -154,6 +155,8 @@ enum Command {
     },
     /// Check pack directories and manifests: every problem with file, line, column and a stable code
     Lint(lint::LintArgs),
+    /// Make manifests from SKILL.md skills and OpenAI, Anthropic, Gemini or MCP tool definitions
+    Convert(convert::ConvertArgs),
     /// Write a manifest skeleton (with a test) that lints clean
     New(new::NewArgs),
     /// Pin the tools in packs.lock, check them against it (--check), re-pin one after review (--update)
@@ -191,6 +194,7 @@ pub(crate) fn main() -> i32 {
         Command::Exec(args) => run::exec(&args),
         Command::Lint(args) => Ok(lint::lint(&args, &cli.packs)),
         Command::New(args) => new::new(&args),
+        Command::Convert(args) => convert::convert(&args),
         Command::Lock(args) => {
             let options = lock::LockOptions { lockfile: &cli.lockfile, verify: cli.verify.as_deref() };
             lock::run(&args, &cli.packs, &options, cli.quiet)
@@ -295,6 +299,7 @@ pub(crate) fn main() -> i32 {
                 | Command::Lint(_)
                 | Command::Lock(_)
                 | Command::New(_)
+                | Command::Convert(_)
                 | Command::Help { name: None }
                 | Command::Serve { .. }
                 | Command::Sandbox { .. } => {

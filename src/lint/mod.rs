@@ -313,6 +313,19 @@ fn lint_manifest(path: &Path, options: &Options, programs: &mut ProgramCache) ->
     security::check(&subject, &mut rules);
     runtime::check(&subject, options, programs, &mut rules);
     allow(&subject, rules, &mut diags);
+    for (i, item) in m.lint.review.iter().enumerate() {
+        diags.push(
+            subject
+                .diag(
+                    Severity::Warning,
+                    Code::NeedsReview,
+                    &FieldPath::dotted("lint.review").index(i),
+                    Target::Value,
+                    format!("to review: {item}"),
+                )
+                .with_help("remove the entry once a person has checked it"),
+        );
+    }
     (loads.then(|| m.name.clone()), diags)
 }
 

@@ -29,6 +29,23 @@ fn a(ty: &str) -> String {
 }
 
 pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
+    // A parameter's `schema` keywords must make a valid JSON Schema with its fields.
+    let offered = crate::describe::parameters_schema(s.m);
+    for (name, _) in s.m.parameters.iter().filter(|(_, p)| p.schema.is_some()) {
+        let Some(merged) = offered.pointer(&format!("/properties/{}", name.replace('~', "~0").replace('/', "~1")))
+        else {
+            continue;
+        };
+        if let Err(e) = jsonschema::meta::validate(merged) {
+            out.push(s.diag(
+                Severity::Error,
+                Code::InvalidField,
+                &FieldPath::dotted("parameters").key(name).key("schema"),
+                Target::Value,
+                format!("`{name}`'s schema with these keywords is not a valid JSON Schema: {e}"),
+            ));
+        }
+    }
     let chars = s.m.description.chars().count();
     if chars > MAX_DESCRIPTION_CHARS {
         out.push(s.diag(

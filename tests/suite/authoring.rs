@@ -66,3 +66,186 @@ fn new_writes_a_skeleton_that_lints_clean_and_passes_its_test() {
         .code(1)
         .stderr_contains("`float` is not a parameter type");
 }
+
+/// Tool definitions in an API's shape, as packs exports them: the input of the round trips.
+fn definitions(format: &str, packs: &std::path::Path) -> serde_json::Value {
+    Test::new().packs_dir(packs).args(["catalog", "--format", format]).run().success().json()
+}
+
+fn by_name(v: &serde_json::Value) -> Vec<serde_json::Value> {
+    let list = v.get("functionDeclarations").unwrap_or(v).as_array().unwrap().clone();
+    let mut list = list;
+    let name =
+        |t: &serde_json::Value| t.pointer("/function/name").or(t.get("name")).unwrap().as_str().unwrap().to_owned();
+    list.sort_by_key(name);
+    list
+}
+
+/// A pack directory with nested objects, arrays of objects, type lists and `oneOf`: what a
+/// manifest states with fields and what only its parameters' `schema` can.
+fn rich() -> Packs {
+    Packs::new().manifest(
+        "rich",
+        serde_json::json!({
+            "name": "create_event", "description": "Create a calendar event",
+            "parameters": {
+                "title": {"type": "string", "required": true, "description": "What", "minLength": 1},
+                "when": {"type": "string", "required": true, "format": "date-time"},
+                "attendees": {"type": "array", "description": "Who", "items": {"type": "object",
+                    "properties": {"email": {"type": "string"}, "optional": {"type": "boolean"}},
+                    "required": ["email"], "additionalProperties": false}},
+                "location": {"type": "object", "schema": {"properties": {
+                    "room": {"type": "string"}, "floor": {"type": "integer", "minimum": 0}},
+                    "required": ["room"], "additionalProperties": false}},
+                "reminder": {"type": "integer", "enum": [5, 10, 30], "default": 10},
+                "note": {"type": "string", "schema": {"type": ["string", "null"]}},
+                "color": {"type": "string", "schema": {"oneOf": [{"const": "red"}, {"pattern": "^#[0-9a-f]{6}$"}]}}
+            },
+            "command": {"program": "true"}
+        }),
+    )
+}
+
+#[test]
+fn tool_definitions_round_trip_through_convert_for_every_format() {
+    let sources = [rich()];
+    let bundled = std::path::Path::new(crate::common::REPO).join("packs");
+    for format in ["openai", "openai-responses", "anthropic", "gemini", "mcp"] {
+        for dir in [sources[0].path(), bundled.as_path()] {
+            let input = definitions(format, dir);
+            let work = Packs::new().file(&format!("{format}.json"), &input.to_string());
+            let out = Test::new()
+                .current_dir(work.path())
+                .args(["convert", &format!("{format}.json"), "--output", "converted"])
+                .run();
+            out.success().stderr_contains(": 0 errors,");
+            let back = definitions(format, &work.join("converted"));
+            assert_eq!(by_name(&back), by_name(&input), "{format} from {}", dir.display());
+        }
+    }
+}
+
+#[test]
+fn converted_manifests_carry_what_needs_review_and_lint_without_errors() {
+    let input = serde_json::json!([{"type": "function", "function": {"name": "Get-Weather", "description": "Weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]);
+    let work = Packs::new().file("tools.json", &input.to_string());
+    let out = Test::new().current_dir(work.path()).args(["convert", "tools.json", "--toml"]).run();
+    out.success()
+        .stderr_contains("wrote packs/get_weather.tool.toml")
+        .stderr_contains("renamed from `Get-Weather`")
+        .stderr_contains("additionalProperties: false");
+    let lint = Test::new().current_dir(work.path()).args(["lint", "packs", "--format", "json"]).run();
+    let codes: Vec<String> = lint.success().json()["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(codes.iter().filter(|c| *c == "needs-review").count() == 2, "{codes:?}");
+}
+
+const SKILL: &str = "---
+name: todoist
+description: Manage tasks in Todoist from the command line.
+license: MIT
+allowed-tools: Bash(todoist:*)
+metadata:
+  openclaw:
+    primaryEnv: TODOIST_API_KEY
+    os: [darwin, linux]
+    requires:
+      bins: [todoist-cli]
+      env: [TODOIST_API_KEY, TODOIST_PROJECT]
+    install:
+      - kind: brew
+        formula: todoist-cli
+---
+# Todoist
+
+Run `todoist-cli list` to see today's tasks.
+";
+
+#[test]
+fn a_skill_becomes_a_context_module_and_a_manifest_per_program() {
+    let work = Packs::new().file("skills/todoist/SKILL.md", SKILL);
+    let out = Test::new().current_dir(work.path()).args(["convert", "skills/todoist/SKILL.md"]).run();
+    out.success()
+        .stderr_contains("wrote agents/default/context/todoist.md")
+        .stderr_contains("wrote packs/todoist_cli.tool.toml")
+        .stderr_contains("allowed-tools");
+    assert_eq!(
+        std::fs::read_to_string(work.join("agents/default/context/todoist.md")).unwrap(),
+        "# Todoist\n\nRun `todoist-cli list` to see today's tasks.\n"
+    );
+    let manifest = std::fs::read_to_string(work.join("packs/todoist_cli.tool.toml")).unwrap();
+    for expected in [
+        "program = \"todoist-cli\"",
+        "TODOIST_API_KEY = \"{{secret.TODOIST_API_KEY}}\"",
+        "env_passthrough = [\"TODOIST_PROJECT\"]",
+        "# How the skill says to install what it needs (packs convert never runs these):",
+        "formula",
+        "the skill runs on: darwin, linux",
+    ] {
+        assert!(manifest.contains(expected), "{expected}\n{manifest}");
+    }
+    // It loads, lints with warnings only, and the secret is a secret.
+    Test::new().current_dir(work.path()).args(["lint", "packs"]).run().success().stdout_contains("0 errors");
+    Test::new()
+        .current_dir(work.path())
+        .env("TODOIST_API_KEY", "tk_live_1")
+        .args(["--packs", "packs", "run", "todoist_cli", "--dry-run"])
+        .run()
+        .success()
+        .stdout_contains("env: TODOIST_API_KEY='***'");
+}
+
+#[test]
+fn malformed_inputs_are_positioned_errors_and_nothing_is_written() {
+    let dup = serde_json::json!({"tools": [
+        {"name": "a", "description": "A", "inputSchema": {"type": "object"}},
+        {"description": "no name", "inputSchema": {"type": "object"}},
+        {"name": "a", "description": "again", "inputSchema": {"type": "object"}}
+    ]});
+    let work = Packs::new()
+        .file("dup.json", &serde_json::to_string_pretty(&dup).unwrap())
+        .file("bad/SKILL.md", "---\nname: bad\ndescription: [unclosed\n---\nbody\n")
+        .file(
+            "good.json",
+            &serde_json::json!([{"name": "ok", "description": "Fine", "input_schema": {"type": "object"}}]).to_string(),
+        )
+        .file("broken.json", "{\"tools\": [");
+    let out = Test::new()
+        .current_dir(work.path())
+        .args(["convert", "good.json", "dup.json", "bad/SKILL.md", "broken.json"])
+        .run();
+    out.code(1)
+        .stderr_contains("dup.json:10:5")
+        .stderr_contains("has no `name`")
+        .stderr_contains("tool `a` is defined twice (first at `tools.0`)")
+        .stderr_contains("bad/SKILL.md:3:")
+        .stderr_contains("broken.json:1:")
+        .stderr_contains("nothing was converted");
+    assert!(!work.join("packs").exists(), "nothing is written when any input is malformed");
+    // An existing file is never overwritten without --force, and then nothing is written.
+    let work = Packs::new()
+        .file("good.json", &serde_json::json!([{"name": "ok", "description": "Fine", "input_schema": {"type": "object"}}, {"name": "other", "description": "Other", "input_schema": {"type": "object"}}]).to_string())
+        .file("packs/ok.tool.json", "{}");
+    Test::new()
+        .current_dir(work.path())
+        .args(["convert", "good.json"])
+        .run()
+        .code(1)
+        .stderr_contains("packs/ok.tool.json exists");
+    assert!(!work.join("packs/other.tool.json").exists());
+    assert_eq!(std::fs::read_to_string(work.join("packs/ok.tool.json")).unwrap(), "{}");
+    Test::new().current_dir(work.path()).args(["convert", "good.json", "--force"]).run().success();
+    // An executable that answers --describe stays one, and the report says why.
+    let work = Packs::new().executable("tool", "#!/bin/sh\necho '{}'\n");
+    Test::new()
+        .current_dir(work.path())
+        .args(["convert", "tool"])
+        .run()
+        .success()
+        .stderr_contains("is already a packs tool");
+}
