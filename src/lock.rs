@@ -286,6 +286,31 @@ pub fn drift(now: &Pin, lock: &LockFile) -> Option<Drift> {
     (then.file != now.file).then_some(Drift::Reformatted)
 }
 
+/// Where `--locked` reads its lock file, and the key its signature must verify with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Locked {
+    /// The lock file.
+    pub lockfile: PathBuf,
+    /// A minisign public key file: the lock file is trusted only with a valid signature by it.
+    pub verify: Option<PathBuf>,
+}
+
+impl Locked {
+    /// Read the lock file, its signature checked first when a key is given.
+    pub fn read(&self) -> Result<LockFile, LockError> {
+        if let Some(key) = &self.verify {
+            verify_signature(&self.lockfile, key)?;
+        }
+        LockFile::read(&self.lockfile)
+    }
+
+    /// The files whose change means the lock must be read again (the lock file, its
+    /// signature).
+    pub fn files(&self) -> [PathBuf; 2] {
+        [self.lockfile.clone(), signature_path(&self.lockfile)]
+    }
+}
+
 /// A tool `--locked` refused, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
@@ -295,6 +320,16 @@ pub struct Refusal {
     pub source: PathBuf,
     /// How it differs (never [`Drift::Reformatted`], which is allowed).
     pub drift: Drift,
+}
+
+/// Withdraw every tool of `catalog` (a lock that cannot be trusted refuses them all),
+/// each with `reason`; returns their names.
+pub fn refuse_all(catalog: &mut Catalog, reason: &str) -> Vec<String> {
+    let names: Vec<String> = catalog.tools().map(|t| t.name().to_owned()).collect();
+    for name in &names {
+        catalog.refuse(name, format!("refused: {reason}"));
+    }
+    names
 }
 
 /// Enforce `lock` on `catalog`: every tool that is not pinned, or whose meaning or

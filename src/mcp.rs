@@ -70,6 +70,9 @@ pub struct Options {
     pub yes: bool,
     /// Reload the catalog when files change.
     pub watch: bool,
+    /// `--locked`: serve only tools pinned as they are in this lock file, read again when it
+    /// changes (a tool that drifts while served is withdrawn, with `list_changed`).
+    pub locked: Option<crate::lock::Locked>,
 }
 
 /// One in-flight call: its process once started, and whether it was cancelled.
@@ -102,7 +105,7 @@ thread_local! {
 /// Serve until `input` ends; then deny approvals still waiting, give calls still running
 /// two seconds to answer, and end the rest.
 pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 'static) -> std::io::Result<()> {
-    let catalog = load(&options.search, None);
+    let catalog = load(&options, None);
     let server = Arc::new(Server {
         out: Mutex::new(Box::new(output)),
         catalog: RwLock::new(Arc::new(catalog)),
@@ -192,9 +195,10 @@ fn skip_line(input: &mut impl BufRead) -> std::io::Result<bool> {
     }
 }
 
-/// Load the catalog, logging its problems to stderr.
-fn load(search: &SearchPath, previous: Option<&Catalog>) -> Catalog {
-    let mut catalog = Catalog::load(search);
+/// Load the catalog, logging its problems to stderr; with `--locked`, withdraw what the
+/// lock file does not pin as it is (all of it when the lock file cannot be trusted).
+fn load(options: &Options, previous: Option<&Catalog>) -> Catalog {
+    let mut catalog = Catalog::load(&options.search);
     for d in &catalog.diagnostics {
         eprintln!("{d}");
     }
@@ -203,34 +207,52 @@ fn load(search: &SearchPath, previous: Option<&Catalog>) -> Catalog {
             eprintln!("packs serve: keeping the last good version of `{name}` until its file is fixed");
         }
     }
+    if let Some(locked) = &options.locked {
+        match locked.read() {
+            Ok(lock) => {
+                for r in crate::lock::enforce(&mut catalog, &lock) {
+                    eprintln!("packs serve: `{}` is withdrawn: {}", r.name, r.drift);
+                }
+            }
+            Err(e) => {
+                let names = crate::lock::refuse_all(&mut catalog, &format!("--locked: {e}"));
+                eprintln!("packs serve: --locked: {e}: every tool ({}) is withdrawn", names.len());
+            }
+        }
+    }
     catalog
 }
 
-/// Files that make up the catalog, with their modification times and sizes.
-fn fingerprint(search: &SearchPath) -> Vec<(std::path::PathBuf, Option<SystemTime>, u64)> {
-    let mut files = Vec::new();
-    for dir in &search.dirs {
+/// Files that make up the catalog (and the lock file, with `--locked`), with their
+/// modification times and sizes.
+fn fingerprint(options: &Options) -> Vec<(std::path::PathBuf, Option<SystemTime>, u64)> {
+    let mut paths = Vec::new();
+    for dir in &options.search.dirs {
         let found = crate::catalog::discover(dir);
-        for path in found.manifests.into_iter().chain(found.executables) {
+        paths.extend(found.manifests.into_iter().chain(found.executables));
+    }
+    paths.extend(options.locked.iter().flat_map(crate::lock::Locked::files));
+    paths
+        .into_iter()
+        .map(|path| {
             let meta = std::fs::metadata(&path).ok();
             let modified = meta.as_ref().and_then(|m| m.modified().ok());
-            files.push((path, modified, meta.map_or(0, |m| m.len())));
-        }
-    }
-    files
+            (path, modified, meta.map_or(0, |m| m.len()))
+        })
+        .collect()
 }
 
 fn watch(server: &Server, stop: &AtomicBool) {
-    let mut last = fingerprint(&server.options.search);
+    let mut last = fingerprint(&server.options);
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(WATCH_INTERVAL);
-        let now = fingerprint(&server.options.search);
+        let now = fingerprint(&server.options);
         if now == last {
             continue;
         }
         last = now;
         let previous = server.catalog.read().map(|c| Arc::clone(&c)).ok();
-        let catalog = Arc::new(load(&server.options.search, previous.as_deref()));
+        let catalog = Arc::new(load(&server.options, previous.as_deref()));
         // A broken edit keeps the last good version: then what a client sees has not changed.
         let changed = previous.as_ref().is_none_or(|p| server.listing(p) != server.listing(&catalog));
         if let Ok(mut slot) = server.catalog.write() {

@@ -43,10 +43,14 @@ pub(super) struct LockOptions<'a> {
 
 /// Read the lock file for `--locked` (its signature checked first when a key is given).
 pub(super) fn read_trusted(o: &LockOptions<'_>) -> Result<LockFile> {
-    if let Some(key) = o.verify {
-        lock::verify_signature(o.lockfile, key)?;
+    o.locked().read().with_context(|| "--locked needs a lock file: write one with `packs lock`")
+}
+
+impl LockOptions<'_> {
+    /// The same, owned, for `packs serve`.
+    pub(super) fn locked(&self) -> lock::Locked {
+        lock::Locked { lockfile: self.lockfile.to_owned(), verify: self.verify.map(Path::to_owned) }
     }
-    LockFile::read(o.lockfile).with_context(|| "--locked needs a lock file: write one with `packs lock`")
 }
 
 /// `--locked`: withdraw every tool of `catalog` the lock does not pin as it is, and say so.

@@ -250,17 +250,16 @@ pub(crate) fn main() -> i32 {
             if let Command::Sandbox { json } = command {
                 return sandbox::report(base.sandbox(), *json);
             }
-            if let Command::Serve { .. } = command
-                && (cli.locked || agent.as_ref().is_some_and(|a| a.config.locked))
-            {
-                report(&anyhow::anyhow!(
-                    "packs serve does not support --locked yet: refusing to serve unchecked tools"
-                ));
-                return exit::USAGE;
-            }
             if let Command::Serve { watch, yes } = command {
-                let options =
-                    crate::mcp::Options { search: search_path(&dirs), context: base.clone(), yes: *yes, watch: *watch };
+                let locked = (cli.locked || agent.as_ref().is_some_and(|a| a.config.locked))
+                    .then(|| lock::LockOptions { lockfile: &cli.lockfile, verify: cli.verify.as_deref() }.locked());
+                let options = crate::mcp::Options {
+                    search: search_path(&dirs),
+                    context: base.clone(),
+                    yes: *yes,
+                    watch: *watch,
+                    locked,
+                };
                 return match crate::mcp::serve(options, std::io::stdin().lock(), std::io::stdout()) {
                     Ok(()) => signals::exit_status().unwrap_or(exit::OK),
                     Err(e) => {
