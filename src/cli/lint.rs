@@ -26,7 +26,7 @@ pub(super) struct LintArgs {
     strict: bool,
 }
 
-pub(super) fn lint(a: &LintArgs, packs: &[PathBuf]) -> i32 {
+pub(super) fn lint(a: &LintArgs, packs: &[PathBuf], color: bool) -> i32 {
     let paths = if a.paths.is_empty() {
         SearchPath::resolve(packs, std::env::var_os("PACKS_PATH").as_deref()).dirs
     } else {
@@ -39,7 +39,7 @@ pub(super) fn lint(a: &LintArgs, packs: &[PathBuf]) -> i32 {
             return CANNOT_RUN;
         }
     };
-    if print(&render::render(&report, a.format)).is_err() {
+    if print(&render::render_with(&report, a.format, color)).is_err() {
         return CANNOT_RUN;
     }
     if report.errors() > 0 || (a.deny_warnings && report.warnings() > 0) { FAILED } else { CLEAN }

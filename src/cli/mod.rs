@@ -53,11 +53,15 @@ fn pass_env_name(name: &str) -> Result<String, String> {
     version,
     about = "Declarative tool manifests as safe, self-describing tools for LLM agents",
     disable_help_subcommand = true,
-    after_help = "Run `packs help NAME` for a tool's manual page.\n\n\
+    after_help = "Run `packs help COMMAND` for a command's help, `packs help NAME` (or `packs help --tool NAME`) for a tool's manual page.\n\n\
         Environment: PACKS_PATH (pack directories), PACKS_AGENT, PACKS_WORKSPACE, PACKS_LOG,\n\
         PACKS_CACHE_DIR (where executables' --describe answers are cached; empty: no cache)."
 )]
 struct Cli {
+    /// When to colour the output: auto (on a terminal, unless NO_COLOR is set), always, never
+    #[arg(long, value_name = "WHEN", global = true, value_enum, default_value = "auto")]
+    color: ColorWhen,
+
     /// A pack directory to search (repeatable, in order; default: $PACKS_PATH, else ./packs)
     #[arg(long = "packs", value_name = "DIR", global = true)]
     packs: Vec<PathBuf>,
@@ -165,16 +169,86 @@ enum Command {
     Test(test::TestArgs),
     /// Use a manifest file as an executable: `--describe`, or run it with a JSON argument
     Exec(run::ExecArgs),
-    /// Show a tool's manual page (or this help without NAME)
+    /// Show a command's help, or a tool's manual page (or this help without NAME)
     Help {
-        /// The tool's name
+        /// A packs command (`run`, `lint`, …), else a tool's name
         name: Option<String>,
+        /// NAME is a tool, even when a packs command has that name
+        #[arg(long)]
+        tool: bool,
     },
+    /// Print a shell completion script for packs (bash, zsh, fish, elvish, powershell)
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print packs' own man page (roff; `packs man | man -l -`)
+    Man,
+}
+
+/// `--color`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum ColorWhen {
+    /// On a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)
+    Auto,
+    /// Always
+    Always,
+    /// Never
+    Never,
+}
+
+impl ColorWhen {
+    /// The `--color` given on the command line (before parsing, so clap's own messages follow it).
+    fn from_args() -> Self {
+        let mut args = std::env::args_os().skip(1);
+        let mut when = Self::Auto;
+        while let Some(a) = args.next() {
+            let value = match a.to_str() {
+                Some("--") => break,
+                Some("--color") => args.next().and_then(|v| v.into_string().ok()),
+                Some(s) => s.strip_prefix("--color=").map(str::to_owned),
+                None => None,
+            };
+            match value.as_deref() {
+                Some("always") => when = Self::Always,
+                Some("never") => when = Self::Never,
+                Some("auto") => when = Self::Auto,
+                _ => {}
+            }
+        }
+        when
+    }
+
+    fn clap(self) -> clap::ColorChoice {
+        match self {
+            Self::Auto => clap::ColorChoice::Auto,
+            Self::Always => clap::ColorChoice::Always,
+            Self::Never => clap::ColorChoice::Never,
+        }
+    }
+
+    /// Whether to colour text written to stdout: `always`, `never`, or for `auto` a
+    /// terminal, unless NO_COLOR is set to anything but empty (<https://no-color.org>);
+    /// CLICOLOR_FORCE (not empty, not `0`) colours a pipe too.
+    fn stdout(self) -> bool {
+        use std::io::IsTerminal;
+        let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0");
+        match self {
+            Self::Always => true,
+            Self::Never => false,
+            Self::Auto if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) => false,
+            Self::Auto => set("CLICOLOR_FORCE") || std::io::stdout().is_terminal(),
+        }
+    }
 }
 
 /// Run the CLI with the process's arguments; returns the exit code.
 pub(crate) fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    use clap::{CommandFactory, FromArgMatches};
+    let parsed =
+        Cli::command().color(ColorWhen::from_args().clap()).try_get_matches().and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
@@ -192,16 +266,40 @@ pub(crate) fn main() -> i32 {
     }
     let result = match cli.command {
         Command::Exec(args) => run::exec(&args),
-        Command::Lint(args) => Ok(lint::lint(&args, &cli.packs)),
+        Command::Lint(args) => Ok(lint::lint(&args, &cli.packs, cli.color.stdout())),
+        Command::Completions { shell } => {
+            let mut cmd = Cli::command();
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "packs", &mut out);
+            print(&String::from_utf8_lossy(&out)).map(|()| exit::OK)
+        }
+        Command::Man => {
+            let mut out = Vec::new();
+            match man_page(&mut out) {
+                Ok(()) => print(&String::from_utf8_lossy(&out)).map(|()| exit::OK),
+                Err(e) => Err(e.into()),
+            }
+        }
+        Command::Help { name: Some(name), tool: false } if is_subcommand(&name) => {
+            let mut cmd = Cli::command();
+            cmd.build();
+            match cmd.find_subcommand_mut(&name) {
+                Some(sub) => {
+                    let help = sub.render_long_help();
+                    let text = if cli.color.stdout() { help.ansi().to_string() } else { help.to_string() };
+                    print(&text).map(|()| exit::OK)
+                }
+                None => Ok(exit::OK),
+            }
+        }
         Command::New(args) => new::new(&args),
         Command::Convert(args) => convert::convert(&args),
         Command::Lock(args) => {
             let options = lock::LockOptions { lockfile: &cli.lockfile, verify: cli.verify.as_deref() };
             lock::run(&args, &cli.packs, &options, cli.quiet)
         }
-        Command::Help { name: None } => {
-            use clap::CommandFactory;
-            let _ = Cli::command().print_help();
+        Command::Help { name: None, .. } => {
+            let _ = Cli::command().color(cli.color.clap()).print_help();
             Ok(exit::OK)
         }
         ref command => {
@@ -269,7 +367,7 @@ pub(crate) fn main() -> i32 {
                 };
             }
             let only = match command {
-                Command::Describe { name, .. } | Command::Help { name: Some(name) } => Some(name.as_str()),
+                Command::Describe { name, .. } | Command::Help { name: Some(name), .. } => Some(name.as_str()),
                 Command::Run(args) => Some(args.name()),
                 _ => None,
             };
@@ -293,13 +391,15 @@ pub(crate) fn main() -> i32 {
                 Command::Call(args) => call::call(&catalog, args, &base),
                 Command::Prompt(args) => prompt::prompt(&catalog, args, &base),
                 Command::Test(args) => test::test(&catalog, args),
-                Command::Help { name: Some(name) } => list::help(&catalog, name),
+                Command::Help { name: Some(name), .. } => list::help(&catalog, name),
                 Command::Exec(_)
                 | Command::Lint(_)
                 | Command::Lock(_)
                 | Command::New(_)
                 | Command::Convert(_)
-                | Command::Help { name: None }
+                | Command::Help { name: None, .. }
+                | Command::Completions { .. }
+                | Command::Man
                 | Command::Serve { .. }
                 | Command::Sandbox { .. } => {
                     unreachable!("handled above")
@@ -321,6 +421,29 @@ pub(crate) fn main() -> i32 {
         }
     };
     signals::exit_status().unwrap_or(code)
+}
+
+/// Whether `name` is a packs command (`packs help NAME` shows its help then).
+fn is_subcommand(name: &str) -> bool {
+    use clap::CommandFactory;
+    Cli::command().get_subcommands().any(|c| c.get_name() == name || c.get_all_aliases().any(|a| a == name))
+}
+
+/// packs' man page: `packs(1)` with a section per command (its options included).
+fn man_page(out: &mut Vec<u8>) -> std::io::Result<()> {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    cmd.build();
+    let man = clap_mangen::Man::new(cmd.clone());
+    man.render(out)?;
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        out.extend_from_slice(format!(".SH \"PACKS {}\"\n", sub.get_name().to_uppercase()).as_bytes());
+        let page = clap_mangen::Man::new(sub.clone());
+        page.render_description_section(out)?;
+        page.render_synopsis_section(out)?;
+        page.render_options_section(out)?;
+    }
+    Ok(())
 }
 
 /// A clap parser for one of the library's named enums: the accepted names, each with

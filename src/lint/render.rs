@@ -28,10 +28,16 @@ crate::names::named_enum! {
     }
 }
 
-/// Render `report` in `format`.
+/// Render `report` in `format` (no colour).
 pub fn render(report: &Report, format: Format) -> String {
+    render_with(report, format, false)
+}
+
+/// Render `report` in `format`; with `color`, the human format is coloured with ANSI
+/// escapes (errors red, warnings yellow, as rustc does). The other formats are data.
+pub fn render_with(report: &Report, format: Format, color: bool) -> String {
     match format {
-        Format::Human => human(report),
+        Format::Human => human(report, color),
         Format::Json => format!("{:#}\n", json(report)),
         Format::Github => github(report),
         Format::Sarif => format!("{:#}\n", sarif(report)),
@@ -73,7 +79,12 @@ fn range(d: &Diagnostic, text: &str) -> Option<std::ops::Range<usize>> {
     Some(r.start..end)
 }
 
-fn human(report: &Report) -> String {
+/// `word` in bold `code` (an ANSI colour number) when `color`.
+fn paint(word: &str, code: u8, color: bool) -> String {
+    if color { format!("\x1b[1;{code}m{word}\x1b[0m") } else { word.to_owned() }
+}
+
+fn human(report: &Report, color: bool) -> String {
     // One source file (and its line index) per file, however many diagnostics it has.
     let mut files: HashMap<PathBuf, Option<SimpleFile<String, String>>> = HashMap::new();
     let config = term::Config::default();
@@ -98,7 +109,14 @@ fn human(report: &Report) -> String {
                 Some(name) => Label::primary((), rg).with_message(format!("`{name}`")),
                 None => Label::primary((), rg),
             };
-            term::emit_into_string(&config, f, &r.clone().with_labels(vec![label])).ok()
+            let diagnostic = r.clone().with_labels(vec![label]);
+            if color {
+                let mut buffer = term::termcolor::Buffer::ansi();
+                term::emit_to_write_style(&mut buffer, &config, f, &diagnostic).ok()?;
+                String::from_utf8(buffer.into_inner()).ok()
+            } else {
+                term::emit_into_string(&config, f, &diagnostic).ok()
+            }
         });
         match rendered {
             Some(s) => out.push_str(&s),
@@ -107,10 +125,10 @@ fn human(report: &Report) -> String {
                     (Some(l), Some(c)) => format!(":{l}:{c}"),
                     _ => String::new(),
                 };
+                let code = if d.severity == Severity::Error { 31 } else { 33 };
                 out.push_str(&format!(
-                    "{}[{}]: {}\n  --> {}{at}\n",
-                    severity_word(d.severity),
-                    d.code,
+                    "{}: {}\n  --> {}{at}\n",
+                    paint(&format!("{}[{}]", severity_word(d.severity), d.code), code, color),
                     d.message,
                     shown(&d.file)
                 ));

@@ -299,3 +299,133 @@ fn a_scalar_given_twice_is_an_error_not_the_last_one() {
     // Lists still grow one --arg at a time.
     run(&["--arg", "v=a", "--arg", "tags=x", "--arg", "tags=y"]).success().stdout_eq("a\0x\0y\0\n");
 }
+
+#[test]
+fn help_command_shows_a_commands_help_and_tools_stay_reachable() {
+    // A tool named like a packs command.
+    let packs = Packs::new()
+        .manifest("test", serde_json::json!({"name": "test", "description": "A tool called test", "command": "true"}));
+    Test::new().args(["help", "lint"]).run().success().stdout_contains("Usage: packs lint [OPTIONS]");
+    Test::new().packs_dir(&packs).args(["help", "test"]).run().success().stdout_contains("Usage: packs test");
+    Test::new()
+        .packs_dir(&packs)
+        .args(["help", "--tool", "test"])
+        .run()
+        .success()
+        .stdout_contains("A tool called test")
+        .stdout_lacks("Usage: packs test");
+    // A name that is no command is a tool, as before.
+    Test::new()
+        .current_dir(crate::common::REPO)
+        .args(["help", "disk_usage"])
+        .run()
+        .success()
+        .stdout_contains("DISK_USAGE(1)");
+    Test::new().args(["help"]).run().success().stdout_contains("packs help COMMAND");
+}
+
+#[test]
+fn shell_completions_and_the_man_page() {
+    crate::common::require("bash");
+    let bash = Test::new().args(["completions", "bash"]).run();
+    let script = bash.success().stdout().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("packs.bash");
+    std::fs::write(&file, &script).unwrap();
+    // The script parses, and completing `packs ru` offers `run`.
+    let probe = format!(
+        "source {}; COMP_WORDS=(packs ru); COMP_CWORD=1; COMP_LINE='packs ru'; COMP_POINT=8; _packs packs ru packs; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        file.display()
+    );
+    let out = std::process::Command::new("bash").args(["-c", &probe]).output().unwrap();
+    let offered = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && offered.lines().any(|l| l == "run"),
+        "{offered}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let out = Test::new().args(["completions", shell]).run();
+        for sub in ["lint", "serve", "convert"] {
+            out.success().stdout_contains(sub);
+        }
+    }
+    Test::new().args(["completions", "tcsh"]).run().code(1).stderr_contains("invalid value 'tcsh'");
+    let man = Test::new().args(["man"]).run();
+    man.success().stdout_contains(".TH packs 1").stdout_contains(".SH SYNOPSIS");
+    for sub in ["RUN", "LINT", "SERVE", "LOCK", "CONVERT"] {
+        man.stdout_contains(&format!(".SH \"PACKS {sub}\""));
+    }
+}
+
+#[test]
+fn color_follows_the_flag_no_color_and_the_terminal() {
+    let bad = format!("{}/tests/fixtures/lint/invalid-name.tool.json", crate::common::REPO);
+    let lint = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut t = Test::new().env_remove("NO_COLOR").env_remove("CLICOLOR_FORCE");
+        for (k, v) in env {
+            t = t.env(k, v);
+        }
+        t.args(extra).args(["lint", &bad]).run().stdout().contains("\x1b[")
+    };
+    assert!(lint(&["--color", "always"], &[]));
+    assert!(lint(&["--color=always"], &[("NO_COLOR", "1")]), "--color always wins over NO_COLOR");
+    assert!(!lint(&["--color", "never"], &[("CLICOLOR_FORCE", "1")]));
+    assert!(!lint(&[], &[]), "a pipe is not a terminal");
+    assert!(lint(&[], &[("CLICOLOR_FORCE", "1")]));
+    assert!(!lint(&[], &[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")]));
+    // On a terminal, auto colours unless NO_COLOR is set.
+    crate::common::require("script"); // util-linux's (Debian: bsdutils)
+    let on_tty = |no_color: bool| {
+        let command = format!("{} lint {bad}", crate::common::PACKS);
+        let mut cmd = std::process::Command::new("script");
+        cmd.args(["-qec", &command, "/dev/null"]).env_remove("CLICOLOR_FORCE").stdin(std::process::Stdio::null());
+        if no_color {
+            cmd.env("NO_COLOR", "1");
+        } else {
+            cmd.env_remove("NO_COLOR");
+        }
+        String::from_utf8_lossy(&cmd.output().unwrap().stdout).contains("\x1b[")
+    };
+    assert!(on_tty(false));
+    assert!(!on_tty(true));
+}
+
+#[test]
+fn test_results_as_json_and_junit() {
+    crate::common::require("python3");
+    let packs = Packs::new().manifest(
+        "say",
+        serde_json::json!({"name": "say", "description": "Say it", "parameters": {"w": {"type": "string", "required": true}},
+            "command": {"program": "echo", "args": ["{{w}}"]},
+            "tests": [
+                {"name": "passes", "args": {"w": "ok"}, "expect": {"stdout_contains": "ok"}},
+                {"name": "fails <&> \"quoted\"", "args": {"w": "a\u{1}b <tag> & 'x'"}, "expect": {"stdout_contains": "never"}}
+            ]}),
+    );
+    let json = Test::new().packs_dir(&packs).args(["test", "--format", "json"]).run();
+    let report = json.code(1).json();
+    assert_eq!((report["passed"].as_u64(), report["failed"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(report["tests"][1]["name"], "fails <&> \"quoted\"");
+    assert_eq!(report["tests"][1]["outcome"], "failed");
+    assert!(report["tests"][1]["failures"][0].as_str().unwrap().contains("never"));
+    let junit = Test::new().packs_dir(&packs).args(["test", "--format", "junit"]).run();
+    let xml = junit.code(1).stdout().to_owned();
+    // A real XML parser reads it, and the counts and names come back.
+    let check = "import sys, xml.etree.ElementTree as E\n\
+                 r = E.fromstring(sys.stdin.read())\n\
+                 s = r.find('testsuite')\n\
+                 cases = s.findall('testcase')\n\
+                 print(r.get('tests'), r.get('failures'), s.get('name'), len(cases), cases[1].get('name'), cases[1].find('failure') is not None)";
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", check])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(xml.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{xml}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "2 1 say 2 fails <&> \"quoted\" True\n", "{xml}");
+}
