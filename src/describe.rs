@@ -168,17 +168,23 @@ pub(crate) fn parse_executable_describe(stdout: &[u8]) -> Result<(Describe, Vec<
 const NESTING_VAR: &str = "PACKS_DESCRIBE_DEPTH";
 const MAX_NESTING: u32 = 4;
 
+/// The describe `cache` kept for this very file, if it holds one that parses: no process
+/// is started (discovery reads these on the calling thread and starts threads only for
+/// the executables it must ask).
+pub(crate) fn cached(path: &Path, cache: Option<&DescribeCache>) -> Option<(Describe, Vec<String>)> {
+    let cache = cache?;
+    let id = Identity::of(path)?;
+    parse_executable_describe(cache.get(path, &id)?.as_bytes()).ok()
+}
+
 /// Ask the executable at `path` for its describe JSON (or take the answer `cache`
 /// kept for this very file). Returns the describe and the unknown keys it carried,
 /// or why the executable is skipped.
 pub(crate) fn ask(path: &Path, cache: Option<&DescribeCache>) -> Result<(Describe, Vec<String>), String> {
-    let identity = cache.and_then(|_| Identity::of(path));
-    if let (Some(cache), Some(id)) = (cache, &identity)
-        && let Some(text) = cache.get(path, id)
-        && let Ok(found) = parse_executable_describe(text.as_bytes())
-    {
+    if let Some(found) = cached(path, cache) {
         return Ok(found);
     }
+    let identity = cache.and_then(|_| Identity::of(path));
     let depth: u32 = std::env::var(NESTING_VAR).ok().and_then(|d| d.parse().ok()).unwrap_or(0);
     if depth >= MAX_NESTING {
         return Err(format!("`--describe` runs are nested {depth} deep (an executable that runs packs on itself?)"));

@@ -222,19 +222,52 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
     })
 }
 
-/// Run `--describe` on every executable, in parallel (each waits on a process).
-fn describe_all(paths: &[PathBuf], cache: Option<&DescribeCache>) -> Vec<Result<(Tool, Vec<Diagnostic>), Diagnostic>> {
-    std::thread::scope(|s| {
-        let jobs: Vec<_> = paths.iter().map(|p| Job::start(s, move || describe_executable(p, cache))).collect();
-        jobs.into_iter()
-            .zip(paths)
-            .map(|(job, p)| {
-                job.finish().unwrap_or_else(|| {
-                    Err(Diagnostic::file(Severity::Warning, Code::BadDescribe, p, "describing it failed unexpectedly"))
-                })
+/// Most executables asked for `--describe` at once: each waits on a process.
+const DESCRIBE_WORKERS: usize = 16;
+
+type Described = Result<(Tool, Vec<Diagnostic>), Diagnostic>;
+
+/// Describe every executable, in order: answers the describe cache holds are read on
+/// this thread; only the others are asked, on at most [`DESCRIBE_WORKERS`] threads that
+/// take the next executable as they finish one (or on this thread when none can start).
+fn describe_all(paths: &[PathBuf], cache: Option<&DescribeCache>) -> Vec<Described> {
+    let mut results: Vec<Option<Described>> = paths
+        .iter()
+        .map(|p| {
+            let (d, unknown) = describe::cached(p, cache)?;
+            Some(tool_of(p, d, unknown))
+        })
+        .collect();
+    let misses: Vec<usize> = (0..paths.len()).filter(|&i| results[i].is_none()).collect();
+    if !misses.is_empty() {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let work = || {
+            let mut done = Vec::new();
+            loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&i) = misses.get(k) else { return done };
+                done.push((i, describe_executable(&paths[i], cache)));
+            }
+        };
+        let found: Vec<(usize, Described)> = std::thread::scope(|s| {
+            let workers = misses.len().min(DESCRIBE_WORKERS);
+            let jobs: Vec<_> = (0..workers).map(|_| Job::start(s, &work)).collect();
+            // A worker that panicked leaves its executable unanswered: reported below.
+            jobs.into_iter().filter_map(Job::finish).flatten().collect()
+        });
+        for (i, r) in found {
+            results[i] = Some(r);
+        }
+    }
+    results
+        .into_iter()
+        .zip(paths)
+        .map(|(r, p)| {
+            r.unwrap_or_else(|| {
+                Err(Diagnostic::file(Severity::Warning, Code::BadDescribe, p, "describing it failed unexpectedly"))
             })
-            .collect()
-    })
+        })
+        .collect()
 }
 
 fn skipped(path: &Path, why: String) -> Diagnostic {
@@ -247,9 +280,13 @@ pub(crate) fn describe_executable(
     path: &Path,
     cache: Option<&DescribeCache>,
 ) -> Result<(Tool, Vec<Diagnostic>), Diagnostic> {
-    let skip = |why: String| skipped(path, why);
-    let (d, unknown) = describe::ask(path, cache).map_err(skip)?;
-    let tool = Tool::from_executable(path.to_owned(), d).map_err(skip)?;
+    let (d, unknown) = describe::ask(path, cache).map_err(|why| skipped(path, why))?;
+    tool_of(path, d, unknown)
+}
+
+/// The tool of an executable's describe, with a warning per unknown key.
+fn tool_of(path: &Path, d: describe::Describe, unknown: Vec<String>) -> Described {
+    let tool = Tool::from_executable(path.to_owned(), d).map_err(|why| skipped(path, why))?;
     let warnings = unknown
         .into_iter()
         .map(|key| {
