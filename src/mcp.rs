@@ -24,8 +24,20 @@ use crate::call::{ApprovalRequest, Approver, Call, Context, Status, ToolError};
 use crate::catalog::{Catalog, LookupError, SearchPath};
 use crate::pool::Pool;
 
-/// Protocol versions this server speaks, newest first.
+/// Protocol versions of the `initialize` handshake this server speaks, newest first.
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// Protocol versions of the stateless era (every request carries its version, the
+/// client's capabilities and info in `_meta`; `server/discover` instead of `initialize`).
+pub const MODERN_VERSIONS: &[&str] = &["2026-07-28"];
+
+/// `_meta` keys of the stateless era's per-request envelope, and of the server's stamp.
+const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+
+/// What the server tells a model about itself.
+const INSTRUCTIONS: &str = "Tools from packs pack directories. Arguments are validated against each tool's inputSchema; a result with isError explains what to fix.";
 
 /// Tools per `tools/list` page.
 pub const PAGE_SIZE: usize = 100;
@@ -58,6 +70,28 @@ const INVALID_PARAMS: i64 = -32602;
 const INTERNAL_ERROR: i64 = -32603;
 /// Implementation-defined server error: too many calls, no thread for a call.
 const SERVER_ERROR: i64 = -32000;
+/// The request's protocol version is not one this server speaks (2026-07-28).
+const UNSUPPORTED_VERSION: i64 = -32022;
+
+/// How many approvals asked of a stateless-era client may wait for its answer at once.
+const MAX_PENDING_APPROVALS: usize = 1024;
+
+/// The era a connection speaks, decided by its first request and never changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Era {
+    /// `initialize`, then requests without an envelope (2025-11-25 and earlier).
+    Handshake,
+    /// Every request carries its own envelope (2026-07-28).
+    Stateless,
+}
+
+/// An approval a stateless-era client was asked for (an `input_required` result): the
+/// call it is for, bound by the tool's name and the canonical JSON of its arguments.
+struct AskedApproval {
+    tool: String,
+    arguments: String,
+    asked: std::time::Instant,
+}
 
 /// How `packs serve` was started.
 #[derive(Debug, Clone)]
@@ -94,6 +128,12 @@ struct Server {
     version: Mutex<Option<&'static str>>,
     /// The client hung up: approvals are denied, calls are ended.
     closed: AtomicBool,
+    /// The connection's era, once its first request has decided it.
+    era: Mutex<Option<Era>>,
+    /// Approvals asked of a stateless-era client, by the `requestState` that names them.
+    asked: Mutex<HashMap<String, AskedApproval>>,
+    /// Makes `requestState` tokens unguessable (read from the OS at start).
+    salt: u128,
 }
 
 thread_local! {
@@ -116,6 +156,9 @@ pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 
         next_id: AtomicU64::new(1),
         version: Mutex::new(None),
         closed: AtomicBool::new(false),
+        era: Mutex::new(None),
+        asked: Mutex::new(HashMap::new()),
+        salt: random_salt(),
     });
     let stop = Arc::new(AtomicBool::new(false));
     let watcher = server.options.watch.then(|| {
@@ -173,6 +216,17 @@ pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 
         let _ = w.join();
     }
     Ok(())
+}
+
+/// 128 bits from the OS (`/dev/urandom`), mixed with the time and the pid when it cannot be read.
+fn random_salt() -> u128 {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).is_ok() {
+        return u128::from_le_bytes(bytes);
+    }
+    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    now ^ (u128::from(std::process::id()) << 64)
 }
 
 /// Read up to the end of the current line without keeping it; false at the end of input.
@@ -258,7 +312,8 @@ fn watch(server: &Server, stop: &AtomicBool) {
         if let Ok(mut slot) = server.catalog.write() {
             *slot = catalog;
         }
-        if changed {
+        // The stateless era has no standing notifications (its lists are never cached: ttlMs 0).
+        if changed && !server.is_stateless() {
             server.send(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
         }
     }
@@ -379,26 +434,153 @@ impl Server {
         let Some(id) = id else {
             return self.notification(&method, &params);
         };
+        // The first request decides the era: one that carries the stateless envelope (and is
+        // not `initialize`, which that era does not have) opens a stateless connection.
+        let enveloped = params.get("_meta").and_then(|m| m.get(VERSION_KEY)).is_some();
+        let era = *self
+            .era
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get_or_insert(if enveloped && method != "initialize" { Era::Stateless } else { Era::Handshake });
+        if era == Era::Stateless {
+            return self.stateless(&id, &method, &params, pool);
+        }
+        if enveloped && method != "initialize" {
+            return self.error(
+                &id,
+                INVALID_REQUEST,
+                "this connection opened with `initialize`: a request with a 2026-07-28 `_meta` envelope is refused \
+                 (open a new connection to speak 2026-07-28)",
+            );
+        }
         match method.as_str() {
             "initialize" => self.initialize(&id, &params),
             "ping" => self.reply(&id, json!({})),
             "tools/list" => self.list(&id, &params),
-            "tools/call" => {
-                self.flights
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .insert(id.to_string(), Flight::default());
-                let Some(pool) = pool else { return self.call_caught(&id, &params) };
-                let server = Arc::clone(self);
-                let (job_id, job_params) = (id.clone(), params);
-                if let Err(refused) = pool.submit(move || server.call_caught(&job_id, &job_params)) {
-                    self.finish(&id.to_string());
-                    self.error(&id, SERVER_ERROR, &refused.to_string());
-                }
-            }
+            "tools/call" => self.start_call(&id, params, pool),
             _ if id.is_null() => self.error(&id, INVALID_REQUEST, "a request needs an id"),
             other => self.error(&id, METHOD_NOT_FOUND, &format!("unknown method `{other}`")),
         }
+    }
+
+    /// A `tools/call` goes to the pool (or runs here, in a batch).
+    fn start_call(self: &Arc<Self>, id: &Value, params: Value, pool: Option<&Pool>) {
+        self.flights
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id.to_string(), Flight::default());
+        let Some(pool) = pool else { return self.call_caught(id, &params) };
+        let server = Arc::clone(self);
+        let (job_id, job_params) = (id.clone(), params);
+        if let Err(refused) = pool.submit(move || server.call_caught(&job_id, &job_params)) {
+            self.finish(&id.to_string());
+            self.error(id, SERVER_ERROR, &refused.to_string());
+        }
+    }
+
+    /// A request of a stateless-era (2026-07-28) connection: its envelope is checked (the
+    /// version, the client's capabilities), then it is answered like the handshake era's,
+    /// each result with `resultType` and the server's info in `_meta`.
+    fn stateless(self: &Arc<Self>, id: &Value, method: &str, params: &Value, pool: Option<&Pool>) {
+        let unsupported = |requested: &Value| {
+            json!({"code": UNSUPPORTED_VERSION, "message": "Unsupported protocol version",
+                   "data": {"supported": MODERN_VERSIONS, "requested": requested}})
+        };
+        if method == "initialize" {
+            let requested = params.get("protocolVersion").cloned().unwrap_or(Value::Null);
+            return self.respond(json!({"jsonrpc": "2.0", "id": id, "error": unsupported(&requested)}));
+        }
+        let Some(meta) = params.get("_meta").and_then(Value::as_object) else {
+            let message = format!("params._meta must be an object carrying `{VERSION_KEY}` and `{CAPABILITIES_KEY}`");
+            return self.error(id, INVALID_PARAMS, &message);
+        };
+        let missing: Vec<&str> =
+            [VERSION_KEY, CAPABILITIES_KEY].into_iter().filter(|k| !meta.contains_key(*k)).collect();
+        if !missing.is_empty() {
+            let message = format!("params._meta is missing the required envelope key(s): {}", missing.join(", "));
+            return self.error(id, INVALID_PARAMS, &message);
+        }
+        match &meta[VERSION_KEY] {
+            Value::String(v) if MODERN_VERSIONS.contains(&v.as_str()) => {}
+            Value::String(v) => {
+                return self
+                    .respond(json!({"jsonrpc": "2.0", "id": id, "error": unsupported(&Value::from(v.as_str()))}));
+            }
+            _ => return self.error(id, INVALID_PARAMS, &format!("`{VERSION_KEY}` must be a string")),
+        }
+        match method {
+            "server/discover" => self.reply(
+                id,
+                stateless_result(json!({
+                    "supportedVersions": MODERN_VERSIONS,
+                    "capabilities": {"tools": {}},
+                    "instructions": INSTRUCTIONS,
+                    // The tool list follows the pack directories (and `--watch`): never cached.
+                    "ttlMs": 0,
+                    "cacheScope": "private",
+                })),
+            ),
+            "ping" => self.reply(id, stateless_result(json!({}))),
+            "tools/list" => match self.list_result(params) {
+                Ok(mut result) => {
+                    result["ttlMs"] = json!(0);
+                    result["cacheScope"] = json!("private");
+                    self.reply(id, stateless_result(result));
+                }
+                Err(message) => self.error(id, INVALID_PARAMS, &message),
+            },
+            "tools/call" => self.start_call(id, params.clone(), pool),
+            other => self.error(id, METHOD_NOT_FOUND, &format!("unknown method `{other}`")),
+        }
+    }
+
+    /// Whether this connection speaks the stateless era.
+    fn is_stateless(&self) -> bool {
+        *self.era.lock().unwrap_or_else(std::sync::PoisonError::into_inner) == Some(Era::Stateless)
+    }
+
+    /// Remember an approval asked of a stateless-era client; its `requestState` token.
+    fn ask_later(&self, tool: &str, arguments: &Value) -> String {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let token =
+            format!("{:032x}{n:x}", self.salt ^ u128::from(n).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835));
+        let mut asked = self.asked.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        asked.retain(|_, a| a.asked.elapsed() < ELICITATION_TIMEOUT);
+        if asked.len() >= MAX_PENDING_APPROVALS
+            && let Some(oldest) = asked.iter().min_by_key(|(_, a)| a.asked).map(|(k, _)| k.clone())
+        {
+            asked.remove(&oldest);
+        }
+        let arguments = crate::lock::canonical(arguments);
+        asked.insert(
+            token.clone(),
+            AskedApproval { tool: tool.to_owned(), arguments, asked: std::time::Instant::now() },
+        );
+        token
+    }
+
+    /// What a retried stateless-era call answers: None when it carries no answer (ask),
+    /// `Some(true)` when its `requestState` names an approval asked for this very tool and
+    /// these arguments (used once, within the time an approval may wait) and the `approve`
+    /// answer accepts, `Some(false)` for any other answer (declined, or a token that is
+    /// unknown, used, expired or for another call): denied, not asked again.
+    fn answered(&self, tool: &str, params: &Value) -> Option<bool> {
+        if params.get("requestState").is_none() && params.get("inputResponses").is_none() {
+            return None;
+        }
+        let Some(token) = params.get("requestState").and_then(Value::as_str) else { return Some(false) };
+        let Some(asked) = self.asked.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(token) else {
+            return Some(false);
+        };
+        let arguments = crate::lock::canonical(params.get("arguments").unwrap_or(&Value::Null));
+        let answer = params.pointer("/inputResponses/approve");
+        Some(
+            asked.tool == tool
+                && asked.arguments == arguments
+                && asked.asked.elapsed() < ELICITATION_TIMEOUT
+                && answer.and_then(|a| a.get("action")).and_then(Value::as_str) == Some("accept")
+                && answer.and_then(|a| a.pointer("/content/approve")).and_then(Value::as_bool) == Some(true),
+        )
     }
 
     /// Run a call; if packs itself fails inside it (a bug), the client still gets an answer.
@@ -437,8 +619,8 @@ impl Server {
             json!({
                 "protocolVersion": version,
                 "capabilities": {"tools": {"listChanged": true}},
-                "serverInfo": {"name": "packs", "title": "packs", "version": env!("CARGO_PKG_VERSION")},
-                "instructions": "Tools from packs pack directories. Arguments are validated against each tool's inputSchema; a result with isError explains what to fix.",
+                "serverInfo": server_info(),
+                "instructions": INSTRUCTIONS,
             }),
         );
     }
@@ -476,14 +658,19 @@ impl Server {
     }
 
     fn list(&self, id: &Value, params: &Value) {
-        let catalog = self.catalog.read().map(|c| Arc::clone(&c));
-        let Ok(catalog) = catalog else { return self.error(id, INVALID_REQUEST, "the catalog is unavailable") };
+        match self.list_result(params) {
+            Ok(result) => self.reply(id, result),
+            Err(message) => self.error(id, INVALID_PARAMS, &message),
+        }
+    }
+
+    /// A `tools/list` page, or why the cursor is refused.
+    fn list_result(&self, params: &Value) -> Result<Value, String> {
+        let catalog =
+            self.catalog.read().map(|c| Arc::clone(&c)).map_err(|_| "the catalog is unavailable".to_owned())?;
         let start = match params.get("cursor").and_then(Value::as_str) {
             None => 0,
-            Some(c) => match c.parse::<usize>() {
-                Ok(n) => n,
-                Err(_) => return self.error(id, INVALID_PARAMS, &format!("invalid cursor `{c}`")),
-            },
+            Some(c) => c.parse::<usize>().map_err(|_| format!("invalid cursor `{c}`"))?,
         };
         let tools = self.offered(&catalog);
         let page: Vec<Value> = tools.iter().skip(start).take(PAGE_SIZE).map(|t| self.entry(t)).collect();
@@ -491,7 +678,7 @@ impl Server {
         if start + PAGE_SIZE < tools.len() {
             result["nextCursor"] = Value::String((start + PAGE_SIZE).to_string());
         }
-        self.reply(id, result);
+        Ok(result)
     }
 
     fn call(self: &Arc<Self>, id: &Value, params: &Value) {
@@ -505,7 +692,19 @@ impl Server {
             return self.error(id, INVALID_REQUEST, "the catalog is unavailable");
         };
         let sent = AtomicU64::new(0);
-        let approver = Elicitor { server: self, yes: self.options.yes };
+        let stateless = self.is_stateless();
+        // A stateless-era client is asked by an `input_required` result, then retries.
+        let can_elicit =
+            params.pointer(&format!("/_meta/{}/elicitation", CAPABILITIES_KEY.replace('/', "~1"))).is_some();
+        let approver = Elicitor {
+            server: self,
+            yes: self.options.yes,
+            stateless: stateless.then(|| Stateless {
+                granted: self.answered(name, params),
+                can_elicit,
+                asked: Mutex::new(None),
+            }),
+        };
         let on_status = |status: Status<'_>| match status {
             Status::Spawned { process, .. } => {
                 let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -546,6 +745,21 @@ impl Server {
         if self.finish(&key) {
             return; // cancelled: the client no longer expects an answer
         }
+        if let Some(request) = approver.stateless.as_ref().and_then(|s| s.asked.lock().ok()?.take()) {
+            // Not run: the client is asked, and retries with its answer and this token.
+            let token = self.ask_later(name, params.get("arguments").unwrap_or(&Value::Null));
+            let (message, schema) = approval_question(&request);
+            return self.reply(
+                id,
+                json!({
+                    "resultType": "input_required",
+                    "inputRequests": {"approve": {"method": "elicitation/create",
+                        "params": {"mode": "form", "message": message, "requestedSchema": schema}}},
+                    "requestState": token,
+                    "_meta": {SERVER_INFO_KEY: server_info()},
+                }),
+            );
+        }
         let content =
             |text: String, is_error: bool| json!({"content": [{"type": "text", "text": text}], "isError": is_error});
         // For voice front-ends: whether to speak the result, and the text cut for speech.
@@ -577,7 +791,7 @@ impl Server {
             }
             Err(e) => content(e.to_json().to_string(), true),
         };
-        self.reply(id, response);
+        self.reply(id, if stateless { stateless_result(response) } else { response });
     }
 
     /// The call is over; returns whether it had been cancelled.
@@ -597,21 +811,10 @@ impl Server {
             }
             pending.insert(Value::String(id.clone()).to_string(), tx);
         }
-        // Control and invisible characters are escaped: the client shows what will run.
-        let mut command = request.command_line();
-        if let Some(cwd) = &request.cwd {
-            command.push_str(&format!("\nin {}", crate::visible::word(&cwd.to_string_lossy())));
-        }
-        for (k, v) in &request.env {
-            command.push_str(&format!("\nenv: {}={}", crate::visible::prose(k), crate::visible::word(v)));
-        }
+        let (message, schema) = approval_question(request);
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": {
-            "message": format!("Run `{}` (tier {})? {}.\n\n{command}", request.tool, request.tier, request.reason),
-            "requestedSchema": {
-                "type": "object",
-                "properties": {"approve": {"type": "boolean", "title": "Run it", "description": command}},
-                "required": ["approve"],
-            },
+            "message": message,
+            "requestedSchema": schema,
         }}));
         let Ok(answer) = rx.recv_timeout(ELICITATION_TIMEOUT) else { return false };
         answer.pointer("/result/action").and_then(Value::as_str) == Some("accept")
@@ -619,14 +822,74 @@ impl Server {
     }
 }
 
+/// What a person is asked to approve a call: the message, and the form (one `approve`
+/// boolean). Control and invisible characters are escaped: the client shows what will run.
+fn approval_question(request: &ApprovalRequest) -> (String, Value) {
+    let mut command = request.command_line();
+    if let Some(cwd) = &request.cwd {
+        command.push_str(&format!("\nin {}", crate::visible::word(&cwd.to_string_lossy())));
+    }
+    for (k, v) in &request.env {
+        command.push_str(&format!("\nenv: {}={}", crate::visible::prose(k), crate::visible::word(v)));
+    }
+    let message = format!("Run `{}` (tier {})? {}.\n\n{command}", request.tool, request.tier, request.reason);
+    let schema = json!({
+        "type": "object",
+        "properties": {"approve": {"type": "boolean", "title": "Run it", "description": command}},
+        "required": ["approve"],
+    });
+    (message, schema)
+}
+
+/// `name`, `title` and `version` of this server.
+fn server_info() -> Value {
+    json!({"name": "packs", "title": "packs", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// A stateless-era result: `resultType` (`complete` unless it says otherwise) and the
+/// server's info stamped in `_meta`.
+fn stateless_result(mut result: Value) -> Value {
+    if let Value::Object(m) = &mut result {
+        m.entry("resultType").or_insert_with(|| json!("complete"));
+        let meta = m.entry("_meta").or_insert_with(|| json!({}));
+        if let Value::Object(meta) = meta {
+            meta.entry(SERVER_INFO_KEY).or_insert_with(server_info);
+        }
+    }
+    result
+}
+
 /// Approval for MCP calls: elicitation when the client declared it, else `--yes`, else deny.
 struct Elicitor<'s> {
     server: &'s Server,
     yes: bool,
+    /// On a stateless-era connection, what this call's request says (the server cannot
+    /// send the client a request there).
+    stateless: Option<Stateless>,
+}
+
+/// Approval of a stateless-era call: decided by the answer the retried call carries, or
+/// asked (by an `input_required` result) when there is none and the client can answer a form.
+struct Stateless {
+    granted: Option<bool>,
+    can_elicit: bool,
+    asked: Mutex<Option<ApprovalRequest>>,
 }
 
 impl Approver for Elicitor<'_> {
     fn approve(&self, request: &ApprovalRequest) -> bool {
-        if self.server.elicitation.load(Ordering::Relaxed) { self.server.elicit(request) } else { self.yes }
+        match &self.stateless {
+            Some(Stateless { granted: Some(answer), .. }) => *answer,
+            Some(s) if s.can_elicit => {
+                // Denied for now; the client is asked and retries with its answer.
+                if let Ok(mut asked) = s.asked.lock() {
+                    *asked = Some(request.clone());
+                }
+                false
+            }
+            Some(_) => self.yes,
+            None if self.server.elicitation.load(Ordering::Relaxed) => self.server.elicit(request),
+            None => self.yes,
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! `packs serve` spoken to directly (newline-delimited JSON-RPC); the official SDK
 //! client drives it in tests/mcp/test_serve.py.
 
-use std::io::Write;
+use std::io::{BufRead, Write};
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
@@ -376,4 +376,137 @@ fn an_oversized_message_is_refused_without_being_held_and_the_server_goes_on() {
     assert_eq!(m[0]["error"]["code"], -32700, "{:?}", m[0]);
     assert_eq!(m[0]["error"]["message"], "a message longer than 16 MiB is refused");
     assert_eq!(by_id(&m, 2)["result"], json!({}));
+}
+
+/// A 2026-07-28 request: the per-request envelope in `_meta`.
+fn modern(id: i64, method: &str, mut params: Value) -> Value {
+    let envelope = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
+    });
+    params["_meta"] = envelope;
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+#[test]
+fn the_stateless_era_on_the_wire() {
+    let packs = tools();
+    let mut bad_version = modern(4, "tools/list", json!({}));
+    bad_version["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2030-01-01");
+    let mut no_capabilities = modern(5, "tools/list", json!({}));
+    no_capabilities["params"]["_meta"].as_object_mut().unwrap().remove("io.modelcontextprotocol/clientCapabilities");
+    let m = session(
+        &packs,
+        &[],
+        &[
+            modern(1, "server/discover", json!({})),
+            modern(2, "tools/list", json!({})),
+            modern(3, "tools/call", json!({"name": "echo_words", "arguments": {"w": "hi"}})),
+            bad_version,
+            no_capabilities,
+            json!({"jsonrpc": "2.0", "id": 6, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+            modern(7, "tools/call", json!({"name": "careful", "arguments": {}})),
+        ],
+    );
+    let discover = &by_id(&m, 1)["result"];
+    assert_eq!(discover["supportedVersions"], json!(packs::mcp::MODERN_VERSIONS));
+    assert_eq!((discover["resultType"].as_str(), discover["ttlMs"].as_u64()), (Some("complete"), Some(0)));
+    assert_eq!(discover["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "packs");
+    let list = &by_id(&m, 2)["result"];
+    assert_eq!(list["resultType"], "complete");
+    assert_eq!(list["cacheScope"], "private");
+    assert_eq!(list["tools"].as_array().unwrap().len(), 2);
+    let call = &by_id(&m, 3)["result"];
+    assert_eq!((call["resultType"].as_str(), call["content"][0]["text"].as_str()), (Some("complete"), Some("-- hi\n")));
+    let e = &by_id(&m, 4)["error"];
+    assert_eq!(e["code"], -32022);
+    assert_eq!(e["data"], json!({"supported": ["2026-07-28"], "requested": "2030-01-01"}));
+    assert_eq!(by_id(&m, 5)["error"]["code"], -32602);
+    assert!(by_id(&m, 5)["error"]["message"].as_str().unwrap().contains("clientCapabilities"));
+    // `initialize` does not exist in this era: refused, naming what is served.
+    assert_eq!(by_id(&m, 6)["error"]["code"], -32022);
+    // A call that needs approval is not run: the client is asked, by an `input_required` result.
+    let asked = &by_id(&m, 7)["result"];
+    assert_eq!(asked["resultType"], "input_required");
+    assert_eq!(asked["inputRequests"]["approve"]["method"], "elicitation/create");
+    assert!(asked["requestState"].as_str().is_some_and(|t| t.len() >= 32), "{asked}");
+}
+
+#[test]
+fn a_stateless_approval_is_bound_to_its_call_and_used_once() {
+    let packs = tools();
+    // Asked, then answered: the answer's token must be for this tool and these arguments.
+    let mut child = start_server(&packs);
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut ask = |request: Value| -> Value {
+        writeln!(stdin, "{request}").unwrap();
+        serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap()
+    };
+    let first = ask(modern(1, "tools/call", json!({"name": "careful", "arguments": {}})));
+    let token = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let accept = json!({"approve": {"action": "accept", "content": {"approve": true}}});
+    // Another tool cannot use it.
+    let other = ask(modern(
+        2,
+        "tools/call",
+        json!({"name": "echo_words", "arguments": {}, "requestState": token, "inputResponses": accept}),
+    ));
+    assert_eq!(other["result"]["content"][0]["text"], "-- x\n", "echo_words needs no approval: it runs");
+    // The token was spent by the wrong call: the real retry is denied, not run.
+    let retry = ask(modern(
+        3,
+        "tools/call",
+        json!({"name": "careful", "arguments": {}, "requestState": token, "inputResponses": accept}),
+    ));
+    assert_eq!(retry["result"]["isError"], true, "{retry}");
+    assert!(retry["result"]["content"][0]["text"].as_str().unwrap().contains("permission_denied"));
+    // A fresh question, answered: it runs once.
+    let fresh = ask(modern(4, "tools/call", json!({"name": "careful", "arguments": {}})));
+    let token = fresh["result"]["requestState"].as_str().unwrap().to_owned();
+    let ran = ask(modern(
+        5,
+        "tools/call",
+        json!({"name": "careful", "arguments": {}, "requestState": token, "inputResponses": accept}),
+    ));
+    assert_eq!(ran["result"]["content"][0]["text"], "ran\n", "{ran}");
+    let again = ask(modern(
+        6,
+        "tools/call",
+        json!({"name": "careful", "arguments": {}, "requestState": token, "inputResponses": accept}),
+    ));
+    assert_eq!(again["result"]["isError"], true, "a token is used once: {again}");
+    // Declined: denied, not asked again.
+    let fresh = ask(modern(7, "tools/call", json!({"name": "careful", "arguments": {}})));
+    let token = fresh["result"]["requestState"].as_str().unwrap().to_owned();
+    let declined = json!({"approve": {"action": "accept", "content": {"approve": false}}});
+    let no = ask(modern(
+        8,
+        "tools/call",
+        json!({"name": "careful", "arguments": {}, "requestState": token, "inputResponses": declined}),
+    ));
+    assert_eq!(no["result"]["isError"], true, "{no}");
+    // A request without the envelope is refused on this connection, naming what is missing.
+    let bare = ask(json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}));
+    assert_eq!(bare["error"]["code"], -32602, "{bare}");
+    drop(stdin);
+    child.wait().unwrap();
+}
+
+#[test]
+fn an_enveloped_request_on_a_handshake_connection_is_refused() {
+    let packs = tools();
+    let m = session(
+        &packs,
+        &[],
+        &[
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+            modern(2, "tools/list", json!({})),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+        ],
+    );
+    assert_eq!(by_id(&m, 2)["error"]["code"], -32600);
+    assert!(by_id(&m, 3)["result"]["tools"].is_array());
+    assert!(by_id(&m, 3)["result"].get("resultType").is_none(), "handshake-era results are as before");
 }
