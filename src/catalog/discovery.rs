@@ -202,7 +202,7 @@ impl<'s, R: Send + 's> Job<'s, R> {
 
 /// `f` over `items` in order, on all cores when there are 64 items or more;
 /// `None` for the items of a thread that panicked.
-fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<Option<R>> {
+pub(crate) fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<Option<R>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     if threads < 2 || items.len() < 64 {
         return items.iter().map(|i| Some(f(i))).collect();

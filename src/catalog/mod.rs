@@ -20,7 +20,7 @@ use crate::tool::{NativeToolError, Tool};
 mod discovery;
 mod precedence;
 
-pub(crate) use discovery::{describe_executable, discover};
+pub(crate) use discovery::{describe_executable, discover, parallel_map};
 use discovery::{load_dir, quick_name};
 pub(crate) use precedence::{Claim, Precedence, duplicate_message};
 

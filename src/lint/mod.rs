@@ -84,7 +84,7 @@ pub enum LintError {
 pub fn lint(paths: &[PathBuf], options: &Options) -> Result<Report, LintError> {
     let mut report = Report::default();
     let mut precedence = Precedence::default();
-    let mut programs = ProgramCache::default();
+    let programs = ProgramCache::default();
     for path in paths {
         let meta =
             std::fs::metadata(path).map_err(|e| LintError::BadPath { path: path.clone(), reason: e.to_string() })?;
@@ -127,9 +127,14 @@ pub fn lint(paths: &[PathBuf], options: &Options) -> Result<Report, LintError> {
         };
         report.diagnostics.extend(walk_diags);
         let mut named: Vec<(String, PathBuf)> = Vec::new();
-        for file in &manifests {
+        // Manifests are linted on all cores when there are many; results stay in file order.
+        let linted = crate::catalog::parallel_map(&manifests, |file| lint_manifest(file, options, &programs));
+        for (file, result) in manifests.iter().zip(linted) {
             report.files += 1;
-            let (name, diags) = lint_manifest(file, options, &mut programs);
+            let (name, diags) = result.unwrap_or_else(|| {
+                let message = "linting it failed unexpectedly (a bug in packs: please report it)";
+                (None, vec![Diagnostic::file(Severity::Error, Code::Internal, file, message)])
+            });
             report.diagnostics.extend(diags);
             if let Some(name) = name {
                 report.tools += 1;
@@ -230,7 +235,7 @@ impl Subject<'_> {
 }
 
 /// Lint one manifest file; returns its name when it loads as a tool.
-fn lint_manifest(path: &Path, options: &Options, programs: &mut ProgramCache) -> (Option<String>, Vec<Diagnostic>) {
+fn lint_manifest(path: &Path, options: &Options, programs: &ProgramCache) -> (Option<String>, Vec<Diagnostic>) {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => {
@@ -384,19 +389,22 @@ fn lint_executable(path: &Path) -> (Option<String>, Vec<Diagnostic>) {
     }
 }
 
-/// Whether programs are on PATH, looked up once each.
+/// Whether programs are on PATH, looked up once each (shared by the threads that lint).
 #[derive(Default)]
 pub(crate) struct ProgramCache {
-    found: HashMap<String, bool>,
+    found: std::sync::Mutex<HashMap<String, bool>>,
 }
 
 impl ProgramCache {
-    pub(crate) fn exists(&mut self, program: &str) -> bool {
-        if let Some(&f) = self.found.get(program) {
-            return f;
+    pub(crate) fn exists(&self, program: &str) -> bool {
+        let known = self.found.lock().ok().and_then(|f| f.get(program).copied());
+        if let Some(found) = known {
+            return found;
         }
         let found = crate::runner::program_exists(program);
-        self.found.insert(program.to_owned(), found);
+        if let Ok(mut f) = self.found.lock() {
+            f.insert(program.to_owned(), found);
+        }
         found
     }
 }

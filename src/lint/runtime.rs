@@ -10,7 +10,7 @@ use crate::template::CONTEXT_KEYS;
 /// Longest timeout that is not suspicious (an hour).
 const MAX_TIMEOUT_SECS: u64 = 3600;
 
-pub(super) fn check(s: &Subject<'_>, options: &Options, programs: &mut ProgramCache, out: &mut Vec<Diagnostic>) {
+pub(super) fn check(s: &Subject<'_>, options: &Options, programs: &ProgramCache, out: &mut Vec<Diagnostic>) {
     let program = &s.m.command.program;
     if !program.trim().is_empty() && !programs.exists(program) {
         let severity = if options.strict { Severity::Error } else { Severity::Warning };
