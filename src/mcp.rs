@@ -541,9 +541,11 @@ impl Server {
 
     /// Remember an approval asked of a stateless-era client; its `requestState` token.
     fn ask_later(&self, tool: &str, arguments: &Value) -> String {
+        // SHA-256 of the secret salt and a counter: unguessable, and no two alike.
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let token =
-            format!("{:032x}{n:x}", self.salt ^ u128::from(n).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835));
+        let mut seed = self.salt.to_le_bytes().to_vec();
+        seed.extend_from_slice(&n.to_le_bytes());
+        let token = crate::lock::sha256(&seed).trim_start_matches("sha256:").to_owned();
         let mut asked = self.asked.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         asked.retain(|_, a| a.asked.elapsed() < ELICITATION_TIMEOUT);
         if asked.len() >= MAX_PENDING_APPROVALS

@@ -34,7 +34,15 @@ pub(super) struct CallArgs {
 
 pub(super) fn call(catalog: &Catalog, a: &CallArgs, base: &Context) -> Result<i32> {
     let mut input = String::new();
-    std::io::stdin().read_to_string(&mut input).context("reading the model's response from stdin")?;
+    // A response (or a conversation) larger than this is refused, never held in memory.
+    const MAX_INPUT: u64 = 64 << 20;
+    std::io::stdin()
+        .take(MAX_INPUT + 1)
+        .read_to_string(&mut input)
+        .context("reading the model's response from stdin (it must be UTF-8)")?;
+    if input.len() as u64 > MAX_INPUT {
+        anyhow::bail!("the input is larger than {} MiB: nothing was read as calls", MAX_INPUT >> 20);
+    }
     let context = args::context(&a.context, base)?;
     let mut conversation =
         if a.conversation { Some(calls::read_conversation(&input, a.format, Some(catalog))?) } else { None };

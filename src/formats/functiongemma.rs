@@ -95,7 +95,9 @@ fn wrapped_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<R
     while let Some(rel) = text[pos..].find(START_CALL) {
         let open = pos + rel + START_CALL.len();
         let next_start = text[open..].find(START_CALL).map(|i| open + i);
-        let end = text[open..].find(END_CALL).map(|i| open + i).filter(|e| next_start.is_none_or(|s| *e < s));
+        // The end tag is looked for only up to the next start tag: linear in the text.
+        let window = &text[open..next_start.unwrap_or(text.len())];
+        let end = window.find(END_CALL).map(|i| open + i);
         let Some(end) = end else {
             // Cut off: read the name for the report, run nothing.
             let block = &text[open..next_start.unwrap_or(text.len())];
@@ -188,7 +190,7 @@ pub fn scan_responses(text: &str) -> Vec<Response> {
         pos = start;
         let Some(after) = text[start..].trim_start().strip_prefix("response:") else { continue };
         let name = leading_ident(after).to_owned();
-        let mut p = Parser { text, pos: text.len() - after.len() + name.len() };
+        let mut p = Parser { text, pos: text.len() - after.len() + name.len(), depth: 0 };
         let value = if p.eat("{") { p.members('}', None).unwrap_or_default() } else { Map::new() };
         pos = pos.max(p.pos);
         found.push(Response { name, value, offset });
@@ -209,7 +211,7 @@ fn leading_ident(s: &str) -> &str {
 /// `cut`: reaching the end of `text` means the call was cut off (bare calls), not that it
 /// is malformed (a block closed by its end tag).
 fn one_call(text: &str, start: usize, cut: bool, schema_of: &dyn Fn(&str) -> Option<Value>) -> Result<Call, CallError> {
-    let mut p = Parser { text, pos: start + "call:".len() };
+    let mut p = Parser { text, pos: start + "call:".len(), depth: 0 };
     let name = p.ident().unwrap_or_default();
     let fail = |e: ParseError, name: &str| {
         let incomplete = cut && e.offset >= text.len();
@@ -232,7 +234,13 @@ fn one_call(text: &str, start: usize, cut: bool, schema_of: &dyn Fn(&str) -> Opt
 struct Parser<'a> {
     text: &'a str,
     pos: usize,
+    /// Objects and arrays open around the value being read.
+    depth: usize,
 }
+
+/// The deepest nesting of objects and arrays a call may have: a model's text must not
+/// exhaust the stack.
+const MAX_DEPTH: usize = 64;
 
 impl Parser<'_> {
     fn rest(&self) -> &str {
@@ -290,6 +298,16 @@ impl Parser<'_> {
 
     /// `key:value,...` up to `close`; `schema` (an object schema) types each member.
     fn members(&mut self, close: char, schema: Option<&Value>) -> Result<Map<String, Value>, ParseError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(self.error(format!("objects and arrays nest deeper than {MAX_DEPTH}")));
+        }
+        let result = self.members_inner(close, schema);
+        self.depth -= 1;
+        result
+    }
+
+    fn members_inner(&mut self, close: char, schema: Option<&Value>) -> Result<Map<String, Value>, ParseError> {
         let mut map = Map::new();
         let close_s = close.to_string();
         if self.eat(&close_s) {
@@ -336,21 +354,17 @@ impl Parser<'_> {
             return self.members('}', schema).map(Value::Object);
         }
         if self.eat("[") {
-            let mut items = Vec::new();
-            if self.eat("]") {
-                return Ok(Value::Array(items));
+            self.depth += 1;
+            if self.depth > MAX_DEPTH {
+                return Err(self.error(format!("objects and arrays nest deeper than {MAX_DEPTH}")));
             }
-            let item = schema.and_then(|s| s.get("items"));
-            loop {
-                items.push(self.value(item)?);
-                if self.eat(",") {
-                    continue;
-                }
-                self.expect("]")?;
-                return Ok(Value::Array(items));
-            }
+            let items = self.items(schema.and_then(|s| s.get("items")));
+            self.depth -= 1;
+            return items.map(Value::Array);
         }
-        let len = self.rest().find([',', '}', ']']).unwrap_or(self.rest().len());
+        // A bare word ends at `,`, `}`, `]` or the end of its line: scanning stays linear
+        // however many unfinished calls a text holds.
+        let len = self.rest().find([',', '}', ']', '\n']).unwrap_or(self.rest().len());
         let word = self.rest()[..len].trim();
         if word.is_empty() {
             return Err(self.error("expected a value"));
@@ -361,6 +375,24 @@ impl Parser<'_> {
         };
         self.pos += len;
         Ok(value)
+    }
+}
+
+impl Parser<'_> {
+    /// The items of an array after its `[`, up to its `]`.
+    fn items(&mut self, item: Option<&Value>) -> Result<Vec<Value>, ParseError> {
+        let mut items = Vec::new();
+        if self.eat("]") {
+            return Ok(items);
+        }
+        loop {
+            items.push(self.value(item)?);
+            if self.eat(",") {
+                continue;
+            }
+            self.expect("]")?;
+            return Ok(items);
+        }
     }
 }
 
@@ -481,7 +513,7 @@ pub fn parse_declarations(text: &str) -> Result<Vec<Declaration>, ParseError> {
     let mut pos = 0;
     while let Some(rel) = text[pos..].find("declaration:") {
         let start = pos + rel;
-        let mut p = Parser { text, pos: start + "declaration:".len() };
+        let mut p = Parser { text, pos: start + "declaration:".len(), depth: 0 };
         let name = p.ident()?;
         if name.is_empty() {
             return Err(p.error("expected a function name after `declaration:`"));
@@ -723,6 +755,27 @@ mod tests {
         // A bare call cut off at the end of the text.
         let e = scan("call:a{n:1,s:<escape>half").remove(0).unwrap_err();
         assert!(e.incomplete, "{e:?}");
+    }
+
+    #[test]
+    fn hostile_text_is_refused_without_exhausting_the_stack_or_the_clock() {
+        let deep = format!("call:f{{a:{}1{}}}", "[".repeat(100_000), "]".repeat(100_000));
+        let e = scan(&deep).remove(0).unwrap_err();
+        assert!(e.message.contains("nest deeper than 64"), "{e:?}");
+        let deep = format!("<start_function_call>call:f{{{}<end_function_call>", "a:{".repeat(100_000));
+        assert!(scan(&deep).remove(0).is_err());
+        // Many start tags and no end tag, or many unfinished bare calls: each is reported,
+        // and reading stays linear in the text (a quadratic scan would take minutes here).
+        let tags = START_CALL.repeat(50_000);
+        let found = scan(&tags);
+        assert_eq!(found.len(), 50_000);
+        assert!(found.iter().all(|c| c.as_ref().is_err_and(|e| e.incomplete)));
+        let lines = "call:f{a:b\n".repeat(100_000);
+        assert_eq!(scan(&lines).len(), 100_000);
+        // Multi-byte text around every token: no slicing inside a character.
+        let text = "é<start_function_call>ü call:ö{ä:<escape>ß<escape>}€<end_function_call>✓call:x{";
+        let found = scan(text);
+        assert!(found[0].is_err(), "{found:?}");
     }
 
     #[test]

@@ -479,3 +479,9 @@ fn agent_skills_are_context_modules_in_name_order_without_their_frontmatter() {
     );
     assert_eq!(report["summary"]["files"], 2, "{report:#}");
 }
+
+#[test]
+fn an_oversized_response_is_refused_not_held() {
+    let huge = vec![b'a'; (64 << 20) + 1];
+    call(std::str::from_utf8(&huge).unwrap(), &[]).code(1).stderr_contains("larger than 64 MiB").one_line_error();
+}
