@@ -305,6 +305,14 @@ impl Catalog {
         })
     }
 
+    /// The tools withdrawn by [`Catalog::refuse`], with why.
+    pub(crate) fn refused(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.entries.iter().filter_map(|(name, e)| match e {
+            Entry::Refused(reason) => Some((name.as_str(), reason.as_str())),
+            _ => None,
+        })
+    }
+
     /// Withdraw the tool `name`: it is no longer listed, and a lookup of it fails with
     /// `reason` (`--locked` refusing a tool that changed).
     pub(crate) fn refuse(&mut self, name: &str, reason: String) {

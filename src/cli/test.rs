@@ -51,6 +51,18 @@ pub(super) fn test(catalog: &Catalog, a: &TestArgs) -> anyhow::Result<i32> {
             });
         }
     }
+    // A tool `--locked` refused has tests that cannot run: each counts as a failure.
+    for (name, reason) in catalog.refused().filter(|(n, _)| a.names.is_empty() || a.names.iter().any(|m| m == n)) {
+        ran.push(Ran {
+            tool: name.to_owned(),
+            file: String::new(),
+            outcome: testing::Outcome {
+                label: format!("{name} / (its tests)"),
+                failures: vec![format!("not run: {reason}")],
+            },
+            seconds: 0.0,
+        });
+    }
     let passed = ran.iter().filter(|r| r.outcome.passed()).count();
     let failed = ran.len() - passed;
     let out = match a.format {

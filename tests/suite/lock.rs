@@ -322,3 +322,20 @@ fn signatures_good_bad_missing_and_of_another_key() {
     verify(&public).code(1).stderr_contains("is not signed");
     p.packs(&["lock", "--check", "--verify", public.to_str().unwrap()]).code(1).stderr_contains("is not signed");
 }
+
+#[test]
+fn locked_tests_of_a_refused_tool_fail() {
+    let p = Project::new();
+    let mut m = greet();
+    m["tests"] = json!([{"name": "says hello", "args": {"who": "ana"}, "expect": {"stdout_contains": "hello ana"}}]);
+    std::fs::write(p.file("packs/greet.tool.json"), m.to_string()).unwrap();
+    p.lock();
+    p.packs(&["--locked", "test"]).success().stdout_contains("1 passed, 0 failed");
+    m["description"] = json!("Say hello, differently");
+    std::fs::write(p.file("packs/greet.tool.json"), m.to_string()).unwrap();
+    p.packs(&["--locked", "-q", "test"])
+        .code(1)
+        .stdout_contains("FAIL greet / (its tests)")
+        .stdout_contains("not run: refused by the lock file")
+        .stdout_contains("0 passed, 1 failed");
+}
