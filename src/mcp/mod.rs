@@ -1,28 +1,41 @@
-//! `packs serve`: a pack directory as a Model Context Protocol server over stdio.
+//! `packs serve`: a pack directory as a Model Context Protocol server.
 //!
-//! Newline-delimited JSON-RPC 2.0 on stdin/stdout (stdout carries protocol messages
-//! only; logs go to stderr). Hand-written rather than built on the official SDK: the
-//! server needs six methods and three notifications, and owning the loop keeps calls
-//! on packs' own threads and dispatcher (see docs/ARCHITECTURE.md).
+//! This module is the protocol core both transports share: a [`Server`] (the catalog, the
+//! calls in flight, the approvals asked, the metrics: one per process) and a [`Peer`] (what
+//! one connection has settled: its era, protocol version, capabilities, agent). The stdio
+//! transport ([`stdio`]) has one peer for its whole life; the HTTP transport ([`http`]) makes
+//! one per POST, from what the request and its sealed session carry, so any replica can
+//! answer any request. Hand-written rather than built on the official SDK: the server needs
+//! six methods and three notifications, and owning the core keeps calls on packs' own
+//! threads and dispatcher (see docs/ARCHITECTURE.md).
 //!
 //! Every `tools/call` runs on a worker of a bounded pool (`MAX_CALLS` at once) through the
 //! same pipeline as `packs run`, so a slow tool never blocks `ping` or other calls;
 //! cancellation kills the call's process group; approval uses MCP elicitation when the
 //! client offers it.
 
+pub mod http;
+mod metrics;
+mod seal;
+mod stdio;
+
+pub use stdio::serve;
+
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 
 use crate::call::{ApprovalRequest, Approver, Call, Context, Status, ToolError};
 use crate::catalog::{Catalog, LookupError, SearchPath};
 use crate::pool::Pool;
+
+pub(crate) use metrics::Metrics;
+use seal::Seal;
 
 /// Protocol versions of the `initialize` handshake this server speaks, newest first.
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -48,16 +61,8 @@ const WATCH_INTERVAL: Duration = Duration::from_millis(300);
 /// How long an approval question waits for the client's answer.
 const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// After the client's input ends, how long calls still running may take to answer
-/// before they are ended.
-const CLOSE_GRACE: Duration = Duration::from_secs(2);
-
 /// Most `tools/call` requests running at once; one more is refused until one ends.
 const MAX_CALLS: usize = 64;
-
-/// The longest message a client may send (one line); a longer one is answered with a
-/// parse error and skipped, never held in memory.
-const MAX_MESSAGE: u64 = 16 << 20;
 
 /// Protocol versions whose clients may send JSON-RPC batches (2025-06-18 removed them).
 const BATCH_VERSIONS: &[&str] = &["2025-03-26", "2024-11-05"];
@@ -73,24 +78,17 @@ const SERVER_ERROR: i64 = -32000;
 /// The request's protocol version is not one this server speaks (2026-07-28).
 const UNSUPPORTED_VERSION: i64 = -32022;
 
-/// How many approvals asked of a stateless-era client may wait for its answer at once.
-const MAX_PENDING_APPROVALS: usize = 1024;
+/// How many answered approvals (their `requestState` tokens) are remembered, so that each
+/// is used once; past that, answers are denied until the oldest expire (fail closed).
+const MAX_SPENT_APPROVALS: usize = 65_536;
 
 /// The era a connection speaks, decided by its first request and never changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Era {
+pub(crate) enum Era {
     /// `initialize`, then requests without an envelope (2025-11-25 and earlier).
     Handshake,
     /// Every request carries its own envelope (2026-07-28).
     Stateless,
-}
-
-/// An approval a stateless-era client was asked for (an `input_required` result): the
-/// call it is for, bound by the tool's name and the canonical JSON of its arguments.
-struct AskedApproval {
-    tool: String,
-    arguments: String,
-    asked: std::time::Instant,
 }
 
 /// How `packs serve` was started.
@@ -116,24 +114,47 @@ struct Flight {
     cancelled: bool,
 }
 
-struct Server {
-    out: Mutex<Box<dyn Write + Send>>,
+/// What every connection of one `packs serve` process shares.
+pub(crate) struct Server {
     catalog: RwLock<Arc<Catalog>>,
     options: Options,
-    elicitation: AtomicBool,
+    /// Calls in flight, by their peer's key and request id.
     flights: Mutex<HashMap<String, Flight>>,
+    /// Requests of ours (elicitation) waiting for a client's answer, by peer key and id.
     pending: Mutex<HashMap<String, mpsc::Sender<Value>>>,
     next_id: AtomicU64,
+    /// Signs `requestState` tokens (and the HTTP transport's session ids).
+    seal: Seal,
+    /// `requestState` nonces already answered, with when they expire: each is used once.
+    spent: Mutex<HashMap<String, u64>>,
+    /// Calls, outcomes, latency and denials (served at `/metrics` over HTTP).
+    pub(crate) metrics: Metrics,
+}
+
+/// One connection as the protocol sees it: stdio's for the process's life, or one HTTP
+/// request's, preset from its headers and session.
+pub(crate) struct Peer {
+    server: Arc<Server>,
+    out: Box<dyn Fn(Value) + Send + Sync>,
+    /// Separates this connection's request ids from other connections' in the shared maps.
+    key: String,
+    /// Who is calling (a token's agent), bound into every approval token minted for it.
+    principal: String,
+    /// The agent, workspace and log this connection's calls run with.
+    context: Context,
+    /// `--yes`: approve when the client cannot be asked (stdio only).
+    yes: bool,
+    /// Whether this transport can tell the client later that the tool list changed.
+    notifies: bool,
+    elicitation: AtomicBool,
     /// The protocol version `initialize` settled on.
     version: Mutex<Option<&'static str>>,
     /// The client hung up: approvals are denied, calls are ended.
     closed: AtomicBool,
     /// The connection's era, once its first request has decided it.
     era: Mutex<Option<Era>>,
-    /// Approvals asked of a stateless-era client, by the `requestState` that names them.
-    asked: Mutex<HashMap<String, AskedApproval>>,
-    /// Makes `requestState` tokens unguessable (read from the OS at start).
-    salt: u128,
+    /// Keys of the requests of ours this peer is waiting on (dropped when it closes).
+    asking: Mutex<Vec<String>>,
 }
 
 thread_local! {
@@ -142,111 +163,117 @@ thread_local! {
     static BATCH: std::cell::RefCell<Option<Vec<Value>>> = const { std::cell::RefCell::new(None) };
 }
 
-/// Serve until `input` ends; then deny approvals still waiting, give calls still running
-/// two seconds to answer, and end the rest.
-pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 'static) -> std::io::Result<()> {
-    let catalog = load(&options, None);
-    let server = Arc::new(Server {
-        out: Mutex::new(Box::new(output)),
-        catalog: RwLock::new(Arc::new(catalog)),
-        options,
-        elicitation: AtomicBool::new(false),
-        flights: Mutex::new(HashMap::new()),
-        pending: Mutex::new(HashMap::new()),
-        next_id: AtomicU64::new(1),
-        version: Mutex::new(None),
-        closed: AtomicBool::new(false),
-        era: Mutex::new(None),
-        asked: Mutex::new(HashMap::new()),
-        salt: random_salt(),
-    });
-    let stop = Arc::new(AtomicBool::new(false));
-    let watcher = server.options.watch.then(|| {
-        let (server, stop) = (Arc::clone(&server), Arc::clone(&stop));
-        std::thread::Builder::new()
-            .name("packs-watch".into())
-            .spawn(move || watch(&server, &stop))
-            .inspect_err(|e| eprintln!("packs serve: --watch is off: cannot start its thread: {e}"))
-            .ok()
-    });
-    let pool = Pool::new("packs-call", MAX_CALLS);
-    let mut input = input;
-    let mut bytes = Vec::new();
-    loop {
-        bytes.clear();
-        // Lines are read as bytes: one that is not UTF-8 gets a parse error like any
-        // other bad line, and the server goes on.
-        if std::io::Read::take(&mut input, MAX_MESSAGE + 1).read_until(b'\n', &mut bytes)? == 0 {
-            break;
-        }
-        if bytes.len() as u64 > MAX_MESSAGE {
-            // Drop the rest of the line unread into memory, answer, go on.
-            let ended = skip_line(&mut input)?;
-            server.error(
-                &Value::Null,
-                PARSE_ERROR,
-                &format!("a message longer than {} MiB is refused", MAX_MESSAGE >> 20),
-            );
-            if !ended {
-                break;
-            }
-            continue;
-        }
-        let Ok(line) = std::str::from_utf8(&bytes) else {
-            server.error(&Value::Null, PARSE_ERROR, "not JSON: the line is not valid UTF-8");
-            continue;
-        };
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Value>(line) {
-            Ok(msg) => server.handle(msg, &pool),
-            Err(e) => server.error(&Value::Null, PARSE_ERROR, &format!("not JSON: {e}")),
-        }
-    }
-    // The client sent its last request: nobody is left to approve, and calls still
-    // running get a short grace to answer (`echo REQUEST | packs serve` works), then end.
-    server.deny_approvals();
-    if !pool.wait_idle(std::time::Instant::now() + CLOSE_GRACE) {
-        server.end_calls();
-    }
-    pool.close();
-    stop.store(true, Ordering::Relaxed);
-    if let Some(w) = watcher.flatten() {
-        let _ = w.join();
-    }
-    Ok(())
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// 128 bits from the OS (`/dev/urandom`), mixed with the time and the pid when it cannot be read.
-fn random_salt() -> u128 {
-    use std::io::Read;
-    let mut bytes = [0u8; 16];
-    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).is_ok() {
-        return u128::from_le_bytes(bytes);
+impl Server {
+    /// Load the catalog and start; `seal` signs the tokens clients hand back.
+    pub(crate) fn new(options: Options, seal: Seal) -> Arc<Self> {
+        let catalog = load(&options, None);
+        Arc::new(Server {
+            catalog: RwLock::new(Arc::new(catalog)),
+            options,
+            flights: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            seal,
+            spent: Mutex::new(HashMap::new()),
+            metrics: Metrics::default(),
+        })
     }
-    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    now ^ (u128::from(std::process::id()) << 64)
+
+    /// The options the server was started with.
+    pub(crate) fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Reload the catalog now; whether what a client is offered changed.
+    fn reload(&self) -> bool {
+        let previous = self.catalog.read().map(|c| Arc::clone(&c)).ok();
+        let catalog = Arc::new(load(&self.options, previous.as_deref()));
+        // A broken edit keeps the last good version: then what a client sees has not changed.
+        let context = &self.options.context;
+        let changed = previous.as_ref().is_none_or(|p| listing(context, p) != listing(context, &catalog));
+        if let Ok(mut slot) = self.catalog.write() {
+            *slot = catalog;
+        }
+        changed
+    }
+
+    /// End every call still running (their answers would reach nobody); how many there were.
+    pub(crate) fn end_calls(&self, prefix: &str) -> usize {
+        let mut flights = lock(&self.flights);
+        let mut ended = 0;
+        for (key, flight) in flights.iter_mut().filter(|(k, _)| k.starts_with(prefix)) {
+            let _ = key;
+            flight.cancelled = true;
+            if let Some(process) = &flight.process {
+                process.kill();
+            }
+            ended += 1;
+        }
+        ended
+    }
+
+    /// Calls running now.
+    pub(crate) fn in_flight(&self) -> usize {
+        lock(&self.flights).len()
+    }
+
+    /// A `requestState` token for an approval asked of `principal`: the tool, the digest of
+    /// the canonical arguments, when it expires and a nonce, sealed.
+    fn ask_later(&self, principal: &str, tool: &str, arguments: &Value) -> String {
+        let expires = unix_now() + ELICITATION_TIMEOUT.as_secs();
+        let nonce = format!("{:x}-{}", self.seal.nonce(), self.next_id.fetch_add(1, Ordering::Relaxed));
+        self.seal.seal(&json!({
+            "k": "approval",
+            "p": principal,
+            "t": tool,
+            "a": crate::lock::sha256(crate::lock::canonical(arguments).as_bytes()),
+            "x": expires,
+            "n": nonce,
+        }))
+    }
+
+    /// What a retried stateless-era call answers: None when it carries no answer (ask),
+    /// `Some(true)` when its `requestState` is sealed here for this principal, this very
+    /// tool and these arguments, not expired and not used before, and the `approve` answer
+    /// accepts; `Some(false)` for any other answer (denied, not asked again). A token that
+    /// opens is spent whatever it is presented with.
+    fn answered(&self, principal: &str, tool: &str, params: &Value) -> Option<bool> {
+        if params.get("requestState").is_none() && params.get("inputResponses").is_none() {
+            return None;
+        }
+        let Some(token) = params.get("requestState").and_then(Value::as_str) else { return Some(false) };
+        let Some(state) = self.seal.open(token).filter(|s| s["k"] == "approval") else { return Some(false) };
+        let now = unix_now();
+        let expires = state["x"].as_u64().unwrap_or(0);
+        let Some(nonce) = state["n"].as_str() else { return Some(false) };
+        {
+            let mut spent = lock(&self.spent);
+            spent.retain(|_, until| *until >= now);
+            if spent.len() >= MAX_SPENT_APPROVALS || spent.insert(nonce.to_owned(), expires).is_some() {
+                return Some(false);
+            }
+        }
+        let arguments =
+            crate::lock::sha256(crate::lock::canonical(params.get("arguments").unwrap_or(&Value::Null)).as_bytes());
+        let answer = params.pointer("/inputResponses/approve");
+        Some(
+            state["p"] == principal
+                && state["t"] == tool
+                && state["a"] == arguments.as_str()
+                && expires >= now
+                && answer.and_then(|a| a.get("action")).and_then(Value::as_str) == Some("accept")
+                && answer.and_then(|a| a.pointer("/content/approve")).and_then(Value::as_bool) == Some(true),
+        )
+    }
 }
 
-/// Read up to the end of the current line without keeping it; false at the end of input.
-fn skip_line(input: &mut impl BufRead) -> std::io::Result<bool> {
-    loop {
-        let buf = input.fill_buf()?;
-        if buf.is_empty() {
-            return Ok(false);
-        }
-        match memchr::memchr(b'\n', buf) {
-            Some(at) => {
-                input.consume(at + 1);
-                return Ok(true);
-            }
-            None => {
-                let n = buf.len();
-                input.consume(n);
-            }
-        }
-    }
+/// Seconds since the epoch.
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// Load the catalog, logging its problems to stderr; with `--locked`, withdraw what the
@@ -296,7 +323,9 @@ fn fingerprint(options: &Options) -> Vec<(std::path::PathBuf, Option<SystemTime>
         .collect()
 }
 
-fn watch(server: &Server, stop: &AtomicBool) {
+/// `--watch`: reload when files change, until `stop`; `changed` is told when what a client
+/// is offered changed (stdio sends `list_changed`).
+pub(crate) fn watch(server: &Server, stop: &AtomicBool, changed: &dyn Fn()) {
     let mut last = fingerprint(&server.options);
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(WATCH_INTERVAL);
@@ -305,40 +334,116 @@ fn watch(server: &Server, stop: &AtomicBool) {
             continue;
         }
         last = now;
-        let previous = server.catalog.read().map(|c| Arc::clone(&c)).ok();
-        let catalog = Arc::new(load(&server.options, previous.as_deref()));
-        // A broken edit keeps the last good version: then what a client sees has not changed.
-        let changed = previous.as_ref().is_none_or(|p| server.listing(p) != server.listing(&catalog));
-        if let Ok(mut slot) = server.catalog.write() {
-            *slot = catalog;
-        }
-        // The stateless era has no standing notifications (its lists are never cached: ttlMs 0).
-        if changed && !server.is_stateless() {
-            server.send(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+        if server.reload() {
+            changed();
         }
     }
 }
 
-impl Server {
-    fn send(&self, msg: &Value) {
-        let mut line = msg.to_string();
-        line.push('\n');
-        let mut out = self.out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        // A client that went away cannot be told anything; the loop ends with its stdin.
-        let _ = out.write_all(line.as_bytes()).and_then(|()| out.flush());
+/// The tools a client is offered (an agent's rules and the mode applied).
+fn offered<'c>(context: &Context, catalog: &'c Catalog) -> Vec<&'c crate::tool::Tool> {
+    catalog.tools().filter(|t| context.offers(t)).collect()
+}
+
+/// A tool's `tools/list` entry. Clients auto-approve on `readOnlyHint`, so it is claimed
+/// only for a tool that states `read_only`, adds no `policy.writable` place, and whose
+/// writes the kernel confines here (a native tool runs in packs' own process: never).
+fn entry(context: &Context, t: &crate::tool::Tool) -> Value {
+    let mut entry = crate::formats::mcp::tool(t);
+    let enforced = t.kind() != crate::tool::ToolKind::Native && t.policy().writable.is_empty() && {
+        let needs = crate::sandbox::Needs::of(t.tier(), t.policy().requires_network, &context.workspace(), &[]);
+        crate::sandbox::decide(needs, context.sandbox(), crate::sandbox::Support::probe())
+            .is_ok_and(|e| e.writes_under.is_some() && e.unenforced.is_empty())
+    };
+    if !enforced && let Some(hints) = entry.get_mut("annotations").and_then(Value::as_object_mut) {
+        hints.insert("readOnlyHint".into(), Value::Bool(false));
+        hints.insert("destructiveHint".into(), Value::Bool(true));
+        hints.insert("idempotentHint".into(), Value::Bool(false));
+    }
+    entry
+}
+
+/// What `tools/list` would answer, whole, by name (a tool kept at its last good
+/// version may move in the catalog's order; a client sees the same tools).
+fn listing(context: &Context, catalog: &Catalog) -> Vec<Value> {
+    let mut tools = offered(context, catalog);
+    tools.sort_by(|a, b| a.name().cmp(b.name()));
+    tools.into_iter().map(|t| entry(context, t)).collect()
+}
+
+/// What a connection has settled before its next request, for a transport that makes a
+/// peer per request (HTTP): the era, the handshake's version and the client's elicitation.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Settled {
+    pub(crate) era: Option<Era>,
+    pub(crate) version: Option<&'static str>,
+    pub(crate) elicitation: bool,
+}
+
+impl Peer {
+    /// A connection of `server` whose messages go to `out`.
+    pub(crate) fn new(
+        server: &Arc<Server>,
+        out: Box<dyn Fn(Value) + Send + Sync>,
+        key: String,
+        principal: String,
+        context: Context,
+    ) -> Self {
+        Peer {
+            server: Arc::clone(server),
+            out,
+            key,
+            principal,
+            context,
+            yes: false,
+            notifies: false,
+            elicitation: AtomicBool::new(false),
+            version: Mutex::new(None),
+            closed: AtomicBool::new(false),
+            era: Mutex::new(None),
+            asking: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Approve with `--yes` when the client cannot be asked; tell it when the list changes.
+    pub(crate) fn stdio(mut self, yes: bool) -> Self {
+        self.yes = yes;
+        self.notifies = true;
+        self
+    }
+
+    /// Start from what earlier requests of this connection settled.
+    pub(crate) fn settled(self, settled: Settled) -> Self {
+        *lock(&self.era) = settled.era;
+        *lock(&self.version) = settled.version;
+        self.elicitation.store(settled.elicitation, Ordering::Relaxed);
+        self
+    }
+
+    /// What this connection has settled so far.
+    pub(crate) fn settlement(&self) -> Settled {
+        Settled {
+            era: *lock(&self.era),
+            version: *lock(&self.version),
+            elicitation: self.elicitation.load(Ordering::Relaxed),
+        }
+    }
+
+    fn send(&self, msg: Value) {
+        (self.out)(msg);
     }
 
     /// Send a response, or keep it for the batch this thread is answering.
     fn respond(&self, response: Value) {
-        let kept = BATCH.with(|b| match b.borrow_mut().as_mut() {
+        let response = BATCH.with(|b| match b.borrow_mut().as_mut() {
             Some(responses) => {
-                responses.push(response.clone());
-                true
+                responses.push(response);
+                None
             }
-            None => false,
+            None => Some(response),
         });
-        if !kept {
-            self.send(&response);
+        if let Some(response) = response {
+            self.send(response);
         }
     }
 
@@ -346,20 +451,29 @@ impl Server {
         self.respond(json!({"jsonrpc": "2.0", "id": id, "result": result}));
     }
 
-    fn error(&self, id: &Value, code: i64, message: &str) {
+    pub(crate) fn error(&self, id: &Value, code: i64, message: &str) {
         self.respond(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}));
     }
 
-    /// The client hung up: every approval still waiting (or asked from now on) is denied.
-    fn deny_approvals(&self) {
+    /// The client hung up: every approval it was asked (or is asked from now on) is denied.
+    pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+        let mine = std::mem::take(&mut *lock(&self.asking));
+        let mut pending = lock(&self.server.pending);
+        for key in mine {
+            pending.remove(&key);
+        }
     }
 
-    /// End every call still running (their answers would reach nobody).
-    fn end_calls(&self) {
-        let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for flight in flights.values_mut() {
+    /// End this connection's calls still running; how many there were.
+    pub(crate) fn end_calls(&self) -> usize {
+        self.server.end_calls(&format!("{}\0", self.key))
+    }
+
+    /// Cancel one request of this connection (its client went away or said so).
+    pub(crate) fn cancel(&self, request: &Value) {
+        let mut flights = lock(&self.server.flights);
+        if let Some(flight) = flights.get_mut(&self.flight_key(request)) {
             flight.cancelled = true;
             if let Some(process) = &flight.process {
                 process.kill();
@@ -367,10 +481,14 @@ impl Server {
         }
     }
 
+    fn flight_key(&self, id: &Value) -> String {
+        format!("{}\0{id}", self.key)
+    }
+
     /// Handle a batch (protocol versions that have them): every request in order on one
     /// worker, then one array of the responses. Elsewhere, one error.
     fn batch(self: &Arc<Self>, items: Vec<Value>, pool: &Pool) {
-        let version = *self.version.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let version = *lock(&self.version);
         if !version.is_some_and(|v| BATCH_VERSIONS.contains(&v)) {
             let shown = version.unwrap_or("none yet");
             return self.error(
@@ -382,18 +500,18 @@ impl Server {
         if items.is_empty() {
             return self.error(&Value::Null, INVALID_REQUEST, "an empty batch");
         }
-        let server = Arc::clone(self);
+        let peer = Arc::clone(self);
         let run = move || {
             BATCH.with(|b| *b.borrow_mut() = Some(Vec::new()));
             // The worker is reused: whatever happens, it stops collecting responses.
             let _ = catch_unwind(AssertUnwindSafe(|| {
                 for item in items {
-                    server.handle_one(item, None);
+                    peer.handle_one(item, None);
                 }
             }));
             let responses = BATCH.with(|b| b.borrow_mut().take()).unwrap_or_default();
             if !responses.is_empty() {
-                server.send(&Value::Array(responses));
+                peer.send(Value::Array(responses));
             }
         };
         if let Err(refused) = pool.submit(run) {
@@ -402,7 +520,7 @@ impl Server {
     }
 
     /// Handle one message; a `tools/call` (or a batch) goes to the pool.
-    fn handle(self: &Arc<Self>, msg: Value, pool: &Pool) {
+    pub(crate) fn handle(self: &Arc<Self>, msg: Value, pool: &Pool) {
         match msg {
             Value::Array(items) => self.batch(items, pool),
             msg => self.handle_one(msg, Some(pool)),
@@ -420,9 +538,9 @@ impl Server {
             Some(Value::String(m)) => m.clone(),
             Some(_) => return self.error(&id.unwrap_or(Value::Null), INVALID_REQUEST, "`method` must be a string"),
             None if fields.contains_key("result") || fields.contains_key("error") => {
-                // A response to a request of ours (elicitation).
+                // A response to a request of ours (elicitation), from this connection only.
                 if let Some(id) = &id
-                    && let Some(tx) = self.pending.lock().ok().and_then(|mut p| p.remove(&id.to_string()))
+                    && let Some(tx) = lock(&self.server.pending).remove(&self.flight_key(id))
                 {
                     let _ = tx.send(msg);
                 }
@@ -437,11 +555,11 @@ impl Server {
         // The first request decides the era: one that carries the stateless envelope (and is
         // not `initialize`, which that era does not have) opens a stateless connection.
         let enveloped = params.get("_meta").and_then(|m| m.get(VERSION_KEY)).is_some();
-        let era = *self
-            .era
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get_or_insert(if enveloped && method != "initialize" { Era::Stateless } else { Era::Handshake });
+        let era = *lock(&self.era).get_or_insert(if enveloped && method != "initialize" {
+            Era::Stateless
+        } else {
+            Era::Handshake
+        });
         if era == Era::Stateless {
             return self.stateless(&id, &method, &params, pool);
         }
@@ -465,15 +583,12 @@ impl Server {
 
     /// A `tools/call` goes to the pool (or runs here, in a batch).
     fn start_call(self: &Arc<Self>, id: &Value, params: Value, pool: Option<&Pool>) {
-        self.flights
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(id.to_string(), Flight::default());
+        lock(&self.server.flights).insert(self.flight_key(id), Flight::default());
         let Some(pool) = pool else { return self.call_caught(id, &params) };
-        let server = Arc::clone(self);
+        let peer = Arc::clone(self);
         let (job_id, job_params) = (id.clone(), params);
-        if let Err(refused) = pool.submit(move || server.call_caught(&job_id, &job_params)) {
-            self.finish(&id.to_string());
+        if let Err(refused) = pool.submit(move || peer.call_caught(&job_id, &job_params)) {
+            self.finish(id);
             self.error(id, SERVER_ERROR, &refused.to_string());
         }
     }
@@ -482,31 +597,12 @@ impl Server {
     /// version, the client's capabilities), then it is answered like the handshake era's,
     /// each result with `resultType` and the server's info in `_meta`.
     fn stateless(self: &Arc<Self>, id: &Value, method: &str, params: &Value, pool: Option<&Pool>) {
-        let unsupported = |requested: &Value| {
-            json!({"code": UNSUPPORTED_VERSION, "message": "Unsupported protocol version",
-                   "data": {"supported": MODERN_VERSIONS, "requested": requested}})
-        };
         if method == "initialize" {
             let requested = params.get("protocolVersion").cloned().unwrap_or(Value::Null);
-            return self.respond(json!({"jsonrpc": "2.0", "id": id, "error": unsupported(&requested)}));
+            return self.respond(json!({"jsonrpc": "2.0", "id": id, "error": unsupported_version(&requested)}));
         }
-        let Some(meta) = params.get("_meta").and_then(Value::as_object) else {
-            let message = format!("params._meta must be an object carrying `{VERSION_KEY}` and `{CAPABILITIES_KEY}`");
-            return self.error(id, INVALID_PARAMS, &message);
-        };
-        let missing: Vec<&str> =
-            [VERSION_KEY, CAPABILITIES_KEY].into_iter().filter(|k| !meta.contains_key(*k)).collect();
-        if !missing.is_empty() {
-            let message = format!("params._meta is missing the required envelope key(s): {}", missing.join(", "));
-            return self.error(id, INVALID_PARAMS, &message);
-        }
-        match &meta[VERSION_KEY] {
-            Value::String(v) if MODERN_VERSIONS.contains(&v.as_str()) => {}
-            Value::String(v) => {
-                return self
-                    .respond(json!({"jsonrpc": "2.0", "id": id, "error": unsupported(&Value::from(v.as_str()))}));
-            }
-            _ => return self.error(id, INVALID_PARAMS, &format!("`{VERSION_KEY}` must be a string")),
+        if let Err(error) = check_envelope(params) {
+            return self.respond(json!({"jsonrpc": "2.0", "id": id, "error": error}));
         }
         match method {
             "server/discover" => self.reply(
@@ -536,59 +632,13 @@ impl Server {
 
     /// Whether this connection speaks the stateless era.
     fn is_stateless(&self) -> bool {
-        *self.era.lock().unwrap_or_else(std::sync::PoisonError::into_inner) == Some(Era::Stateless)
-    }
-
-    /// Remember an approval asked of a stateless-era client; its `requestState` token.
-    fn ask_later(&self, tool: &str, arguments: &Value) -> String {
-        // SHA-256 of the secret salt and a counter: unguessable, and no two alike.
-        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut seed = self.salt.to_le_bytes().to_vec();
-        seed.extend_from_slice(&n.to_le_bytes());
-        let token = crate::lock::sha256(&seed).trim_start_matches("sha256:").to_owned();
-        let mut asked = self.asked.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        asked.retain(|_, a| a.asked.elapsed() < ELICITATION_TIMEOUT);
-        if asked.len() >= MAX_PENDING_APPROVALS
-            && let Some(oldest) = asked.iter().min_by_key(|(_, a)| a.asked).map(|(k, _)| k.clone())
-        {
-            asked.remove(&oldest);
-        }
-        let arguments = crate::lock::canonical(arguments);
-        asked.insert(
-            token.clone(),
-            AskedApproval { tool: tool.to_owned(), arguments, asked: std::time::Instant::now() },
-        );
-        token
-    }
-
-    /// What a retried stateless-era call answers: None when it carries no answer (ask),
-    /// `Some(true)` when its `requestState` names an approval asked for this very tool and
-    /// these arguments (used once, within the time an approval may wait) and the `approve`
-    /// answer accepts, `Some(false)` for any other answer (declined, or a token that is
-    /// unknown, used, expired or for another call): denied, not asked again.
-    fn answered(&self, tool: &str, params: &Value) -> Option<bool> {
-        if params.get("requestState").is_none() && params.get("inputResponses").is_none() {
-            return None;
-        }
-        let Some(token) = params.get("requestState").and_then(Value::as_str) else { return Some(false) };
-        let Some(asked) = self.asked.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(token) else {
-            return Some(false);
-        };
-        let arguments = crate::lock::canonical(params.get("arguments").unwrap_or(&Value::Null));
-        let answer = params.pointer("/inputResponses/approve");
-        Some(
-            asked.tool == tool
-                && asked.arguments == arguments
-                && asked.asked.elapsed() < ELICITATION_TIMEOUT
-                && answer.and_then(|a| a.get("action")).and_then(Value::as_str) == Some("accept")
-                && answer.and_then(|a| a.pointer("/content/approve")).and_then(Value::as_bool) == Some(true),
-        )
+        *lock(&self.era) == Some(Era::Stateless)
     }
 
     /// Run a call; if packs itself fails inside it (a bug), the client still gets an answer.
     fn call_caught(self: &Arc<Self>, id: &Value, params: &Value) {
         if catch_unwind(AssertUnwindSafe(|| self.call(id, params))).is_err() {
-            self.finish(&id.to_string());
+            self.finish(id);
             self.error(
                 id,
                 INTERNAL_ERROR,
@@ -598,65 +648,33 @@ impl Server {
     }
 
     fn notification(&self, method: &str, params: &Value) {
-        if method == "notifications/cancelled" {
-            let Some(request) = params.get("requestId") else { return };
-            let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some(flight) = flights.get_mut(&request.to_string()) {
-                flight.cancelled = true;
-                if let Some(process) = &flight.process {
-                    process.kill();
-                }
-            }
+        if method == "notifications/cancelled"
+            && let Some(request) = params.get("requestId")
+        {
+            self.cancel(request);
         }
     }
 
     fn initialize(&self, id: &Value, params: &Value) {
         let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
         let version = PROTOCOL_VERSIONS.iter().find(|v| **v == asked).unwrap_or(&PROTOCOL_VERSIONS[0]);
-        *self.version.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(version);
+        *lock(&self.version) = Some(version);
         let elicitation = params.pointer("/capabilities/elicitation").is_some();
         self.elicitation.store(elicitation, Ordering::Relaxed);
         self.reply(
             id,
             json!({
                 "protocolVersion": version,
-                "capabilities": {"tools": {"listChanged": true}},
+                "capabilities": {"tools": {"listChanged": self.notifies}},
                 "serverInfo": server_info(),
                 "instructions": INSTRUCTIONS,
             }),
         );
     }
 
-    /// The tools a client is offered (an agent's rules and the mode applied).
-    fn offered<'c>(&self, catalog: &'c Catalog) -> Vec<&'c crate::tool::Tool> {
-        catalog.tools().filter(|t| self.options.context.offers(t)).collect()
-    }
-
-    /// A tool's `tools/list` entry. Clients auto-approve on `readOnlyHint`, so it is claimed
-    /// only for a tool that states `read_only`, adds no `policy.writable` place, and whose
-    /// writes the kernel confines here (a native tool runs in packs' own process: never).
-    fn entry(&self, t: &crate::tool::Tool) -> Value {
-        let mut entry = crate::formats::mcp::tool(t);
-        let enforced = t.kind() != crate::tool::ToolKind::Native && t.policy().writable.is_empty() && {
-            let context = &self.options.context;
-            let needs = crate::sandbox::Needs::of(t.tier(), t.policy().requires_network, &context.workspace(), &[]);
-            crate::sandbox::decide(needs, context.sandbox(), crate::sandbox::Support::probe())
-                .is_ok_and(|e| e.writes_under.is_some() && e.unenforced.is_empty())
-        };
-        if !enforced && let Some(hints) = entry.get_mut("annotations").and_then(Value::as_object_mut) {
-            hints.insert("readOnlyHint".into(), Value::Bool(false));
-            hints.insert("destructiveHint".into(), Value::Bool(true));
-            hints.insert("idempotentHint".into(), Value::Bool(false));
-        }
-        entry
-    }
-
-    /// What `tools/list` would answer, whole, by name (a tool kept at its last good
-    /// version may move in the catalog's order; a client sees the same tools).
-    fn listing(&self, catalog: &Catalog) -> Vec<Value> {
-        let mut tools = self.offered(catalog);
-        tools.sort_by(|a, b| a.name().cmp(b.name()));
-        tools.into_iter().map(|t| self.entry(t)).collect()
+    /// What `tools/list` would answer now, whole, by name.
+    pub(crate) fn listing(&self) -> Vec<Value> {
+        self.server.catalog.read().map(|c| listing(&self.context, &c)).unwrap_or_default()
     }
 
     fn list(&self, id: &Value, params: &Value) {
@@ -669,13 +687,13 @@ impl Server {
     /// A `tools/list` page, or why the cursor is refused.
     fn list_result(&self, params: &Value) -> Result<Value, String> {
         let catalog =
-            self.catalog.read().map(|c| Arc::clone(&c)).map_err(|_| "the catalog is unavailable".to_owned())?;
+            self.server.catalog.read().map(|c| Arc::clone(&c)).map_err(|_| "the catalog is unavailable".to_owned())?;
         let start = match params.get("cursor").and_then(Value::as_str) {
             None => 0,
             Some(c) => c.parse::<usize>().map_err(|_| format!("invalid cursor `{c}`"))?,
         };
-        let tools = self.offered(&catalog);
-        let page: Vec<Value> = tools.iter().skip(start).take(PAGE_SIZE).map(|t| self.entry(t)).collect();
+        let tools = offered(&self.context, &catalog);
+        let page: Vec<Value> = tools.iter().skip(start).take(PAGE_SIZE).map(|t| entry(&self.context, t)).collect();
         let mut result = json!({"tools": page});
         if start + PAGE_SIZE < tools.len() {
             result["nextCursor"] = Value::String((start + PAGE_SIZE).to_string());
@@ -684,32 +702,38 @@ impl Server {
     }
 
     fn call(self: &Arc<Self>, id: &Value, params: &Value) {
-        let key = id.to_string();
+        let key = self.flight_key(id);
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
         let args = params.get("arguments").cloned().unwrap_or(Value::Null);
         let progress = params.pointer("/_meta/progressToken").cloned();
         // The call keeps the catalog it started with, whatever a reload does meanwhile.
-        let Some(catalog) = self.catalog.read().map(|c| Arc::clone(&c)).ok() else {
-            self.finish(&key);
+        let Some(catalog) = self.server.catalog.read().map(|c| Arc::clone(&c)).ok() else {
+            self.finish(id);
             return self.error(id, INVALID_REQUEST, "the catalog is unavailable");
         };
+        let started = Instant::now();
+        let metrics = &self.server.metrics;
+        let _in_flight = metrics.call_started();
+        // Unknown names are counted under one label: a client cannot grow the metrics.
+        let known = catalog.get(name).is_ok();
+        let label = if known { name } else { "" };
         let sent = AtomicU64::new(0);
         let stateless = self.is_stateless();
         // A stateless-era client is asked by an `input_required` result, then retries.
         let can_elicit =
             params.pointer(&format!("/_meta/{}/elicitation", CAPABILITIES_KEY.replace('/', "~1"))).is_some();
         let approver = Elicitor {
-            server: self,
-            yes: self.options.yes,
+            peer: self,
+            yes: self.yes,
             stateless: stateless.then(|| Stateless {
-                granted: self.answered(name, params),
+                granted: self.server.answered(&self.principal, name, params),
                 can_elicit,
                 asked: Mutex::new(None),
             }),
         };
         let on_status = |status: Status<'_>| match status {
             Status::Spawned { process, .. } => {
-                let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut flights = lock(&self.server.flights);
                 if let Some(f) = flights.get_mut(&key) {
                     if f.cancelled {
                         process.kill();
@@ -720,7 +744,7 @@ impl Server {
             Status::Output { chunk, .. } => {
                 if let Some(token) = &progress {
                     let total = sent.fetch_add(chunk.len() as u64, Ordering::Relaxed) + chunk.len() as u64;
-                    self.send(&json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+                    self.send(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
                         "progressToken": token,
                         "progress": total,
                         "message": String::from_utf8_lossy(chunk),
@@ -729,12 +753,9 @@ impl Server {
             }
             _ => {}
         };
-        let result = Call::new(name, args)
-            .context(&self.options.context)
-            .approver(&approver)
-            .on_status(&on_status)
-            .run(&catalog);
-        if let Some(failure) = self.options.context.audit().and_then(crate::audit::AuditLog::take_failure) {
+        let result =
+            Call::new(name, args).context(&self.context).approver(&approver).on_status(&on_status).run(&catalog);
+        if let Some(failure) = self.context.audit().and_then(crate::audit::AuditLog::take_failure) {
             eprintln!("packs serve: {failure}; the call is not in the log");
         }
         if let Some(signal) = crate::runner::interrupted() {
@@ -744,12 +765,14 @@ impl Server {
             eprintln!("packs serve: signal {signal}: running tools were ended");
             std::process::exit(128 + signal);
         }
-        if self.finish(&key) {
+        if self.finish(id) {
+            metrics.call_ended(label, "cancelled", started.elapsed());
             return; // cancelled: the client no longer expects an answer
         }
-        if let Some(request) = approver.stateless.as_ref().and_then(|s| s.asked.lock().ok()?.take()) {
+        if let Some(request) = approver.stateless.as_ref().and_then(|s| lock(&s.asked).take()) {
             // Not run: the client is asked, and retries with its answer and this token.
-            let token = self.ask_later(name, params.get("arguments").unwrap_or(&Value::Null));
+            metrics.call_ended(label, "approval_asked", started.elapsed());
+            let token = self.server.ask_later(&self.principal, name, params.get("arguments").unwrap_or(&Value::Null));
             let (message, schema) = approval_question(&request);
             return self.reply(
                 id,
@@ -762,6 +785,7 @@ impl Server {
                 }),
             );
         }
+        metrics.call_ended(label, outcome(&result), started.elapsed());
         let content =
             |text: String, is_error: bool| json!({"content": [{"type": "text", "text": text}], "isError": is_error});
         // For voice front-ends: whether to speak the result, and the text cut for speech.
@@ -797,30 +821,70 @@ impl Server {
     }
 
     /// The call is over; returns whether it had been cancelled.
-    fn finish(&self, key: &str) -> bool {
-        self.flights.lock().ok().and_then(|mut f| f.remove(key)).is_some_and(|f| f.cancelled)
+    fn finish(&self, id: &Value) -> bool {
+        lock(&self.server.flights).remove(&self.flight_key(id)).is_some_and(|f| f.cancelled)
     }
 
     /// Ask the client (MCP elicitation) whether a call may run.
     fn elicit(&self, request: &ApprovalRequest) -> bool {
-        let id = format!("packs-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let id = format!("packs-{}", self.server.next_id.fetch_add(1, Ordering::Relaxed));
+        let key = self.flight_key(&Value::String(id.clone()));
         let (tx, rx) = mpsc::channel();
         {
-            let mut pending = self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut pending = lock(&self.server.pending);
             // Under the lock `close` takes: a client that hung up approves nothing.
             if self.closed.load(Ordering::SeqCst) {
                 return false;
             }
-            pending.insert(Value::String(id.clone()).to_string(), tx);
+            pending.insert(key.clone(), tx);
+            lock(&self.asking).push(key);
         }
         let (message, schema) = approval_question(request);
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": {
             "message": message,
             "requestedSchema": schema,
         }}));
         let Ok(answer) = rx.recv_timeout(ELICITATION_TIMEOUT) else { return false };
         answer.pointer("/result/action").and_then(Value::as_str) == Some("accept")
             && answer.pointer("/result/content/approve").and_then(Value::as_bool) == Some(true)
+    }
+}
+
+/// How a call ended, for the metrics.
+fn outcome(result: &Result<crate::call::ToolResult, ToolError>) -> &'static str {
+    match result {
+        Ok(r) if r.ok => "ok",
+        Ok(_) => "failed",
+        Err(ToolError::NotFound(_)) => "unknown_tool",
+        Err(ToolError::InvalidArguments { .. } | ToolError::Validation { .. }) => "invalid",
+        Err(ToolError::PermissionDenied { .. }) => "denied",
+        Err(_) => "error",
+    }
+}
+
+/// The stateless era's refusal of a version this server does not speak.
+fn unsupported_version(requested: &Value) -> Value {
+    json!({"code": UNSUPPORTED_VERSION, "message": "Unsupported protocol version",
+           "data": {"supported": MODERN_VERSIONS, "requested": requested}})
+}
+
+/// Check a stateless-era request's envelope (its version and the client's capabilities);
+/// the JSON-RPC error when it is not one this server accepts.
+fn check_envelope(params: &Value) -> Result<&str, Value> {
+    let invalid = |message: String| json!({"code": INVALID_PARAMS, "message": message});
+    let Some(meta) = params.get("_meta").and_then(Value::as_object) else {
+        return Err(invalid(format!(
+            "params._meta must be an object carrying `{VERSION_KEY}` and `{CAPABILITIES_KEY}`"
+        )));
+    };
+    let missing: Vec<&str> = [VERSION_KEY, CAPABILITIES_KEY].into_iter().filter(|k| !meta.contains_key(*k)).collect();
+    if !missing.is_empty() {
+        return Err(invalid(format!("params._meta is missing the required envelope key(s): {}", missing.join(", "))));
+    }
+    match &meta[VERSION_KEY] {
+        Value::String(v) if MODERN_VERSIONS.contains(&v.as_str()) => Ok(v),
+        Value::String(v) => Err(unsupported_version(&Value::from(v.as_str()))),
+        _ => Err(invalid(format!("`{VERSION_KEY}` must be a string"))),
     }
 }
 
@@ -844,7 +908,7 @@ fn approval_question(request: &ApprovalRequest) -> (String, Value) {
 }
 
 /// `name`, `title` and `version` of this server.
-fn server_info() -> Value {
+pub(crate) fn server_info() -> Value {
     json!({"name": "packs", "title": "packs", "version": env!("CARGO_PKG_VERSION")})
 }
 
@@ -863,7 +927,7 @@ fn stateless_result(mut result: Value) -> Value {
 
 /// Approval for MCP calls: elicitation when the client declared it, else `--yes`, else deny.
 struct Elicitor<'s> {
-    server: &'s Server,
+    peer: &'s Peer,
     yes: bool,
     /// On a stateless-era connection, what this call's request says (the server cannot
     /// send the client a request there).
@@ -890,7 +954,7 @@ impl Approver for Elicitor<'_> {
                 false
             }
             Some(_) => self.yes,
-            None if self.server.elicitation.load(Ordering::Relaxed) => self.server.elicit(request),
+            None if self.peer.elicitation.load(Ordering::Relaxed) => self.peer.elicit(request),
             None => self.yes,
         }
     }

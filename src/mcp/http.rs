@@ -1,0 +1,1 @@
+//! The Streamable HTTP transport (placeholder while the core moves).

@@ -1,0 +1,120 @@
+//! The stdio transport: newline-delimited JSON-RPC 2.0 on stdin/stdout (stdout carries
+//! protocol messages only; logs go to stderr), one connection for the process's life.
+
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::{Options, PARSE_ERROR, Peer, Server};
+use crate::pool::Pool;
+
+/// After the client's input ends, how long calls still running may take to answer
+/// before they are ended.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+/// The longest message a client may send (one line); a longer one is answered with a
+/// parse error and skipped, never held in memory.
+const MAX_MESSAGE: u64 = 16 << 20;
+
+/// Serve until `input` ends; then deny approvals still waiting, give calls still running
+/// two seconds to answer, and end the rest.
+pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 'static) -> std::io::Result<()> {
+    let yes = options.yes;
+    let context = options.context.clone();
+    let server = Server::new(options, super::Seal::random());
+    let out = Mutex::new(output);
+    let write = move |msg: Value| {
+        let mut line = msg.to_string();
+        line.push('\n');
+        let mut out = super::lock(&out);
+        // A client that went away cannot be told anything; the loop ends with its stdin.
+        let _ = out.write_all(line.as_bytes()).and_then(|()| out.flush());
+    };
+    let peer = Arc::new(Peer::new(&server, Box::new(write), String::new(), String::new(), context).stdio(yes));
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = server.options().watch.then(|| {
+        let (server, peer, stop) = (Arc::clone(&server), Arc::clone(&peer), Arc::clone(&stop));
+        std::thread::Builder::new()
+            .name("packs-watch".into())
+            .spawn(move || {
+                super::watch(&server, &stop, &|| {
+                    // The stateless era has no standing notifications (its lists are never cached: ttlMs 0).
+                    if !peer.is_stateless() {
+                        peer.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+                    }
+                });
+            })
+            .inspect_err(|e| eprintln!("packs serve: --watch is off: cannot start its thread: {e}"))
+            .ok()
+    });
+    let pool = Pool::new("packs-call", super::MAX_CALLS);
+    let mut input = input;
+    let mut bytes = Vec::new();
+    loop {
+        bytes.clear();
+        // Lines are read as bytes: one that is not UTF-8 gets a parse error like any
+        // other bad line, and the server goes on.
+        if std::io::Read::take(&mut input, MAX_MESSAGE + 1).read_until(b'\n', &mut bytes)? == 0 {
+            break;
+        }
+        if bytes.len() as u64 > MAX_MESSAGE {
+            // Drop the rest of the line unread into memory, answer, go on.
+            let ended = skip_line(&mut input)?;
+            peer.error(
+                &Value::Null,
+                PARSE_ERROR,
+                &format!("a message longer than {} MiB is refused", MAX_MESSAGE >> 20),
+            );
+            if !ended {
+                break;
+            }
+            continue;
+        }
+        let Ok(line) = std::str::from_utf8(&bytes) else {
+            peer.error(&Value::Null, PARSE_ERROR, "not JSON: the line is not valid UTF-8");
+            continue;
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(msg) => peer.handle(msg, &pool),
+            Err(e) => peer.error(&Value::Null, PARSE_ERROR, &format!("not JSON: {e}")),
+        }
+    }
+    // The client sent its last request: nobody is left to approve, and calls still
+    // running get a short grace to answer (`echo REQUEST | packs serve` works), then end.
+    peer.close();
+    if !pool.wait_idle(std::time::Instant::now() + CLOSE_GRACE) {
+        peer.end_calls();
+    }
+    pool.close();
+    stop.store(true, Ordering::Relaxed);
+    if let Some(w) = watcher.flatten() {
+        let _ = w.join();
+    }
+    Ok(())
+}
+
+/// Read up to the end of the current line without keeping it; false at the end of input.
+fn skip_line(input: &mut impl BufRead) -> std::io::Result<bool> {
+    loop {
+        let buf = input.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(false);
+        }
+        match memchr::memchr(b'\n', buf) {
+            Some(at) => {
+                input.consume(at + 1);
+                return Ok(true);
+            }
+            None => {
+                let n = buf.len();
+                input.consume(n);
+            }
+        }
+    }
+}
