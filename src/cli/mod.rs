@@ -10,6 +10,7 @@ mod new;
 mod prompt;
 mod run;
 mod sandbox;
+mod serve;
 mod signals;
 mod test;
 
@@ -22,6 +23,7 @@ use crate::agent::Agent;
 use crate::catalog::{Catalog, SearchPath};
 use crate::formats::ExportFormat;
 use crate::source::Diagnostic;
+use serve::ServeArgs;
 
 /// Exit codes of `packs run` (documented in docs/TOOL_INTERFACE.md).
 pub(crate) mod exit {
@@ -140,15 +142,8 @@ enum Command {
     Run(run::RunArgs),
     /// Read a model's response on stdin, run the tool calls in it, print the results for that API
     Call(call::CallArgs),
-    /// Serve the tools over the Model Context Protocol (stdio)
-    Serve {
-        /// Reload when manifests or executables change (and tell the client)
-        #[arg(long)]
-        watch: bool,
-        /// Approve calls that need approval when the client cannot be asked (no elicitation)
-        #[arg(short = 'y', long)]
-        yes: bool,
-    },
+    /// Serve the tools over the Model Context Protocol (stdio, or Streamable HTTP with --http)
+    Serve(ServeArgs),
     /// Print an agent's system prompt: soul.md, then its context modules (and tools)
     Prompt(prompt::PromptArgs),
     /// Show what this kernel can enforce for tools (Landlock, seccomp) and the sandbox mode
@@ -256,11 +251,15 @@ pub(crate) fn main() -> i32 {
             return code;
         }
     };
+    // `serve --http` shuts down gracefully on a signal instead (finishing calls in flight).
+    let http = matches!(&cli.command, Command::Serve(args) if args.http.is_some());
     if matches!(
         cli.command,
-        Command::Run(_) | Command::Call(_) | Command::Serve { .. } | Command::Exec(_) | Command::Test(_)
+        Command::Run(_) | Command::Call(_) | Command::Serve(_) | Command::Exec(_) | Command::Test(_)
     ) {
-        signals::end_tools_on_interrupt();
+        if !http {
+            signals::end_tools_on_interrupt();
+        }
         // What a tool leaves outside its process group becomes packs' to end (Linux).
         crate::orphans::adopt();
     }
@@ -318,7 +317,7 @@ pub(crate) fn main() -> i32 {
             }
             let mut base = crate::call::Context::new();
             // Only commands that run tools write the log (and need it writable).
-            let runs_tools = matches!(command, Command::Run(_) | Command::Call(_) | Command::Serve { .. });
+            let runs_tools = matches!(command, Command::Run(_) | Command::Call(_) | Command::Serve(_));
             if let Some(path) = cli.log.as_ref().filter(|_| runs_tools) {
                 match crate::audit::AuditLog::open(path) {
                     Ok(log) => base = base.with_audit(log),
@@ -348,16 +347,19 @@ pub(crate) fn main() -> i32 {
             if let Command::Sandbox { json } = command {
                 return sandbox::report(base.sandbox(), *json);
             }
-            if let Command::Serve { watch, yes } = command {
+            if let Command::Serve(args) = command {
                 let locked = (cli.locked || agent.as_ref().is_some_and(|a| a.config.locked))
                     .then(|| lock::LockOptions { lockfile: &cli.lockfile, verify: cli.verify.as_deref() }.locked());
                 let options = crate::mcp::Options {
                     search: search_path(&dirs),
                     context: base.clone(),
-                    yes: *yes,
-                    watch: *watch,
+                    yes: args.yes,
+                    watch: args.watch,
                     locked,
                 };
+                if let Some(addr) = args.http {
+                    return serve::http(args, addr, options);
+                }
                 return match crate::mcp::serve(options, std::io::stdin().lock(), std::io::stdout()) {
                     Ok(()) => signals::exit_status().unwrap_or(exit::OK),
                     Err(e) => {
@@ -400,7 +402,7 @@ pub(crate) fn main() -> i32 {
                 | Command::Help { name: None, .. }
                 | Command::Completions { .. }
                 | Command::Man
-                | Command::Serve { .. }
+                | Command::Serve(_)
                 | Command::Sandbox { .. } => {
                     unreachable!("handled above")
                 }

@@ -14,6 +14,7 @@
 //! cancellation kills the call's process group; approval uses MCP elicitation when the
 //! client offers it.
 
+mod auth;
 pub mod http;
 mod metrics;
 mod seal;
@@ -670,11 +671,6 @@ impl Peer {
                 "instructions": INSTRUCTIONS,
             }),
         );
-    }
-
-    /// What `tools/list` would answer now, whole, by name.
-    pub(crate) fn listing(&self) -> Vec<Value> {
-        self.server.catalog.read().map(|c| listing(&self.context, &c)).unwrap_or_default()
     }
 
     fn list(&self, id: &Value, params: &Value) {

@@ -1,0 +1,174 @@
+//! Who is calling over HTTP: bearer tokens from a token file, each mapped to an agent
+//! (whose allow/deny/ask/max_tier rules then decide every call), compared in constant time.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use subtle::ConstantTimeEq;
+
+use crate::agent::Agent;
+use crate::call::Context;
+
+/// Tokens shorter than this are refused at start-up: they could be guessed.
+const MIN_TOKEN: usize = 16;
+
+/// A client the server knows: its name (in logs, metrics and sealed tokens) and the
+/// context its calls run with.
+#[derive(Debug, Clone)]
+pub(crate) struct Client {
+    /// `AGENT_ID#LINE` for a token from the file (two tokens of one agent stay apart).
+    pub(crate) principal: String,
+    /// The base context with the agent's rules.
+    pub(crate) context: Arc<Context>,
+}
+
+/// The token file, read at start-up.
+#[derive(Debug)]
+pub(crate) struct Tokens {
+    /// SHA-256 of each token (compared in constant time, all of them every time), and whose.
+    entries: Vec<([u8; 32], Client)>,
+    /// The file's bytes: replicas that share the file derive the same sealing key from it.
+    pub(crate) secret: Vec<u8>,
+}
+
+/// A token file that cannot be used, with where.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TokenFileError {
+    /// The file cannot be read.
+    #[error("cannot read the token file {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A line is wrong.
+    #[error("{}:{line}: {message}", path.display())]
+    Line {
+        /// The file.
+        path: PathBuf,
+        /// 1-based.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The file has no token.
+    #[error("{}: no token in the file (one `TOKEN AGENT_ID` per line)", path.display())]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.as_bytes()).into()
+}
+
+impl Tokens {
+    /// Read `path`: one `TOKEN AGENT_ID` per line, `#` comments and blank lines ignored;
+    /// each agent loaded from `agents` (under `base`'s workspace, log and sandbox).
+    pub(crate) fn read(path: &Path, agents: &Path, base: &Context) -> Result<Self, TokenFileError> {
+        let bytes = std::fs::read(path).map_err(|source| TokenFileError::Read { path: path.to_owned(), source })?;
+        let line_error = |line: usize, message: String| TokenFileError::Line { path: path.to_owned(), line, message };
+        let text = std::str::from_utf8(&bytes).map_err(|e| line_error(1, format!("not UTF-8: {e}")))?;
+        let mut entries: Vec<([u8; 32], Client)> = Vec::new();
+        let mut loaded: std::collections::HashMap<String, Arc<Context>> = std::collections::HashMap::new();
+        for (n, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let [token, agent] = fields[..] else {
+                return Err(line_error(n, format!("expected `TOKEN AGENT_ID`, found {} field(s)", fields.len())));
+            };
+            if token.len() < MIN_TOKEN {
+                return Err(line_error(
+                    n,
+                    format!(
+                        "the token is {} characters: at least {MIN_TOKEN} are needed (e.g. `openssl rand -hex 32`)",
+                        token.len()
+                    ),
+                ));
+            }
+            if !token.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(line_error(n, "a token is visible ASCII only (it travels in an HTTP header)".into()));
+            }
+            let hash = digest(token);
+            if entries.iter().any(|(h, _)| *h == hash) {
+                return Err(line_error(n, "this token is already on an earlier line".into()));
+            }
+            let context = match loaded.get(agent) {
+                Some(c) => Arc::clone(c),
+                None => {
+                    let loaded_agent = Agent::load(agents, agent).map_err(|e| line_error(n, e.to_string()))?;
+                    let c = Arc::new(base.clone().with_agent(loaded_agent));
+                    loaded.insert(agent.to_owned(), Arc::clone(&c));
+                    c
+                }
+            };
+            let client = Client { principal: format!("{agent}#{n}"), context };
+            entries.push((hash, client));
+        }
+        if entries.is_empty() {
+            return Err(TokenFileError::Empty { path: path.to_owned() });
+        }
+        Ok(Tokens { entries, secret: bytes })
+    }
+
+    /// The client `token` belongs to. Every entry is compared, each in constant time, so
+    /// the time taken says nothing about which one matched or how much of it did.
+    pub(crate) fn check(&self, token: &str) -> Option<&Client> {
+        let presented = digest(token);
+        let mut found = None;
+        for (hash, client) in &self.entries {
+            if bool::from(hash.ct_eq(&presented)) {
+                found = Some(client);
+            }
+        }
+        found
+    }
+}
+
+/// The bearer token of an `Authorization` header value.
+pub(crate) fn bearer(header: &str) -> Option<&str> {
+    let (scheme, token) = header.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_token_file_maps_tokens_to_agents_and_says_where_it_is_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let agents = dir.path().join("agents");
+        std::fs::create_dir_all(agents.join("ops")).unwrap();
+        std::fs::write(agents.join("ops/agent.toml"), "").unwrap();
+        let ok = write(dir.path(), "ok", "# clients\n\n0123456789abcdef0123 ops\nfedcba9876543210fedc ops\n");
+        let tokens = Tokens::read(&ok, &agents, &Context::new()).unwrap();
+        assert_eq!(tokens.check("0123456789abcdef0123").unwrap().principal, "ops#3");
+        assert_eq!(tokens.check("fedcba9876543210fedc").unwrap().principal, "ops#4");
+        assert!(tokens.check("0123456789abcdef012").is_none());
+        assert!(tokens.check("").is_none());
+        let err = |text: &str| {
+            Tokens::read(&write(dir.path(), "bad", text), &agents, &Context::new()).unwrap_err().to_string()
+        };
+        assert!(err("short ops\n").contains("bad:1: the token is 5 characters"), "{}", err("short ops\n"));
+        assert!(err("\n0123456789abcdef0123\n").contains("bad:2: expected `TOKEN AGENT_ID`, found 1"));
+        assert!(err("0123456789abcdef0123 nobody\n").contains("bad:1:"));
+        assert!(err("0123456789abcdef0123 ops\n0123456789abcdef0123 ops\n").contains("bad:2: this token is already"));
+        assert!(err("# nothing\n").contains("no token in the file"));
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer  abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer "), None);
+    }
+}

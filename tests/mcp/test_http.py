@@ -1,0 +1,258 @@
+"""`packs serve --http`: the Streamable HTTP transport, driven by the official Python SDK's
+client in both eras (2026-07-28 stateless, and 2025-11-25 after `initialize`), with bearer
+tokens mapped to agents, plus what a client should never get through (raw httpx2 requests).
+
+Run by .ci/run with mcp 2.3.0: PACKS_BIN=target/debug/packs python tests/mcp/test_http.py
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import anyio
+import httpx2
+from mcp import Client, types
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+PACKS = os.environ.get("PACKS_BIN", "target/debug/packs")
+RESULTS = []
+OPS = "ops-token-0123456789abcdef"
+READER = "reader-token-0123456789abcdef"
+
+
+def manifest(directory, name, **body):
+    Path(directory, f"{name}.tool.json").write_text(json.dumps({"name": name, "description": f"The {name} tool", **body}))
+
+
+def check(name, fn):
+    async def run():
+        try:
+            await fn()
+            RESULTS.append((name, None))
+            print(f"PASS {name}")
+        except Exception:  # noqa: BLE001 - report every failure and go on
+            RESULTS.append((name, traceback.format_exc()))
+            print(f"FAIL {name}\n{traceback.format_exc()}")
+
+    return run()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(packs_dir, root, port, *extra):
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "PACKS_AGENTS": str(Path(root, "agents")),
+           "XDG_CONFIG_HOME": str(Path(root, "no-config"))}
+    proc = subprocess.Popen([PACKS, "--packs", packs_dir, "serve", "--http", f"127.0.0.1:{port}", *extra],
+                            env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError(f"packs serve --http did not listen: {proc.stderr.read()}")
+
+
+def transport(url, token):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
+
+
+def running(marker):
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0
+
+
+async def gone(marker, within=5.0):
+    deadline = time.time() + within
+    while time.time() < deadline:
+        if not running(marker):
+            return True
+        await anyio.sleep(0.05)
+    return False
+
+
+async def main():
+    root = tempfile.mkdtemp(prefix="packs-http-")
+    d = Path(root, "packs")
+    d.mkdir()
+    for agent, toml in [("ops", ""), ("reader", 'deny = ["careful"]\n')]:
+        Path(root, "agents", agent).mkdir(parents=True)
+        Path(root, "agents", agent, "agent.toml").write_text(toml)
+    tokens = Path(root, "tokens")
+    tokens.write_text(f"# clients\n{OPS} ops\n{READER} reader\n")
+    manifest(d, "echo_words", parameters={"words": {"type": "string", "required": True}},
+             command={"program": "echo", "args": ["--", "{{words}}"]}, policy={"read_only": True})
+    manifest(d, "careful", command="echo approved-and-ran", policy={"confirm_before_run": True})
+    manifest(d, "slow", parameters={"marker": {"type": "string", "required": True}},
+             command={"program": "sleep", "args": ["{{marker}}"]}, policy={"timeout_seconds": 60})
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    server = start(str(d), root, port, "--token-file", str(tokens))
+    answers = []
+    asked = []
+
+    async def on_elicit(context, params):
+        asked.append(params.message)
+        approve = answers.pop(0) if answers else True
+        return types.ElicitResult(action="accept", content={"approve": approve})
+
+    try:
+        for mode, version in [("auto", "2026-07-28"), ("legacy", "2025-11-25")]:
+            async with Client(transport(url, OPS), mode=mode, elicitation_callback=on_elicit) as c:
+
+                async def negotiates():
+                    assert c.protocol_version == version, c.protocol_version
+
+                async def lists_tools():
+                    names = {t.name for t in (await c.list_tools()).tools}
+                    assert names == {"echo_words", "careful", "slow"}, names
+
+                async def calls_a_tool():
+                    r = await c.call_tool("echo_words", {"words": "hi; $(id)"})
+                    assert not r.is_error and r.content[0].text == "-- hi; $(id)\n", r
+
+                async def validation_error_is_an_error_result():
+                    r = await c.call_tool("echo_words", {"words": 5})
+                    assert r.is_error, r
+                    assert json.loads(r.content[0].text)["error"]["kind"] == "validation"
+
+                async def approval_by_elicitation():
+                    before = len(asked)
+                    r = await c.call_tool("careful", {})
+                    assert len(asked) == before + 1, "the server did not ask"
+                    assert "echo approved-and-ran" in asked[-1], asked[-1]
+                    assert not r.is_error and r.content[0].text == "approved-and-ran\n", r
+                    answers.append(False)
+                    r = await c.call_tool("careful", {})
+                    assert r.is_error and json.loads(r.content[0].text)["error"]["kind"] == "permission_denied", r
+
+                async def cancellation_kills_the_tool():
+                    marker = f"41.{port}{len(mode)}"
+                    with anyio.move_on_after(1.0):
+                        await c.call_tool("slow", {"marker": marker})
+                    assert await gone(marker), f"`sleep {marker}` still runs after the call was cancelled"
+                    # The connection goes on.
+                    r = await c.call_tool("echo_words", {"words": "after"})
+                    assert r.content[0].text == "-- after\n", r
+
+                for name, fn in [("negotiates", negotiates), ("tools/list", lists_tools), ("tools/call", calls_a_tool),
+                                 ("validation error as isError", validation_error_is_an_error_result),
+                                 ("approval by elicitation", approval_by_elicitation),
+                                 ("cancellation kills the process group", cancellation_kills_the_tool)]:
+                    await check(f"{version}: {name}", fn)
+
+            # The reader agent may not run `careful`: not offered, and denied when called anyway.
+            async with Client(transport(url, READER), mode=mode, elicitation_callback=on_elicit) as c:
+
+                async def agent_rules_apply():
+                    names = {t.name for t in (await c.list_tools()).tools}
+                    assert "careful" not in names, names
+                    r = await c.call_tool("careful", {})
+                    assert r.is_error, r
+                    err = json.loads(r.content[0].text)["error"]
+                    assert err["kind"] == "permission_denied" and "reader" in err["message"], err
+
+                await check(f"{version}: a token's agent decides (deny)", agent_rules_apply)
+
+        async with httpx2.AsyncClient() as h:
+            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+            json_headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+            async def no_token_401():
+                r = await h.post(url, json=init, headers=json_headers)
+                assert r.status_code == 401, r
+                assert r.headers["www-authenticate"].startswith("Bearer"), r.headers
+                r = await h.post(url, json=init, headers={**json_headers, "Authorization": "Bearer wrong-token-0123456789"})
+                assert r.status_code == 401 and "invalid_token" in r.headers["www-authenticate"], r.headers
+
+            async def bad_origin_or_host_403():
+                auth = {**json_headers, "Authorization": f"Bearer {OPS}"}
+                r = await h.post(url, json=init, headers={**auth, "Origin": "https://evil.example"})
+                assert r.status_code == 403, r
+                r = await h.post(url, json=init, headers={**auth, "Host": f"evil.example:{port}"})
+                assert r.status_code == 403, r
+                r = await h.post(url, json=init, headers={**auth, "Host": f"localhost:{port}"})
+                assert r.status_code == 200, r
+
+            async def a_forged_session_is_refused():
+                auth = {**json_headers, "Authorization": f"Bearer {OPS}"}
+                r = await h.post(url, json=init, headers=auth)
+                session = r.headers["mcp-session-id"]
+                ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+                r = await h.post(url, json=ping, headers={**auth, "Mcp-Session-Id": session})
+                assert r.status_code == 200, r
+                r = await h.post(url, json=ping, headers={**auth, "Mcp-Session-Id": session[:-2] + "xx"})
+                assert r.status_code == 404, r
+                # Another client cannot use it.
+                r = await h.post(url, json=ping, headers={**json_headers, "Authorization": f"Bearer {READER}", "Mcp-Session-Id": session})
+                assert r.status_code == 404, r
+
+            async def metrics_parse():
+                r = await h.get(f"http://127.0.0.1:{port}/metrics")
+                assert r.status_code == 401, r
+                r = await h.get(f"http://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {OPS}"})
+                assert r.status_code == 200, r
+                families = {f.name: f for f in text_string_to_metric_families(r.text)}
+                calls = {(s.labels["tool"], s.labels["outcome"]): s.value for s in families["packs_calls"].samples}
+                assert calls[("echo_words", "ok")] >= 4, calls
+                assert calls[("slow", "cancelled")] >= 1, calls
+                assert families["packs_denials"].samples, families["packs_denials"]
+                assert "packs_call_duration_seconds" in families and "packs_calls_in_flight" in families
+                r = await h.get(f"http://127.0.0.1:{port}/healthz")
+                assert r.status_code == 200 and r.text == "ok\n", r
+
+            for name, fn in [("no or wrong token: 401 with a challenge", no_token_401),
+                             ("bad Origin or Host: 403", bad_origin_or_host_403),
+                             ("a forged or borrowed session: 404", a_forged_session_is_refused),
+                             ("/metrics parses (OpenMetrics) and /healthz", metrics_parse)]:
+                await check(name, fn)
+
+        # SIGTERM: no new connections, the call in flight finishes, the server exits 0.
+        async def graceful_shutdown():
+            async with Client(transport(url, OPS)) as c:
+                # Listed first: the client checks a result against the tool's schema, and
+                # after SIGTERM nothing new is accepted.
+                await c.list_tools()
+
+                async def call():
+                    return await c.call_tool("slow", {"marker": "1.5"})
+
+                async with anyio.create_task_group() as tg:
+                    result = {}
+
+                    async def run():
+                        result["r"] = await call()
+
+                    tg.start_soon(run)
+                    await anyio.sleep(0.5)
+                    server.send_signal(signal.SIGTERM)
+                assert not result["r"].is_error, result["r"]
+            code = server.wait(timeout=15)
+            assert code == 0, (code, server.stderr.read())
+
+        await check("SIGTERM: the call in flight finishes, then exit 0", graceful_shutdown)
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+
+anyio.run(main)
+failed = sum(1 for _, e in RESULTS if e)
+print(f"{len(RESULTS) - failed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
