@@ -29,6 +29,8 @@ mod executables;
 mod formats;
 #[path = "suite/frontends.rs"]
 mod frontends;
+#[path = "suite/http.rs"]
+mod http;
 #[path = "suite/injection.rs"]
 mod injection;
 #[path = "suite/library.rs"]

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -247,6 +248,34 @@ async def main():
             assert code == 0, (code, server.stderr.read())
 
         await check("SIGTERM: the call in flight finishes, then exit 0", graceful_shutdown)
+
+        # TLS (rustls): a certificate made here, trusted by the client; plain HTTP gets nothing.
+        cert, key = Path(root, "cert.pem"), Path(root, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                        "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], check=True, capture_output=True)
+        tls_port = free_port()
+        server = start(str(d), root, tls_port, "--token-file", str(tokens), "--tls-cert", str(cert), "--tls-key", str(key))
+
+        async def tls():
+            ctx = ssl.create_default_context(cafile=str(cert))
+            client = httpx2.AsyncClient(verify=ctx, headers={"Authorization": f"Bearer {OPS}"},
+                                        timeout=httpx2.Timeout(30, read=300))
+            async with Client(streamable_http_client(f"https://localhost:{tls_port}/mcp", http_client=client)) as c:
+                r = await c.call_tool("echo_words", {"words": "over tls"})
+                assert r.content[0].text == "-- over tls\n", r
+            async with httpx2.AsyncClient() as plain:
+                try:
+                    r = await plain.get(f"http://127.0.0.1:{tls_port}/healthz")
+                except httpx2.HTTPError:
+                    pass
+                else:
+                    raise AssertionError(f"plain HTTP on the TLS port was answered: {r.status_code}")
+            async with httpx2.AsyncClient(verify=ctx) as h:
+                r = await h.get(f"https://127.0.0.1:{tls_port}/healthz")
+                assert r.status_code == 200, r
+
+        await check("TLS: --tls-cert/--tls-key", tls)
     finally:
         if server.poll() is None:
             server.kill()

@@ -1,0 +1,311 @@
+//! `packs serve --http` spoken to over raw TCP: what a hostile or broken client sends gets a
+//! clear status, the server never hangs or crashes, and its start-up refuses what is unsafe.
+//! (The official SDK clients drive it in tests/mcp/test_http.py.)
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{PACKS, Packs, Test};
+
+/// A running `packs serve --http 127.0.0.1:0`, killed when dropped.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    _packs: Packs,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tools() -> Packs {
+    Packs::new()
+        .manifest("echo_words", json!({"name": "echo_words", "description": "d", "parameters": {"w": {"type": "string"}}, "command": "echo -- {{w:x}}"}))
+        .manifest("nap", json!({"name": "nap", "description": "d", "command": "sleep 0.3"}))
+}
+
+fn start(packs: Packs, extra: &[&str]) -> Server {
+    let mut child = Command::new(PACKS)
+        .arg("--packs")
+        .arg(packs.path())
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(extra)
+        .env_remove("PACKS_PATH")
+        .env("PACKS_CACHE_DIR", "")
+        .env("XDG_CONFIG_HOME", packs.join("no-config"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start packs serve --http");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .parse()
+        .unwrap();
+    // Keep reading stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    Server { child, addr, _packs: packs }
+}
+
+/// A response: status, headers (lower-case names) and body.
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+/// Send `raw` (a whole HTTP/1.1 request) and read the response until the server closes.
+fn send(addr: SocketAddr, raw: &[u8]) -> Reply {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    stream.write_all(raw).unwrap();
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).expect("the server answers within 60 s");
+    parse(&bytes)
+}
+
+fn parse(bytes: &[u8]) -> Reply {
+    let text = String::from_utf8_lossy(bytes);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no response head in {text:?}"));
+    let mut lines = head.lines();
+    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Reply { status, headers, body: body.to_owned() }
+}
+
+/// A POST to the MCP endpoint with `body` and extra header lines, answered as JSON.
+fn post(addr: SocketAddr, extra: &str, body: &str) -> Reply {
+    post_accepting(addr, "application/json", extra, body)
+}
+
+/// A POST whose client takes `accept`.
+fn post_accepting(addr: SocketAddr, accept: &str, extra: &str, body: &str) -> Reply {
+    let raw = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: {accept}\r\n\
+         Connection: close\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    send(addr, raw.as_bytes())
+}
+
+fn call(id: u64, tool: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": {}}}).to_string()
+}
+
+#[test]
+fn a_public_address_without_tokens_is_refused_at_start() {
+    Test::new()
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .run()
+        .code(1)
+        .stderr_contains("refusing to serve 0.0.0.0:0 without authentication")
+        .stderr_contains("--token-file");
+}
+
+#[test]
+fn a_bad_token_file_is_refused_at_start_naming_its_line() {
+    let t = Test::new()
+        .write("agents/ops/agent.toml", "")
+        .write("tokens", "# clients\nshort ops\n")
+        .env("PACKS_AGENTS", "agents");
+    let tokens = t.path().join("tokens");
+    t.args(["serve", "--http", "127.0.0.1:0", "--token-file"])
+        .arg(&tokens)
+        .run()
+        .code(1)
+        .stderr_contains("tokens:2: the token is 5 characters");
+    let t = Test::new().write("tokens", "0123456789abcdef0123 ghost\n").env("PACKS_AGENTS", "agents");
+    let tokens = t.path().join("tokens");
+    t.args(["serve", "--http", "127.0.0.1:0", "--token-file"]).arg(&tokens).run().code(1).stderr_contains("tokens:1:");
+}
+
+#[test]
+fn bad_requests_get_clear_statuses_and_the_server_goes_on() {
+    let s = start(tools(), &["--max-body", "1000"]);
+    let r = post(s.addr, "", "{not json");
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32700)), "{}", r.body);
+    let r = post(s.addr, "", "[]");
+    assert_eq!(r.status, 400);
+    assert!(r.body.contains("batches are not taken over HTTP"), "{}", r.body);
+    let r = post(s.addr, "", "\"just a string\"");
+    assert_eq!(r.status, 400);
+    // A body over --max-body: refused by its declared length, unread...
+    let big = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"pad\":\"{}\"}}", "x".repeat(5000));
+    let r = post(s.addr, "", &big);
+    assert_eq!(r.status, 413, "{}", r.body);
+    // ...and when it is sent chunked, with no length, cut off at the limit.
+    let chunked = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{big}\r\n0\r\n\r\n",
+        s.addr,
+        big.len()
+    );
+    assert_eq!(send(s.addr, chunked.as_bytes()).status, 413);
+    let r = send(
+        s.addr,
+        format!("POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{{}}", s.addr)
+            .as_bytes(),
+    );
+    assert_eq!(r.status, 415);
+    let r = send(s.addr, format!("GET /mcp HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", s.addr).as_bytes());
+    assert_eq!((r.status, r.header("allow")), (405, Some("POST")));
+    let r = send(s.addr, format!("DELETE /mcp HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", s.addr).as_bytes());
+    assert_eq!(r.status, 405);
+    let r = send(s.addr, format!("GET /other HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", s.addr).as_bytes());
+    assert_eq!(r.status, 404);
+    // Not HTTP at all: an error status, or the connection closed; never a hang.
+    let mut garbage = TcpStream::connect(s.addr).unwrap();
+    garbage.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    garbage.write_all(b"\x16\x03\x01 hello?\r\n\r\n").unwrap();
+    let mut reply = Vec::new();
+    let _ = garbage.read_to_end(&mut reply);
+    assert!(reply.is_empty() || reply.starts_with(b"HTTP/1.1 4"), "{}", String::from_utf8_lossy(&reply));
+    // Host and Origin: DNS-rebinding protection.
+    let r = send(s.addr, b"POST /mcp HTTP/1.1\r\nHost: attacker.example\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}");
+    assert_eq!(r.status, 403, "{}", r.body);
+    let r = post(s.addr, "Origin: http://attacker.example\r\n", &call(1, "echo_words"));
+    assert_eq!(r.status, 403, "{}", r.body);
+    // Through all that, the server still answers.
+    let r = post(s.addr, "", &call(2, "echo_words"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["result"]["content"][0]["text"], "-- x\n");
+}
+
+fn modern(id: u64, method: &str, mut params: Value) -> String {
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}, "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}});
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+#[test]
+fn the_stateless_era_checks_its_headers_against_the_body() {
+    let s = start(tools(), &[]);
+    let v = "MCP-Protocol-Version: 2026-07-28\r\n";
+    let body = modern(1, "tools/call", json!({"name": "echo_words", "arguments": {"w": "hi"}}));
+    let sse = "application/json, text/event-stream";
+    let ok = post_accepting(s.addr, sse, &format!("{v}Mcp-Method: tools/call\r\nMcp-Name: echo_words\r\n"), &body);
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    // The call answers on an SSE stream: the result, then the stream ends.
+    assert_eq!(ok.header("content-type"), Some("text/event-stream"));
+    assert!(ok.body.contains(r#""text":"-- hi\n""#) && ok.body.contains(r#""resultType":"complete""#), "{}", ok.body);
+    // The name may be sent base64-encoded.
+    let ok = post(s.addr, &format!("{v}Mcp-Method: tools/call\r\nMcp-Name: =?base64?ZWNob193b3Jkcw==?=\r\n"), &body);
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    for (headers, why) in [
+        (format!("{v}Mcp-Name: echo_words\r\n"), "Mcp-Method header is missing"),
+        (format!("{v}Mcp-Method: tools/list\r\nMcp-Name: echo_words\r\n"), "Mcp-Method `tools/list` does not match"),
+        (format!("{v}Mcp-Method: tools/call\r\n"), "Mcp-Name header is missing"),
+        (format!("{v}Mcp-Method: tools/call\r\nMcp-Name: nap\r\n"), "Mcp-Name `nap` does not match"),
+        (format!("{v}Mcp-Method: tools/call\r\nMcp-Name: =?base64?!!?=\r\n"), "not valid base64"),
+    ] {
+        let r = post(s.addr, &headers, &body);
+        assert_eq!(r.status, 400, "{why}: {}", r.body);
+        assert_eq!(r.json()["error"]["code"], -32020, "{why}: {}", r.body);
+        assert!(r.body.contains(why), "{why}: {}", r.body);
+    }
+    // The body's version must be the header's.
+    let r = post(s.addr, "MCP-Protocol-Version: 2025-11-25\r\nMcp-Method: ping\r\n", &modern(2, "ping", json!({})));
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32020)), "{}", r.body);
+    // A version nobody speaks: 400 naming the versions served.
+    let r = post(
+        s.addr,
+        "MCP-Protocol-Version: 2099-01-01\r\nMcp-Method: ping\r\n",
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}",
+    );
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32022)), "{}", r.body);
+    assert!(r.json()["error"]["data"]["supported"].as_array().unwrap().contains(&json!("2026-07-28")));
+    // An unknown method: 404 with -32601 (not a legacy server's bare 404).
+    let r = post(s.addr, &format!("{v}Mcp-Method: resources/list\r\n"), &modern(4, "resources/list", json!({})));
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (404, json!(-32601)), "{}", r.body);
+    // server/discover, answered as JSON.
+    let r = post(s.addr, &format!("{v}Mcp-Method: server/discover\r\n"), &modern(5, "server/discover", json!({})));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["result"]["supportedVersions"], json!(["2026-07-28"]));
+}
+
+#[test]
+fn slow_clients_are_cut_off_and_never_starve_the_others() {
+    let s = start(tools(), &[]);
+    // 200 connections that send half a request and then nothing (slowloris).
+    let slow: Vec<TcpStream> = (0..200)
+        .map(|_| {
+            let mut c = TcpStream::connect(s.addr).unwrap();
+            c.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
+            c
+        })
+        .collect();
+    let started = Instant::now();
+    let r = post(s.addr, "", &call(1, "echo_words"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(started.elapsed() < Duration::from_secs(5), "a normal request waited {:?}", started.elapsed());
+    // The slow ones are closed once their headers are late (10 s), not held for ever.
+    let mut first = slow.into_iter().next().unwrap();
+    first.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut rest = Vec::new();
+    let n = first.read_to_end(&mut rest);
+    assert!(n.is_ok() || rest.is_empty(), "{n:?}");
+    assert!(started.elapsed() < Duration::from_secs(15), "the slow connection was held {:?}", started.elapsed());
+}
+
+#[test]
+fn a_thousand_concurrent_calls_are_each_answered_or_refused() {
+    let s = start(tools(), &["--max-calls-per-client", "32"]);
+    let addr = s.addr;
+    let threads: Vec<_> = (0..1000)
+        .map(|i| {
+            std::thread::Builder::new()
+                .stack_size(64 << 10)
+                .spawn(move || {
+                    let r = post(addr, "", &call(i, "nap"));
+                    (r.status, r.body)
+                })
+                .unwrap()
+        })
+        .collect();
+    let (mut ran, mut refused) = (0, 0);
+    for t in threads {
+        let (status, body) = t.join().expect("every request is answered");
+        match status {
+            200 => {
+                let v: Value = serde_json::from_str(&body).unwrap();
+                assert!(v["result"]["isError"] == false || v["error"]["code"] == -32000, "{body}");
+                ran += 1;
+            }
+            429 => {
+                assert!(body.contains("calls of this client are running"), "{body}");
+                refused += 1;
+            }
+            other => panic!("status {other}: {body}"),
+        }
+    }
+    assert_eq!(ran + refused, 1000);
+    assert!(ran >= 32, "ran {ran}, refused {refused}");
+    // And the server is fine after.
+    let r = post(addr, "", &call(5000, "echo_words"));
+    assert_eq!(r.status, 200, "{}", r.body);
+}
