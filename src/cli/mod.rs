@@ -143,7 +143,7 @@ enum Command {
     /// Read a model's response on stdin, run the tool calls in it, print the results for that API
     Call(call::CallArgs),
     /// Serve the tools over the Model Context Protocol (stdio, or Streamable HTTP with --http)
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Print an agent's system prompt: soul.md, then its context modules (and tools)
     Prompt(prompt::PromptArgs),
     /// Show what this kernel can enforce for tools (Landlock, seccomp) and the sandbox mode

@@ -41,6 +41,27 @@ pub(super) struct ServeArgs {
     /// On SIGTERM or SIGINT, how long calls still running may take before they are ended
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration, requires = "http")]
     grace: Duration,
+    /// OAuth 2.1 resource server: take JWT access tokens from this issuer (verified against its JWKS)
+    #[arg(long, value_name = "URL", requires_all = ["http", "resource"])]
+    oauth_issuer: Option<String>,
+    /// This server's canonical URL (e.g. https://tools.example.com/mcp): the tokens' audience
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    resource: Option<String>,
+    /// The audience tokens must name, when it is not --resource
+    #[arg(long, value_name = "AUD", requires = "oauth_issuer")]
+    oauth_audience: Option<String>,
+    /// The issuer's JWKS URL, when it is not in the issuer's metadata
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    oauth_jwks_uri: Option<String>,
+    /// Extra CA certificates (PEM) trusted when fetching from the issuer
+    #[arg(long, value_name = "PEM", requires = "oauth_issuer")]
+    oauth_ca: Option<PathBuf>,
+    /// The agent whose rules clients with a JWT follow
+    #[arg(long, value_name = "ID", requires = "oauth_issuer")]
+    oauth_agent: Option<String>,
+    /// A secret file replicas share (32+ bytes) sealing session ids and approvals (default: from --token-file)
+    #[arg(long, value_name = "FILE", requires = "http")]
+    session_key_file: Option<PathBuf>,
 }
 
 /// `packs serve --http ADDR`.
@@ -53,6 +74,17 @@ pub(super) fn http(args: &ServeArgs, addr: SocketAddr, serve: crate::mcp::Option
     options.max_body = args.max_body;
     options.max_calls_per_client = args.max_calls_per_client;
     options.grace = args.grace;
+    options.oauth = args.oauth_issuer.clone().zip(args.resource.clone()).map(|(issuer, resource)| {
+        crate::mcp::oauth::OAuthOptions {
+            issuer,
+            resource,
+            audience: args.oauth_audience.clone(),
+            jwks_uri: args.oauth_jwks_uri.clone(),
+            ca: args.oauth_ca.clone(),
+        }
+    });
+    options.oauth_agent.clone_from(&args.oauth_agent);
+    options.session_key.clone_from(&args.session_key_file);
     match crate::mcp::http::serve(options) {
         Ok(()) => exit::OK,
         Err(e) => {

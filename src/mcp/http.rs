@@ -36,6 +36,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
 
 use super::auth::{Client, Tokens};
+use super::oauth::{OAuth, OAuthOptions};
 use super::{
     Era, INVALID_REQUEST, METHOD_NOT_FOUND, MODERN_VERSIONS, Options, PARSE_ERROR, PROTOCOL_VERSIONS, Peer, Seal,
     Server, Settled, UNSUPPORTED_VERSION, VERSION_KEY,
@@ -91,6 +92,13 @@ pub struct HttpOptions {
     pub max_connections: usize,
     /// On SIGTERM or SIGINT, how long calls still running may take before they are ended.
     pub grace: Duration,
+    /// OAuth 2.1 resource-server mode: JWT access tokens from this issuer.
+    pub oauth: Option<OAuthOptions>,
+    /// The agent whose rules a JWT's client follows (none: the base context's).
+    pub oauth_agent: Option<String>,
+    /// A secret replicas share that seals session ids and approval tokens (default: derived
+    /// from the token file, else random per process).
+    pub session_key: Option<PathBuf>,
 }
 
 impl HttpOptions {
@@ -108,6 +116,9 @@ impl HttpOptions {
             max_calls_per_client: 16,
             max_connections: 1024,
             grace: Duration::from_secs(10),
+            oauth: None,
+            oauth_agent: None,
+            session_key: None,
         }
     }
 }
@@ -121,9 +132,12 @@ pub enum StartError {
          (give --token-file, or bind a loopback address such as 127.0.0.1:8731)"
     )]
     Unauthenticated(SocketAddr),
-    /// The token file cannot be used (its path and line, and why).
+    /// The token file, session key or OAuth agent cannot be used (its path and line, and why).
     #[error("{0}")]
     Tokens(String),
+    /// The issuer's keys cannot be fetched, or a URL is not one packs takes.
+    #[error("--oauth-issuer: {0}")]
+    OAuth(String),
     /// The certificate or key cannot be used.
     #[error("TLS: {0}")]
     Tls(String),
@@ -142,6 +156,7 @@ struct State {
     server: Arc<Server>,
     pool: Arc<Pool>,
     tokens: Option<Tokens>,
+    oauth: Option<OAuth>,
     /// The client of a server without tokens (loopback only).
     anonymous: Client,
     loopback: bool,
@@ -161,7 +176,7 @@ type Body = BoxBody<Bytes, Infallible>;
 /// `grace` to answer, end the rest, and return.
 pub fn serve(options: HttpOptions) -> Result<(), StartError> {
     let loopback = options.addr.ip().is_loopback();
-    if !loopback && options.token_file.is_none() {
+    if !loopback && options.token_file.is_none() && options.oauth.is_none() {
         return Err(StartError::Unauthenticated(options.addr));
     }
     let base = options.serve.context.clone();
@@ -173,15 +188,46 @@ pub fn serve(options: HttpOptions) -> Result<(), StartError> {
         Some((cert, key)) => Some(tls_acceptor(cert, key)?),
         None => None,
     };
-    // Replicas that share the token file open each other's sealed tokens.
-    let seal = tokens.as_ref().map_or_else(Seal::random, |t| Seal::derived(&t.secret));
+    // Replicas that share the key (or the token file) open each other's sealed tokens.
+    let seal = match (&options.session_key, &tokens) {
+        (Some(path), _) => {
+            let secret = std::fs::read(path).map_err(|e| StartError::Tokens(format!("{}: {e}", path.display())))?;
+            if secret.len() < 32 {
+                return Err(StartError::Tokens(format!(
+                    "{}: a session key needs at least 32 bytes (e.g. `head -c 32 /dev/urandom`)",
+                    path.display()
+                )));
+            }
+            Seal::derived(&secret)
+        }
+        (None, Some(tokens)) => Seal::derived(&tokens.secret),
+        (None, None) => Seal::random(),
+    };
+    let oauth_client = match &options.oauth_agent {
+        Some(id) => {
+            let agent = crate::agent::Agent::load(&options.agents, id)
+                .map_err(|e| StartError::Tokens(format!("--oauth-agent: {e}")))?;
+            Client { principal: String::new(), context: Arc::new(base.clone().with_agent(agent)) }
+        }
+        None => Client { principal: String::new(), context: Arc::new(base.clone()) },
+    };
     let mut serve_options = options.serve.clone();
     serve_options.yes = false; // nobody at this end to approve for the client
     let server = Server::new(serve_options, seal);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("packs-http")
+        .build()
+        .map_err(|source| StartError::Listen { addr: options.addr, source })?;
+    let oauth = match &options.oauth {
+        Some(o) => Some(runtime.block_on(OAuth::start(o.clone(), oauth_client)).map_err(StartError::OAuth)?),
+        None => None,
+    };
     let state = Arc::new(State {
         server: Arc::clone(&server),
         pool: Arc::new(Pool::new("packs-call", super::MAX_CALLS)),
         tokens,
+        oauth,
         anonymous: Client { principal: String::new(), context: Arc::new(base) },
         loopback,
         allow_hosts: options.allow_hosts.iter().map(|h| h.to_ascii_lowercase()).collect(),
@@ -191,11 +237,6 @@ pub fn serve(options: HttpOptions) -> Result<(), StartError> {
         per_client: std::sync::Mutex::new(std::collections::HashMap::new()),
         next_request: AtomicU64::new(1),
     });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("packs-http")
-        .build()
-        .map_err(|source| StartError::Listen { addr: options.addr, source })?;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watcher = server.options().watch.then(|| {
         let (server, stop) = (Arc::clone(&server), Arc::clone(&stop));
@@ -339,7 +380,14 @@ async fn route(state: &Arc<State>, req: Request<Incoming>, _remote: SocketAddr) 
         state.server.metrics.denied("origin_or_host");
         return refusal;
     }
-    let client = match authenticate(state, req.headers()) {
+    if let Some(oauth) = &state.oauth
+        && req.method() == Method::GET
+        && (path == oauth.metadata_path() || path == "/.well-known/oauth-protected-resource")
+    {
+        // RFC 9728: where a client gets a token for this server (no token needed to ask).
+        return json_response(StatusCode::OK, &oauth.metadata(), None);
+    }
+    let client = match authenticate(state, req.headers()).await {
         Ok(client) => client,
         Err(refusal) => {
             state.server.metrics.denied("unauthenticated");
@@ -405,24 +453,49 @@ fn host_allowed(state: &State, host: &str) -> bool {
     (state.loopback && name == "localhost") || state.allow_hosts.contains(&name)
 }
 
-/// The client a request's bearer token names; without tokens, the anonymous client.
-fn authenticate(state: &State, headers: &HeaderMap) -> Result<Client, Response<Body>> {
-    let Some(tokens) = &state.tokens else { return Ok(state.anonymous.clone()) };
+/// The client a request's bearer token names (a token from the file, else a JWT when
+/// OAuth is on); without either, the anonymous client.
+async fn authenticate(state: &State, headers: &HeaderMap) -> Result<Client, Response<Body>> {
+    if state.tokens.is_none() && state.oauth.is_none() {
+        return Ok(state.anonymous.clone());
+    }
     let presented = headers.get(header::AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(super::auth::bearer);
-    match presented.and_then(|t| tokens.check(t)) {
-        Some(client) => Ok(client.clone()),
-        None => {
-            let challenge = if presented.is_some() {
-                r#"Bearer realm="packs", error="invalid_token", error_description="the token is not valid""#
-            } else {
-                r#"Bearer realm="packs""#
-            };
-            let mut response =
-                rpc_error(StatusCode::UNAUTHORIZED, &Value::Null, INVALID_REQUEST, "a valid bearer token is needed");
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
-            Err(response)
+    let mut why = "the token is not valid".to_owned();
+    if let Some(token) = presented {
+        if let Some(client) = state.tokens.as_ref().and_then(|t| t.check(token)) {
+            return Ok(client.clone());
+        }
+        if let Some(oauth) = &state.oauth {
+            match oauth.verify(token).await {
+                Ok(client) => return Ok(client),
+                Err(refused) => why = refused.0,
+            }
         }
     }
+    // RFC 6750 challenge; with OAuth, RFC 9728's pointer to where a token comes from.
+    let mut challenge = String::from(r#"Bearer realm="packs""#);
+    if let Some(oauth) = &state.oauth {
+        challenge.push_str(&format!(r#", resource_metadata="{}""#, oauth.metadata_url()));
+    }
+    if presented.is_some() {
+        // A header value: visible ASCII, no quotes or backslashes.
+        let why: String = why
+            .chars()
+            .map(|c| if c == '"' || c == '\\' { '\'' } else { c })
+            .filter(|c| c.is_ascii_graphic() || *c == ' ')
+            .collect();
+        challenge.push_str(&format!(r#", error="invalid_token", error_description="{why}""#));
+    }
+    let message = if presented.is_some() {
+        format!("a valid bearer token is needed: {why}")
+    } else {
+        "a bearer token is needed".to_owned()
+    };
+    let mut response = rpc_error(StatusCode::UNAUTHORIZED, &Value::Null, INVALID_REQUEST, &message);
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    Err(response)
 }
 
 /// The MCP endpoint.

@@ -17,6 +17,7 @@
 mod auth;
 pub mod http;
 mod metrics;
+pub mod oauth;
 mod seal;
 mod stdio;
 

@@ -7,18 +7,21 @@ Run by .ci/run with mcp 2.3.0: PACKS_BIN=target/debug/packs python tests/mcp/tes
 
 import json
 import os
+import http.server
 import signal
 import socket
 import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
 
 import anyio
 import httpx2
+import jwt
 from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -100,7 +103,7 @@ async def main():
              command={"program": "echo", "args": ["--", "{{words}}"]}, policy={"read_only": True})
     manifest(d, "careful", command="echo approved-and-ran", policy={"confirm_before_run": True})
     manifest(d, "slow", parameters={"marker": {"type": "string", "required": True}},
-             command={"program": "sleep", "args": ["{{marker}}"]}, policy={"timeout_seconds": 60})
+             command={"program": "sleep", "args": ["{{marker}}"]}, policy={"timeout_secs": 60})
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     server = start(str(d), root, port, "--token-file", str(tokens))
@@ -249,16 +252,23 @@ async def main():
 
         await check("SIGTERM: the call in flight finishes, then exit 0", graceful_shutdown)
 
-        # TLS (rustls): a certificate made here, trusted by the client; plain HTTP gets nothing.
-        cert, key = Path(root, "cert.pem"), Path(root, "key.pem")
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                        "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
-                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], check=True, capture_output=True)
+        # TLS (rustls): a CA and a server certificate made here, the CA trusted by the client;
+        # plain HTTP on the TLS port gets nothing.
+        ca, ca_key = Path(root, "ca.pem"), Path(root, "ca.key")
+        cert, key, csr, ext = Path(root, "cert.pem"), Path(root, "key.pem"), Path(root, "cert.csr"), Path(root, "ext")
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        subprocess.run(["openssl", "req", "-x509", *ec, "-keyout", str(ca_key), "-out", str(ca), "-days", "1",
+                        "-subj", "/CN=packs test CA"], check=True, capture_output=True)
+        subprocess.run(["openssl", "req", *ec, "-keyout", str(key), "-out", str(csr), "-subj", "/CN=localhost"],
+                       check=True, capture_output=True)
+        ext.write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+        subprocess.run(["openssl", "x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
+                        "-out", str(cert), "-days", "1", "-extfile", str(ext)], check=True, capture_output=True)
         tls_port = free_port()
         server = start(str(d), root, tls_port, "--token-file", str(tokens), "--tls-cert", str(cert), "--tls-key", str(key))
 
         async def tls():
-            ctx = ssl.create_default_context(cafile=str(cert))
+            ctx = ssl.create_default_context(cafile=str(ca))
             client = httpx2.AsyncClient(verify=ctx, headers={"Authorization": f"Bearer {OPS}"},
                                         timeout=httpx2.Timeout(30, read=300))
             async with Client(streamable_http_client(f"https://localhost:{tls_port}/mcp", http_client=client)) as c:
@@ -276,9 +286,137 @@ async def main():
                 assert r.status_code == 200, r
 
         await check("TLS: --tls-cert/--tls-key", tls)
+        server.terminate()
+        server.wait(timeout=15)
+
+        server = await oauth_checks(root, d, ca, cert, key)
     finally:
         if server.poll() is None:
             server.kill()
+
+
+class Issuer:
+    """A loopback OAuth authorization server (https, the test's certificate): RFC 8414
+    metadata and a JWKS whose keys the test signs tokens with."""
+
+    def __init__(self, cert, key):
+        from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+        self.rsa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.ec = ec.generate_private_key(ec.SECP256R1())
+        self.keys = [("k1", "RS256", self.rsa), ("k2", "ES256", self.ec)]
+        issuer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - the stdlib's name
+                if self.path == "/.well-known/oauth-authorization-server":
+                    body = {"issuer": issuer.url, "jwks_uri": f"{issuer.url}/jwks", "token_endpoint": f"{issuer.url}/token"}
+                elif self.path == "/jwks":
+                    body = {"keys": [issuer.jwk(kid, alg, k) for kid, alg, k in issuer.keys]}
+                else:
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(str(cert), str(key))
+        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.url = f"https://localhost:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    @staticmethod
+    def jwk(kid, alg, private):
+        j = json.loads(jwt.algorithms.get_default_algorithms()[alg].to_jwk(private.public_key()))
+        return {**j, "kid": kid, "alg": alg, "use": "sig"}
+
+    def token(self, kid="k1", alg=None, key=None, **claims):
+        found = {k: (a, p) for k, a, p in self.keys}
+        alg = alg or found[kid][0]
+        key = key if key is not None else found[kid][1]
+        now = int(time.time())
+        body = {"iss": self.url, "sub": "alice", "iat": now, "exp": now + 300, **claims}
+        return jwt.encode({k: v for k, v in body.items() if v is not None}, key, algorithm=alg, headers={"kid": kid})
+
+
+async def oauth_checks(root, d, ca, cert, key):
+    """OAuth 2.1 resource-server mode: RFC 9728 metadata, JWTs verified against the JWKS."""
+    issuer = Issuer(cert, key)
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    server = start(str(d), root, port, "--oauth-issuer", issuer.url, "--resource", resource,
+                   "--oauth-ca", str(ca), "--oauth-agent", "reader")
+    url = resource
+
+    async def valid_jwt_calls_tools():
+        token = issuer.token(aud=resource)
+        async with Client(transport(url, token)) as c:
+            names = {t.name for t in (await c.list_tools()).tools}
+            assert names == {"echo_words", "slow"}, f"the reader agent's rules apply: {names}"
+            r = await c.call_tool("echo_words", {"words": "jwt"})
+            assert r.content[0].text == "-- jwt\n", r
+        # An EC key works too.
+        async with Client(transport(url, issuer.token(kid="k2", aud=resource))) as c:
+            r = await c.call_tool("echo_words", {"words": "ec"})
+            assert r.content[0].text == "-- ec\n", r
+
+    async def bad_jwts_get_401():
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        stranger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        cases = {
+            "expired": issuer.token(aud=resource, exp=int(time.time()) - 600),
+            "wrong audience": issuer.token(aud="https://elsewhere.example/mcp"),
+            "no audience": issuer.token(),
+            "wrong issuer": issuer.token(aud=resource, iss="https://evil.example"),
+            "not yet valid": issuer.token(aud=resource, nbf=int(time.time()) + 600),
+            "signed by another key": issuer.token(aud=resource, key=stranger),
+            "HS256 with the public key as secret": jwt.encode(
+                {"iss": issuer.url, "aud": resource, "sub": "x", "exp": int(time.time()) + 60},
+                "secret-of-thirty-two-bytes-long!", algorithm="HS256", headers={"kid": "k1"}),
+            "not a JWT": "definitely-not-a-jwt-0123456789",
+        }
+        unsigned = jwt.encode({"iss": issuer.url, "aud": resource, "sub": "x", "exp": int(time.time()) + 60}, None, algorithm="none")
+        cases["alg none"] = unsigned
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        async with httpx2.AsyncClient() as h:
+            for why, token in cases.items():
+                r = await h.post(url, json=init, headers={"Content-Type": "application/json", "Accept": "application/json",
+                                                          "Authorization": f"Bearer {token}"})
+                assert r.status_code == 401, (why, r.status_code, r.text)
+                challenge = r.headers["www-authenticate"]
+                assert 'error="invalid_token"' in challenge and "resource_metadata=" in challenge, (why, challenge)
+            r = await h.post(url, json=init, headers={"Content-Type": "application/json"})
+            assert r.status_code == 401
+            metadata_url = r.headers["www-authenticate"].split('resource_metadata="')[1].split('"')[0]
+            assert metadata_url == f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp", metadata_url
+            m = (await h.get(metadata_url)).json()
+            assert m["resource"] == resource and m["authorization_servers"] == [issuer.url], m
+
+    async def a_rotated_key_is_fetched():
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        issuer.keys.append(("k3", "ES256", ec.generate_private_key(ec.SECP256R1())))
+        async with Client(transport(url, issuer.token(kid="k3", aud=resource))) as c:
+            r = await c.call_tool("echo_words", {"words": "rotated"})
+            assert r.content[0].text == "-- rotated\n", r
+
+    for name, fn in [("OAuth: a valid JWT (RS256, ES256) calls tools as --oauth-agent", valid_jwt_calls_tools),
+                     ("OAuth: expired, wrong audience/issuer, foreign key, HS256, alg none: 401 + RFC 9728 metadata", bad_jwts_get_401),
+                     ("OAuth: a rotated key is fetched from the JWKS", a_rotated_key_is_fetched)]:
+        await check(name, fn)
+    issuer.httpd.shutdown()
+    return server
 
 
 anyio.run(main)
