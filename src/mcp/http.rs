@@ -62,6 +62,9 @@ const HEADER_MISMATCH: i64 = -32020;
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a call waits for one of the server's `MAX_CALLS` slots before it is refused (503).
+const QUEUE_WAIT: Duration = Duration::from_secs(30);
+
 /// How often an SSE stream with nothing to say sends a comment: it keeps proxies from
 /// closing it, and finds out soon that a client went away (its call is then cancelled).
 const KEEP_ALIVE: Duration = Duration::from_secs(1);
@@ -164,6 +167,8 @@ struct State {
     allow_origins: Vec<String>,
     max_body: usize,
     max_calls_per_client: usize,
+    /// Calls running on this server (waited for, up to `QUEUE_WAIT`).
+    calls: Arc<Semaphore>,
     /// Calls running per client principal.
     per_client: std::sync::Mutex<std::collections::HashMap<String, Arc<Semaphore>>>,
     /// Per-request keys for requests outside a session.
@@ -225,7 +230,8 @@ pub fn serve(options: HttpOptions) -> Result<(), StartError> {
     };
     let state = Arc::new(State {
         server: Arc::clone(&server),
-        pool: Arc::new(Pool::new("packs-call", super::MAX_CALLS)),
+        pool: Arc::new(super::call_pool()),
+        calls: Arc::new(Semaphore::new(super::MAX_CALLS)),
         tokens,
         oauth,
         anonymous: Client { principal: String::new(), context: Arc::new(base) },
@@ -610,7 +616,7 @@ async fn post(state: &Arc<State>, req: Request<Incoming>, client: Client) -> Res
         (Some(method), Some(id)) => {
             let call = method == "tools/call";
             let _permit = if call {
-                match take_call_slot(state, &client) {
+                match take_call_slot(state, &client).await {
                     Ok(p) => Some(p),
                     Err(refusal) => return refusal,
                 }
@@ -749,8 +755,10 @@ fn decode_header_value(value: &str) -> Option<String> {
     }
 }
 
-/// A slot for one more call of `client` (429 when it has its most running).
-fn take_call_slot(state: &State, client: &Client) -> Result<tokio::sync::OwnedSemaphorePermit, Response<Body>> {
+/// Slots for one more call: one of `client`'s (429 at once when it has its most running),
+/// then one of the server's (waited for up to `QUEUE_WAIT`, then 503). Held until the answer
+/// has been sent.
+async fn take_call_slot(state: &State, client: &Client) -> Result<CallSlot, Response<Body>> {
     let semaphore = {
         let mut per_client = state.per_client.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         Arc::clone(
@@ -759,17 +767,32 @@ fn take_call_slot(state: &State, client: &Client) -> Result<tokio::sync::OwnedSe
                 .or_insert_with(|| Arc::new(Semaphore::new(state.max_calls_per_client))),
         )
     };
-    semaphore.try_acquire_owned().map_err(|_| {
-        state.server.metrics.denied("too_many_calls");
-        let mut response = rpc_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            &Value::Null,
-            super::SERVER_ERROR,
-            &format!("{} calls of this client are running; try again when one ends", state.max_calls_per_client),
-        );
+    let busy = |status: StatusCode, message: String| {
+        let mut response = rpc_error(status, &Value::Null, super::SERVER_ERROR, &message);
         response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         response
-    })
+    };
+    let mine = semaphore.try_acquire_owned().map_err(|_| {
+        state.server.metrics.denied("too_many_calls");
+        let n = state.max_calls_per_client;
+        busy(StatusCode::TOO_MANY_REQUESTS, format!("{n} calls of this client are running; try again when one ends"))
+    })?;
+    match tokio::time::timeout(QUEUE_WAIT, Arc::clone(&state.calls).acquire_owned()).await {
+        Ok(Ok(server)) => Ok(CallSlot { _mine: mine, _server: server }),
+        _ => {
+            state.server.metrics.denied("server_busy");
+            Err(busy(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("{} calls are running on this server; try again", super::MAX_CALLS),
+            ))
+        }
+    }
+}
+
+/// A call's slots (its client's and the server's), released when dropped.
+struct CallSlot {
+    _mine: tokio::sync::OwnedSemaphorePermit,
+    _server: tokio::sync::OwnedSemaphorePermit,
 }
 
 /// A peer for one request; its messages arrive on the receiver.
@@ -824,7 +847,7 @@ struct Sse {
     id: Value,
     done: bool,
     guard: Option<CancelOnDrop>,
-    _permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    _permit: Option<CallSlot>,
     tick: tokio::time::Interval,
 }
 

@@ -63,8 +63,16 @@ const WATCH_INTERVAL: Duration = Duration::from_millis(300);
 /// How long an approval question waits for the client's answer.
 const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Most `tools/call` requests running at once; one more is refused until one ends.
+/// Most `tools/call` requests running at once (counted until their answer is sent); one more
+/// is refused until one ends.
 const MAX_CALLS: usize = 64;
+
+/// The workers calls run on: room for `MAX_CALLS` calls, and as many more workers that are
+/// still returning from calls already answered (a client that keeps exactly `MAX_CALLS` in
+/// flight sends its next call the moment an answer arrives).
+fn call_pool() -> Pool {
+    Pool::new("packs-call", 2 * MAX_CALLS)
+}
 
 /// Protocol versions whose clients may send JSON-RPC batches (2025-06-18 removed them).
 const BATCH_VERSIONS: &[&str] = &["2025-03-26", "2024-11-05"];
@@ -585,7 +593,15 @@ impl Peer {
 
     /// A `tools/call` goes to the pool (or runs here, in a batch).
     fn start_call(self: &Arc<Self>, id: &Value, params: Value, pool: Option<&Pool>) {
-        lock(&self.server.flights).insert(self.flight_key(id), Flight::default());
+        {
+            let mut flights = lock(&self.server.flights);
+            if flights.len() >= MAX_CALLS {
+                drop(flights);
+                let message = format!("{MAX_CALLS} calls are running; try again when one ends");
+                return self.error(id, SERVER_ERROR, &message);
+            }
+            flights.insert(self.flight_key(id), Flight::default());
+        }
         let Some(pool) = pool else { return self.call_caught(id, &params) };
         let peer = Arc::clone(self);
         let (job_id, job_params) = (id.clone(), params);

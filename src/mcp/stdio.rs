@@ -9,7 +9,6 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{Options, PARSE_ERROR, Peer, Server};
-use crate::pool::Pool;
 
 /// After the client's input ends, how long calls still running may take to answer
 /// before they are ended.
@@ -50,7 +49,7 @@ pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 
             .inspect_err(|e| eprintln!("packs serve: --watch is off: cannot start its thread: {e}"))
             .ok()
     });
-    let pool = Pool::new("packs-call", super::MAX_CALLS);
+    let pool = super::call_pool();
     let mut input = input;
     let mut bytes = Vec::new();
     loop {
