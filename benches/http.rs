@@ -73,17 +73,19 @@ fn direct(callers: usize, calls: usize) -> Measured {
 
 /// `packs serve` over stdio with `callers` calls kept in flight.
 fn stdio(dir: &Path, callers: usize, calls: usize) -> Measured {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_packs"))
-        .arg("--packs")
-        .arg(dir)
-        .arg("serve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("packs serve");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut child = Killed(
+        Command::new(env!("CARGO_BIN_EXE_packs"))
+            .arg("--packs")
+            .arg(dir)
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("packs serve"),
+    );
+    let mut stdin = child.0.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.0.stdout.take().expect("stdout"));
     let mut sent = std::collections::HashMap::new();
     let mut send = |id: usize, sent: &mut std::collections::HashMap<usize, Instant>| {
         writeln!(stdin, "{}", CALL.replace("ID", &id.to_string())).expect("write");
@@ -114,13 +116,22 @@ fn stdio(dir: &Path, callers: usize, calls: usize) -> Measured {
         }
     }
     let wall = start.elapsed();
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     Measured { latencies, wall }
 }
 
+/// A server process, killed however the benchmark ends (a failed assertion included).
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `packs serve --http` on loopback; its address.
-fn http_server(dir: &Path) -> (Child, SocketAddr) {
+fn http_server(dir: &Path) -> (Killed, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_packs"))
         .arg("--packs")
         .arg(dir)
@@ -136,7 +147,7 @@ fn http_server(dir: &Path) -> (Child, SocketAddr) {
     let addr =
         line.split("http://").nth(1).and_then(|r| r.split('/').next()).expect("an address").parse().expect("addr");
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    (child, addr)
+    (Killed(child), addr)
 }
 
 /// One keep-alive connection's `tools/call`, answered as JSON.
@@ -202,7 +213,7 @@ fn main() {
         r#"{"name": "noop", "description": "Do nothing", "command": {"program": "true", "args": []}}"#,
     )
     .expect("write");
-    let (mut server, addr) = http_server(dir.path());
+    let (server, addr) = http_server(dir.path());
     println!(
         "tools/call of `true`, {calls} calls per row, 100 manifests, {} cores",
         std::thread::available_parallelism().map_or(0, |n| n.get())
@@ -227,6 +238,5 @@ fn main() {
             );
         }
     }
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
 }

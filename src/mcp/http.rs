@@ -21,7 +21,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
@@ -61,6 +61,12 @@ const HEADER_MISMATCH: i64 = -32020;
 /// How long a client may take to send a request's headers, and then its body.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Clients whose running calls are counted before those with none running are forgotten.
+const MAX_CLIENTS_TRACKED: usize = 4096;
+
+/// Messages a request's stream may hold unread before its progress notifications are dropped.
+const MAX_QUEUED: usize = 256;
 
 /// How long a call waits for one of the server's `MAX_CALLS` slots before it is refused (503).
 const QUEUE_WAIT: Duration = Duration::from_secs(30);
@@ -334,7 +340,13 @@ async fn run(
     drop(listener);
     let running = state.server.in_flight();
     eprintln!("packs serve: stopping: {running} call(s) running get {}s to finish", grace.as_secs());
-    if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
+    let finished = tokio::select! {
+        done = tokio::time::timeout(grace, graceful.shutdown()) => done.is_ok(),
+        // A second signal: no more waiting.
+        _ = term.recv() => false,
+        _ = int.recv() => false,
+    };
+    if !finished {
         let ended = state.server.end_calls("");
         eprintln!("packs serve: {ended} call(s) still running were ended");
         // Their answers (cancelled) reach the clients still connected, briefly.
@@ -761,6 +773,10 @@ fn decode_header_value(value: &str) -> Option<String> {
 async fn take_call_slot(state: &State, client: &Client) -> Result<CallSlot, Response<Body>> {
     let semaphore = {
         let mut per_client = state.per_client.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if per_client.len() >= MAX_CLIENTS_TRACKED {
+            // Clients with no call running need no entry (a JWT issuer can mint many subjects).
+            per_client.retain(|_, s| s.available_permits() < state.max_calls_per_client);
+        }
         Arc::clone(
             per_client
                 .entry(client.principal.clone())
@@ -796,15 +812,45 @@ struct CallSlot {
 }
 
 /// A peer for one request; its messages arrive on the receiver.
-fn peer(state: &State, client: &Client, key: String, settled: Settled) -> (Arc<Peer>, mpsc::UnboundedReceiver<Value>) {
+fn peer(state: &State, client: &Client, key: String, settled: Settled) -> (Arc<Peer>, Inbox) {
     let (tx, rx) = mpsc::unbounded_channel();
+    let queued = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&queued);
     let out = Box::new(move |msg: Value| {
+        // A client that reads slowly (or not at all) while its tool writes a lot: progress
+        // notifications past `MAX_QUEUED` are dropped, never held; responses always go.
+        if msg.get("id").is_none() && count.load(Ordering::Relaxed) >= MAX_QUEUED {
+            return;
+        }
+        count.fetch_add(1, Ordering::Relaxed);
         // The request's client went away: nothing to tell it.
         let _ = tx.send(msg);
     });
     let peer =
         Peer::new(&state.server, out, key, client.principal.clone(), Context::clone(&client.context)).settled(settled);
-    (Arc::new(peer), rx)
+    (Arc::new(peer), Inbox { rx, queued })
+}
+
+/// The messages a request's peer sends, and how many wait to be read.
+struct Inbox {
+    rx: mpsc::UnboundedReceiver<Value>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl Inbox {
+    async fn recv(&mut self) -> Option<Value> {
+        let msg = self.rx.recv().await;
+        self.queued.fetch_sub(usize::from(msg.is_some()), Ordering::Relaxed);
+        msg
+    }
+
+    fn poll_recv(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<Value>> {
+        let polled = self.rx.poll_recv(cx);
+        if let Poll::Ready(Some(_)) = polled {
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+        }
+        polled
+    }
 }
 
 /// Whether `msg` is the response to request `id`.
@@ -813,7 +859,7 @@ fn is_final(msg: &Value, id: &Value) -> bool {
 }
 
 /// Wait for the response to `id` (other messages cannot reach a JSON-only client).
-async fn final_answer(mut rx: mpsc::UnboundedReceiver<Value>, id: &Value, mut guard: CancelOnDrop) -> Value {
+async fn final_answer(mut rx: Inbox, id: &Value, mut guard: CancelOnDrop) -> Value {
     while let Some(msg) = rx.recv().await {
         if is_final(&msg, id) {
             guard.armed = false;
@@ -843,7 +889,7 @@ impl Drop for CancelOnDrop {
 
 /// A request's SSE stream: its messages, then the response, which ends it.
 struct Sse {
-    rx: mpsc::UnboundedReceiver<Value>,
+    rx: Inbox,
     id: Value,
     done: bool,
     guard: Option<CancelOnDrop>,

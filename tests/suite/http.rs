@@ -309,3 +309,39 @@ fn a_thousand_concurrent_calls_are_each_answered_or_refused() {
     let r = post(addr, "", &call(5000, "echo_words"));
     assert_eq!(r.status, 200, "{}", r.body);
 }
+
+#[test]
+fn a_client_that_does_not_read_its_progress_costs_bounded_memory() {
+    let packs = tools().manifest(
+        "flood",
+        json!({"name": "flood", "description": "d", "command": "head -c 300000000 /dev/zero", "policy": {"timeout_secs": 60}}),
+    );
+    let s = start(packs, &[]);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "flood", "arguments": {}, "_meta": {"progressToken": "p"}}})
+    .to_string();
+    let raw = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        s.addr,
+        body.len()
+    );
+    let mut stream = TcpStream::connect(s.addr).unwrap();
+    stream.write_all(raw.as_bytes()).unwrap();
+    // The tool writes 300 MB as fast as it can while the client reads nothing.
+    std::thread::sleep(Duration::from_secs(3));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id())).unwrap();
+    let rss_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    assert!(rss_kb < 150_000, "the server holds {rss_kb} kB for a client that reads nothing");
+    // Reading now: some progress, then the result, then the end of the stream.
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut all = Vec::new();
+    stream.read_to_end(&mut all).unwrap();
+    let text = String::from_utf8_lossy(&all);
+    assert!(text.contains("notifications/progress"), "no progress at all");
+    assert!(text.contains(r#""id":1,"result""#), "no result: {}", &text[text.len().saturating_sub(500)..]);
+}
