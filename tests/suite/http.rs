@@ -345,3 +345,32 @@ fn a_client_that_does_not_read_its_progress_costs_bounded_memory() {
     assert!(text.contains("notifications/progress"), "no progress at all");
     assert!(text.contains(r#""id":1,"result""#), "no result: {}", &text[text.len().saturating_sub(500)..]);
 }
+
+#[test]
+fn sigterm_past_the_grace_ends_running_tools_and_leaves_no_process() {
+    let marker = format!("39.{}", std::process::id());
+    let packs = tools().manifest(
+        "long",
+        json!({"name": "long", "description": "d", "command": format!("sleep {marker}"), "policy": {"timeout_secs": 60}}),
+    );
+    let mut s = start(packs, &["--grace", "1s"]);
+    let addr = s.addr;
+    let caller = std::thread::spawn(move || post(addr, "", &call(1, "long")));
+    let running = || Command::new("pgrep").args(["-f", &format!("sleep {marker}")]).status().unwrap().success();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !running() {
+        assert!(Instant::now() < deadline, "the tool never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stopped = Instant::now();
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+    let status = s.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(stopped.elapsed() < Duration::from_secs(5), "the server took {:?} to stop", stopped.elapsed());
+    assert!(!running(), "`sleep {marker}` outlived the server");
+    // The caller got an answer (the call was ended) or its connection closed; never a hang.
+    let _ = caller.join();
+    // New connections are refused.
+    assert!(TcpStream::connect(addr).is_err());
+}
