@@ -38,6 +38,9 @@ pub(super) struct ServeArgs {
     /// Most tools/call requests one client may have running at once (more get 429)
     #[arg(long, value_name = "N", default_value_t = 16, requires = "http")]
     max_calls_per_client: usize,
+    /// Most connections open at once; more wait to be accepted
+    #[arg(long, value_name = "N", default_value_t = 1024, requires = "http")]
+    max_connections: usize,
     /// On SIGTERM or SIGINT, how long calls still running may take before they are ended
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration, requires = "http")]
     grace: Duration,
@@ -74,6 +77,7 @@ pub(super) fn http(args: &ServeArgs, addr: SocketAddr, serve: crate::mcp::Option
     options.max_body = args.max_body;
     options.max_calls_per_client = args.max_calls_per_client;
     options.grace = args.grace;
+    options.max_connections = args.max_connections;
     options.oauth = args.oauth_issuer.clone().zip(args.resource.clone()).map(|(issuer, resource)| {
         crate::mcp::oauth::OAuthOptions {
             issuer,
