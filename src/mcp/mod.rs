@@ -1,9 +1,9 @@
 //! `packs serve`: a pack directory as a Model Context Protocol server.
 //!
-//! This module is the protocol core both transports share: a [`Server`] (the catalog, the
-//! calls in flight, the approvals asked, the metrics: one per process) and a [`Peer`] (what
+//! This module is the protocol core both transports share: a `Server` (the catalog, the
+//! calls in flight, the approvals asked, the metrics: one per process) and a `Peer` (what
 //! one connection has settled: its era, protocol version, capabilities, agent). The stdio
-//! transport ([`stdio`]) has one peer for its whole life; the HTTP transport ([`http`]) makes
+//! transport (`stdio`) has one peer for its whole life; the HTTP transport ([`http`]) makes
 //! one per POST, from what the request and its sealed session carry, so any replica can
 //! answer any request. Hand-written rather than built on the official SDK: the server needs
 //! six methods and three notifications, and owning the core keeps calls on packs' own
