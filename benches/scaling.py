@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""How packs' whole-process costs scale with the number of manifests (issue 15's targets),
+each against its baseline measured in the same run: `/bin/echo` (a process), `cat` of the
+same files (reading them), and packs' own commands.
+
+    cargo build --release && python3 benches/scaling.py [--sizes 10,100,1000,10000] [--rounds 3]
+
+Commands alternate within a round; each is repeated for about a second (at least 3 times)
+and the median of the rounds' means is printed, with the peak memory of `packs catalog`.
+"""
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+PACKS = os.environ.get("PACKS_BIN", str(Path(__file__).resolve().parent.parent / "target/release/packs"))
+
+
+def manifest(i):
+    return f"""{{
+  "name": "tool_{i}",
+  "description": "Benchmark tool number {i}: search files for a pattern",
+  "version": "1.0.0",
+  "parameters": {{
+    "pattern": {{ "type": "string", "required": true, "description": "What to look for" }},
+    "path": {{ "type": "string", "default": ".", "format": "path", "description": "Where" }},
+    "ignore_case": {{ "type": "boolean", "default": false }},
+    "max_count": {{ "type": "integer", "minimum": 1 }}
+  }},
+  "command": {{
+    "program": "grep",
+    "args": ["-rn", "{{{{#if ignore_case}}}}-i{{{{/if}}}}", ["--max-count", "{{{{max_count}}}}"], "-e", "{{{{pattern}}}}", "--", "{{{{path}}}}"]
+  }},
+  "policy": {{ "read_only": true, "allowed_exit_codes": [0, 1], "timeout_secs": 10 }},
+  "output": {{ "format": "text", "max_chars": 500 }}
+}}
+"""
+
+
+def pack_dir(root, n):
+    d = Path(root, f"m{n}")
+    d.mkdir()
+    for i in range(n - 1):
+        Path(d, f"tool_{i}.tool.json").write_text(manifest(i))
+    Path(d, "noop.tool.json").write_text('{"name": "noop", "description": "Do nothing", "command": {"program": "true", "args": []}}')
+    return d
+
+
+def mean_ms(argv, env, budget=1.0, least=3):
+    times = []
+    start = time.perf_counter()
+    while len(times) < least or time.perf_counter() - start < budget:
+        t = time.perf_counter()
+        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        times.append(time.perf_counter() - t)
+    return statistics.mean(times) * 1000
+
+
+def peak_rss_mb(argv, env):
+    """Peak resident memory of one run, from a fresh child that only runs it."""
+    code = ("import resource,subprocess,sys;subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL,stderr=subprocess.DEVNULL);"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run(["python3", "-c", code, *argv], env=env, capture_output=True, text=True, check=True)
+    return int(out.stdout) / 1024
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="10,100,1000,10000")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    root = tempfile.mkdtemp(prefix="packs-scaling-")
+    env = {"PATH": os.environ["PATH"], "HOME": root, "XDG_CONFIG_HOME": str(Path(root, "no-config")),
+           "PACKS_CACHE_DIR": str(Path(root, "cache"))}
+    try:
+        print(f"packs: {PACKS}; {os.cpu_count()} cores; {args.rounds} rounds; medians of means, ms")
+        print("| manifests | echo | cat | run | catalog | list --json | lint | catalog peak |")
+        print("|---|---|---|---|---|---|---|---|")
+        for n in sizes:
+            d = pack_dir(root, n)
+            files = sorted(str(p) for p in d.iterdir())
+            commands = {
+                "echo": ["/bin/echo"],
+                "cat": ["cat", *files],
+                "run": [PACKS, "--packs", str(d), "run", "noop"],
+                "catalog": [PACKS, "--packs", str(d), "catalog"],
+                "list": [PACKS, "--packs", str(d), "list", "--json"],
+                "lint": [PACKS, "lint", str(d)],
+            }
+            for argv in commands.values():  # warm the page cache and the describe cache
+                subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            rounds = {k: [] for k in commands}
+            for _ in range(args.rounds):
+                for k, argv in commands.items():
+                    rounds[k].append(mean_ms(argv, env))
+            m = {k: statistics.median(v) for k, v in rounds.items()}
+            peak = peak_rss_mb(commands["catalog"], env)
+            print(f"| {n:,} | {m['echo']:.2f} | {m['cat']:.2f} | {m['run']:.2f} ({m['run'] / m['echo']:.1f}× echo) "
+                  f"| {m['catalog']:.1f} ({m['catalog'] / m['cat']:.1f}× cat) | {m['list']:.1f} | {m['lint']:.1f} "
+                  f"| {peak:.0f} MB |", flush=True)
+            shutil.rmtree(d)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
