@@ -30,6 +30,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 PACKS = os.environ.get("PACKS_BIN", "target/debug/packs")
 RESULTS = []
 OPS = "ops-token-0123456789abcdef"
+SECRET = "s3cr3t-http-value"
 READER = "reader-token-0123456789abcdef"
 
 
@@ -58,7 +59,8 @@ def free_port():
 
 def start(packs_dir, root, port, *extra):
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "PACKS_AGENTS": str(Path(root, "agents")),
-           "XDG_CONFIG_HOME": str(Path(root, "no-config"))}
+           "XDG_CONFIG_HOME": str(Path(root, "no-config")), "PACKS_HTTP_KEY": SECRET,
+           "PACKS_LOG": str(Path(root, f"audit-{port}.jsonl"))}
     proc = subprocess.Popen([PACKS, "--packs", packs_dir, "serve", "--http", f"127.0.0.1:{port}", *extra],
                             env=env, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 20
@@ -102,6 +104,7 @@ async def main():
     manifest(d, "echo_words", parameters={"words": {"type": "string", "required": True}},
              command={"program": "echo", "args": ["--", "{{words}}"]}, policy={"read_only": True})
     manifest(d, "careful", command="echo approved-and-ran", policy={"confirm_before_run": True})
+    manifest(d, "leak", command={"program": "sh", "args": ["-c", 'echo "out $1"', "sh", "{{secret.PACKS_HTTP_KEY}}"]})
     manifest(d, "slow", parameters={"marker": {"type": "string", "required": True}},
              command={"program": "sleep", "args": ["{{marker}}"]}, policy={"timeout_secs": 60})
     port = free_port()
@@ -124,7 +127,7 @@ async def main():
 
                 async def lists_tools():
                     names = {t.name for t in (await c.list_tools()).tools}
-                    assert names == {"echo_words", "careful", "slow"}, names
+                    assert names == {"echo_words", "careful", "slow", "leak"}, names
 
                 async def calls_a_tool():
                     r = await c.call_tool("echo_words", {"words": "hi; $(id)"})
@@ -145,6 +148,18 @@ async def main():
                     r = await c.call_tool("careful", {})
                     assert r.is_error and json.loads(r.content[0].text)["error"]["kind"] == "permission_denied", r
 
+                async def secrets_are_masked():
+                    seen = []
+
+                    async def progress(p, total, message):
+                        seen.append(message or "")
+
+                    r = await c.call_tool("leak", {}, progress_callback=progress)
+                    assert r.content[0].text == "out ***\n", r
+                    assert SECRET not in json.dumps(r.model_dump()) and not any(SECRET in m for m in seen), seen
+                    log = Path(root, f"audit-{port}.jsonl").read_text()
+                    assert '"tool":"leak"' in log and SECRET not in log, log[-500:]
+
                 async def cancellation_kills_the_tool():
                     marker = f"41.{port}{len(mode)}"
                     with anyio.move_on_after(1.0):
@@ -157,6 +172,7 @@ async def main():
                 for name, fn in [("negotiates", negotiates), ("tools/list", lists_tools), ("tools/call", calls_a_tool),
                                  ("validation error as isError", validation_error_is_an_error_result),
                                  ("approval by elicitation", approval_by_elicitation),
+                                 ("secrets masked in the result, progress and audit log", secrets_are_masked),
                                  ("cancellation kills the process group", cancellation_kills_the_tool)]:
                     await check(f"{version}: {name}", fn)
 
@@ -361,7 +377,7 @@ async def oauth_checks(root, d, ca, cert, key):
         token = issuer.token(aud=resource)
         async with Client(transport(url, token)) as c:
             names = {t.name for t in (await c.list_tools()).tools}
-            assert names == {"echo_words", "slow"}, f"the reader agent's rules apply: {names}"
+            assert names == {"echo_words", "slow", "leak"}, f"the reader agent's rules apply: {names}"
             r = await c.call_tool("echo_words", {"words": "jwt"})
             assert r.content[0].text == "-- jwt\n", r
         # An EC key works too.
