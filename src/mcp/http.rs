@@ -390,7 +390,7 @@ async fn respond(state: &Arc<State>, req: Request<Incoming>, remote: SocketAddr)
 
 async fn route(state: &Arc<State>, req: Request<Incoming>, _remote: SocketAddr) -> Response<Body> {
     let path = req.uri().path();
-    if path == "/healthz" && req.method() == Method::GET {
+    if path == "/healthz" && (req.method() == Method::GET || req.method() == Method::HEAD) {
         // For load balancers: no token, no Host check, nothing about the tools.
         return text(StatusCode::OK, "ok\n");
     }

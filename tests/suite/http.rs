@@ -178,6 +178,11 @@ fn bad_requests_get_clear_statuses_and_the_server_goes_on() {
     assert_eq!(r.status, 405);
     let r = send(s.addr, format!("GET /other HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", s.addr).as_bytes());
     assert_eq!(r.status, 404);
+    // Health checks: GET or HEAD, no Host needed (a load balancer's probe may send none).
+    let r = send(s.addr, b"GET /healthz HTTP/1.0\r\n\r\n");
+    assert_eq!((r.status, r.body.as_str()), (200, "ok\n"));
+    let r = send(s.addr, format!("HEAD /healthz HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", s.addr).as_bytes());
+    assert_eq!((r.status, r.body.as_str()), (200, ""));
     // Not HTTP at all: an error status, or the connection closed; never a hang.
     let mut garbage = TcpStream::connect(s.addr).unwrap();
     garbage.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
