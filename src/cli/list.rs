@@ -3,9 +3,9 @@
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use super::{exit, print};
+use super::{exit, print, print_json, write_out};
 use crate::catalog::Catalog;
-use crate::formats::{self, Export, ExportFormat};
+use crate::formats::{self, ExportFormat};
 use crate::output::truncate;
 use crate::visible;
 
@@ -27,7 +27,7 @@ pub(super) fn list(catalog: &Catalog, as_json: bool, dirs: &[std::path::PathBuf]
                 })
             })
             .collect();
-        print(&format!("{}\n", serde_json::to_string_pretty(&rows)?))?;
+        print_json(&rows)?;
         return Ok(exit::OK);
     }
     let rows: Vec<[String; 5]> = catalog
@@ -74,7 +74,7 @@ pub(super) fn describe(catalog: &Catalog, name: &str, prompt_entry: bool) -> Res
         print(&format!("{}\n", visible::prose(&crate::prompt::tool_entry(tool))))?;
         return Ok(exit::OK);
     }
-    print(&format!("{}\n", serde_json::to_string_pretty(tool.describe())?))?;
+    print_json(tool.describe())?;
     Ok(exit::OK)
 }
 
@@ -84,10 +84,7 @@ pub(super) fn catalog(catalog: &Catalog, format: ExportFormat, context: &crate::
     for warning in formats::export_warnings(&tools, format) {
         eprintln!("warning: {warning}");
     }
-    match formats::export(&tools, format) {
-        Export::Json(v) => print(&format!("{}\n", serde_json::to_string_pretty(&v)?))?,
-        Export::Text(t) => print(&t)?,
-    }
+    write_out(|out| formats::write_export(&tools, format, out))?;
     Ok(exit::OK)
 }
 

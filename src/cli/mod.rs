@@ -542,6 +542,26 @@ fn report(e: &anyhow::Error) {
 }
 
 /// Write to stdout; a closed pipe (`packs catalog | head`) is not an error.
+/// Print `value` as pretty JSON and a newline, serialized straight into a buffered stdout (no
+/// string of it all first); a closed pipe is not an error.
+fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    write_out(|out| {
+        serde_json::to_writer_pretty(&mut *out, value)?;
+        out.write_all(b"\n")
+    })
+}
+
+/// Run `write` on a buffered stdout and flush it; a closed pipe is not an error.
+fn write_out(
+    write: impl FnOnce(&mut std::io::BufWriter<std::io::StdoutLock<'static>>) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::with_capacity(64 << 10, std::io::stdout().lock());
+    match write(&mut out).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
 fn print(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {

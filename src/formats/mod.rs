@@ -93,6 +93,23 @@ pub fn export(tools: &[&Tool], format: ExportFormat) -> Export {
     }
 }
 
+/// Write the export of `tools` in `format` to `out` (pretty JSON, or the text), ending with
+/// a newline: what [`export`] returns, without building it first. The describe format is
+/// serialized from the tools' describes as they are (no intermediate JSON tree).
+pub fn write_export(tools: &[&Tool], format: ExportFormat, mut out: impl std::io::Write) -> std::io::Result<()> {
+    match format {
+        ExportFormat::Describe => {
+            let describes: Vec<&crate::describe::Describe> = tools.iter().map(|t| t.describe()).collect();
+            serde_json::to_writer_pretty(&mut out, &describes)?;
+        }
+        other => match export(tools, other) {
+            Export::Json(v) => serde_json::to_writer_pretty(&mut out, &v)?,
+            Export::Text(t) => return out.write_all(t.as_bytes()),
+        },
+    }
+    out.write_all(b"\n")
+}
+
 /// What a person should know about exporting `tools` in `format`: each tool exported in a
 /// lesser form than asked, with why (a tool strict mode cannot say is exported plain).
 pub fn export_warnings(tools: &[&Tool], format: ExportFormat) -> Vec<String> {
