@@ -8,6 +8,9 @@ on either replica).
    argument is in exactly one audit log), a call that failed ran at most once (nothing is
    retried into a second run), and only the calls in flight at the kill (at most four) may
    fail.
+3. In the 2025-11-25 era, with haproxy balancing on the Mcp-Session-Id header, approval by
+   elicitation works across replicas (ten calls from ten sessions; with round robin the
+   answer reaches the wrong replica and the call waits: checked by hand, it times out).
 
 Run by .ci/run: PACKS_BIN=target/debug/packs python tests/http/scale_out.py
 """
@@ -89,6 +92,28 @@ async def caller(url, pending, succeeded, failed, on_call):
             failed.append(("(client)", repr(e)))
 
 
+async def legacy_approvals(url):
+    """Ten approval-needing calls in the 2025-11-25 era from fresh clients (fresh sessions);
+    how many ran after their approval was asked and given."""
+    from mcp import types
+
+    ran = 0
+    for _ in range(10):
+        asked = []
+
+        async def on_elicit(context, params):
+            asked.append(params.message)
+            return types.ElicitResult(action="accept", content={"approve": True})
+
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+        async with Client(streamable_http_client(url, http_client=http), mode="legacy", elicitation_callback=on_elicit) as c:
+            with anyio.fail_after(20):
+                r = await c.call_tool("careful", {})
+            assert not r.is_error and r.content[0].text == "approved\n", r
+            ran += len(asked)
+    return ran
+
+
 def main():
     root = Path(tempfile.mkdtemp(prefix="packs-scale-out-"))
     packs = root / "packs"
@@ -97,6 +122,9 @@ def main():
         "name": "stamp", "description": "Echo a call's unique id",
         "parameters": {"id": {"type": "string", "required": True}},
         "command": {"program": "echo", "args": ["{{id}}"]}, "policy": {"read_only": True}}))
+    (packs / "careful.tool.json").write_text(json.dumps({
+        "name": "careful", "description": "Needs approval", "command": "echo approved",
+        "policy": {"confirm_before_run": True}}))
     (root / "agents" / "ops").mkdir(parents=True)
     (root / "agents" / "ops" / "agent.toml").write_text("")
     (root / "tokens").write_text(f"{TOKEN} ops\n")
@@ -115,7 +143,7 @@ def main():
             replicas.append((p, port, log))
         front = free_port()
         config = root / "haproxy.cfg"
-        config.write_text(CONFIG.read_text().format(front=front, port1=replicas[0][1], port2=replicas[1][1]))
+        config.write_text(CONFIG.read_text().format(front=front, port1=replicas[0][1], port2=replicas[1][1], balance="roundrobin"))
         subprocess.run(["haproxy", "-c", "-q", "-f", str(config)], check=True)
         haproxy = subprocess.Popen(["haproxy", "-db", "-f", str(config)], stderr=subprocess.PIPE, text=True)
         procs.append(haproxy)
@@ -158,6 +186,24 @@ def main():
         assert len(ok) + len(real_failures) == 200, (len(ok), failed)
         print(f"PASS replica killed mid-run: {len(ok)} of 200 succeeded, {len(real_failures)} failed in flight, "
               f"none duplicated or lost")
+
+        # 3. 2025-11-25 elicitation across replicas: balanced on Mcp-Session-Id, the answer
+        # reaches the replica holding the call.
+        haproxy.kill()
+        haproxy.wait()
+        port = replicas[0][1]
+        p = subprocess.Popen([PACKS, "--packs", str(packs), "--log", str(replicas[0][2]), "serve", "--http",
+                              f"127.0.0.1:{port}", "--token-file", str(root / "tokens")], env=env, stderr=subprocess.DEVNULL)
+        procs.append(p)
+        wait_for(port, p, "replica 1 (again)")
+        config.write_text(CONFIG.read_text().format(front=front, port1=port, port2=replicas[1][1], balance="hdr(Mcp-Session-Id)"))
+        haproxy = subprocess.Popen(["haproxy", "-db", "-f", str(config)], stderr=subprocess.DEVNULL)
+        procs.append(haproxy)
+        wait_for(front, haproxy, "haproxy (session affinity)")
+        time.sleep(0.5)
+        asked = anyio.run(legacy_approvals, url)
+        assert asked == 10, f"{asked} of 10 approvals reached their call"
+        print("PASS 2025-11-25: 10 approvals by elicitation through haproxy balancing on Mcp-Session-Id")
     finally:
         for p in procs:
             if p.poll() is None:
