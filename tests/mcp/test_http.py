@@ -12,11 +12,9 @@ import signal
 import socket
 import ssl
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-import traceback
 from pathlib import Path
 
 import anyio
@@ -27,34 +25,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
+from harness import check, finish, free_port, manifest
+
 PACKS = os.environ.get("PACKS_BIN", "target/debug/packs")
-RESULTS = []
 OPS = "ops-token-0123456789abcdef"
 SECRET = "s3cr3t-http-value"
 READER = "reader-token-0123456789abcdef"
-
-
-def manifest(directory, name, **body):
-    Path(directory, f"{name}.tool.json").write_text(json.dumps({"name": name, "description": f"The {name} tool", **body}))
-
-
-def check(name, fn):
-    async def run():
-        try:
-            await fn()
-            RESULTS.append((name, None))
-            print(f"PASS {name}")
-        except Exception:  # noqa: BLE001 - report every failure and go on
-            RESULTS.append((name, traceback.format_exc()))
-            print(f"FAIL {name}\n{traceback.format_exc()}")
-
-    return run()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start(packs_dir, root, port, *extra):
@@ -436,6 +412,4 @@ async def oauth_checks(root, d, ca, cert, key):
 
 
 anyio.run(main)
-failed = sum(1 for _, e in RESULTS if e)
-print(f"{len(RESULTS) - failed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()

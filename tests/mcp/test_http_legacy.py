@@ -9,10 +9,8 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 import time
-import traceback
 from datetime import timedelta
 from pathlib import Path
 
@@ -20,19 +18,10 @@ import anyio
 from mcp import ClientSession, types
 from mcp.client.streamable_http import streamablehttp_client
 
+from harness import check, finish, free_port
+
 PACKS = os.environ.get("PACKS_BIN", "target/debug/packs")
 TOKEN = "legacy-client-token-0123456789abcdef"
-RESULTS = []
-
-
-async def check(name, fn):
-    try:
-        await fn()
-        RESULTS.append((name, None))
-        print(f"PASS {name}")
-    except Exception:  # noqa: BLE001 - report every failure and go on
-        RESULTS.append((name, traceback.format_exc()))
-        print(f"FAIL {name}\n{traceback.format_exc()}")
 
 
 async def main():
@@ -49,9 +38,7 @@ async def main():
     manifest("echo_words", parameters={"words": {"type": "string", "required": True}},
              command={"program": "echo", "args": ["--", "{{words}}"]}, policy={"read_only": True})
     manifest("careful", command="echo approved-and-ran", policy={"confirm_before_run": True})
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     env = {"PATH": os.environ["PATH"], "HOME": str(root), "PACKS_AGENTS": str(root / "agents"),
            "XDG_CONFIG_HOME": str(root / "no-config")}
     server = subprocess.Popen([PACKS, "--packs", str(d), "serve", "--http", f"127.0.0.1:{port}",
@@ -108,6 +95,4 @@ async def main():
 
 
 anyio.run(main)
-failed = sum(1 for _, e in RESULTS if e)
-print(f"{len(RESULTS) - failed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()

@@ -10,18 +10,17 @@ Run by .ci/run: PACKS_BIN=target/debug/packs python tests/mcp/test_locked.py
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
+from harness import check, finish
+
 PACKS = os.environ.get("PACKS_BIN", "target/debug/packs")
-RESULTS = []
 
 
 def manifest(directory, name, description, words="hello"):
@@ -30,16 +29,6 @@ def manifest(directory, name, description, words="hello"):
     path.write_text(json.dumps({"name": name, "description": description,
                                 "command": {"program": "echo", "args": [words]}}))
     return path
-
-
-async def check(name, fn):
-    try:
-        await fn()
-        RESULTS.append((name, None))
-        print(f"PASS {name}")
-    except Exception:  # noqa: BLE001 - report every failure and go on
-        RESULTS.append((name, traceback.format_exc()))
-        print(f"FAIL {name}\n{traceback.format_exc()}")
 
 
 def lock(root, *args):
@@ -121,6 +110,4 @@ async def main():
 
 
 anyio.run(main)
-failed = sum(1 for _, e in RESULTS if e)
-print(f"{len(RESULTS) - failed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()

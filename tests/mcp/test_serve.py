@@ -7,18 +7,17 @@ Prints one line per check and closes with `N passed, N failed`; exits 1 on a fai
 
 import json
 import os
-import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
+from harness import check, finish, manifest
+
 PACKS = os.environ.get("PACKS_BIN", "target/debug/packs")
-RESULTS = []
 
 
 def get(obj, name):
@@ -27,12 +26,6 @@ def get(obj, name):
         return getattr(obj, name)
     head, *rest = name.split("_")
     return getattr(obj, head + "".join(w.title() for w in rest))
-
-
-def manifest(directory, name, **body):
-    path = Path(directory) / f"{name}.tool.json"
-    path.write_text(json.dumps({"name": name, "description": f"The {name} tool", **body}))
-    return path
 
 
 def make_packs():
@@ -47,16 +40,6 @@ def make_packs():
              policy={"timeout_secs": 60, "read_only": False})
     manifest(d, "careful", command="echo approved-and-ran", policy={"confirm_before_run": True})
     return d
-
-
-async def check(name, fn):
-    try:
-        await fn()
-        RESULTS.append((name, None))
-        print(f"PASS {name}")
-    except Exception:  # noqa: BLE001 - report every failure and go on
-        RESULTS.append((name, traceback.format_exc()))
-        print(f"FAIL {name}\n{traceback.format_exc()}")
 
 
 def alive(pid):
@@ -191,6 +174,4 @@ async def main():
 
 
 anyio.run(main)
-failed = sum(1 for _, e in RESULTS if e)
-print(f"{len(RESULTS) - failed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()

@@ -6,31 +6,15 @@ Run by .ci/run with mcp 2.3.0: PACKS_BIN=target/debug/packs python tests/mcp/tes
 
 import json
 import os
-import sys
 import tempfile
-import traceback
-from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters, types
 from mcp.shared.exceptions import MCPError
 
+from harness import check, finish, manifest
+
 PACKS = os.environ.get("PACKS_BIN", "target/debug/packs")
-RESULTS = []
-
-
-def manifest(directory, name, **body):
-    Path(directory, f"{name}.tool.json").write_text(json.dumps({"name": name, "description": f"The {name} tool", **body}))
-
-
-async def check(name, fn):
-    try:
-        await fn()
-        RESULTS.append((name, None))
-        print(f"PASS {name}")
-    except Exception:  # noqa: BLE001 - report every failure and go on
-        RESULTS.append((name, traceback.format_exc()))
-        print(f"FAIL {name}\n{traceback.format_exc()}")
 
 
 def server(packs_dir, *extra):
@@ -128,6 +112,4 @@ async def main():
 
 
 anyio.run(main)
-failed = sum(1 for _, e in RESULTS if e)
-print(f"{len(RESULTS) - failed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()
