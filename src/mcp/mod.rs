@@ -124,6 +124,16 @@ struct Flight {
     cancelled: bool,
 }
 
+impl Flight {
+    /// The client no longer wants the answer: end the tool's process group, if it started.
+    fn cancel(&mut self) {
+        self.cancelled = true;
+        if let Some(process) = &self.process {
+            process.kill();
+        }
+    }
+}
+
 /// What every connection of one `packs serve` process shares.
 pub(crate) struct Server {
     catalog: RwLock<Arc<Catalog>>,
@@ -215,12 +225,8 @@ impl Server {
     pub(crate) fn end_calls(&self, prefix: &str) -> usize {
         let mut flights = lock(&self.flights);
         let mut ended = 0;
-        for (key, flight) in flights.iter_mut().filter(|(k, _)| k.starts_with(prefix)) {
-            let _ = key;
-            flight.cancelled = true;
-            if let Some(process) = &flight.process {
-                process.kill();
-            }
+        for (_, flight) in flights.iter_mut().filter(|(k, _)| k.starts_with(prefix)) {
+            flight.cancel();
             ended += 1;
         }
         ended
@@ -484,10 +490,7 @@ impl Peer {
     pub(crate) fn cancel(&self, request: &Value) {
         let mut flights = lock(&self.server.flights);
         if let Some(flight) = flights.get_mut(&self.flight_key(request)) {
-            flight.cancelled = true;
-            if let Some(process) = &flight.process {
-                process.kill();
-            }
+            flight.cancel();
         }
     }
 
