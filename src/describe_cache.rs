@@ -48,6 +48,12 @@ fn dir_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf>
         .map(|d| d.join("packs"))
 }
 
+/// FNV-1a of `bytes`: stable across Rust releases, so cache entries named by it outlive
+/// an upgrade.
+pub(crate) fn stable_hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
 /// What makes a file the same file: if any of this changes, its describe may have.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Identity {
@@ -61,18 +67,36 @@ pub(crate) struct Identity {
 impl Identity {
     /// The identity of the file at `path` (symlinks followed).
     pub(crate) fn of(path: &Path) -> Option<Self> {
-        let m = fs::metadata(path).ok()?;
-        Some(Self {
+        fs::metadata(path).ok().map(|m| Self::of_metadata(&m))
+    }
+
+    /// The identity of the file `m` describes.
+    pub(crate) fn of_metadata(m: &fs::Metadata) -> Self {
+        Self {
             dev: m.dev(),
             ino: m.ino(),
             size: m.size(),
             mtime: (m.mtime(), m.mtime_nsec()),
             ctime: (m.ctime(), m.ctime_nsec()),
-        })
+        }
+    }
+
+    /// The identity as one word (`dev:ino:size:mtime:mtime_ns:ctime:ctime_ns`), for the name index.
+    pub(crate) fn to_word(&self) -> String {
+        let Self { dev, ino, size, mtime: (ms, mns), ctime: (cs, cns) } = self;
+        format!("{dev}:{ino}:{size}:{ms}:{mns}:{cs}:{cns}")
+    }
+
+    /// The identity [`Identity::to_word`] wrote; None for anything else.
+    pub(crate) fn from_word(word: &str) -> Option<Self> {
+        let parts: Vec<&str> = word.split(':').collect();
+        let [dev, ino, size, ms, mns, cs, cns] = parts.as_slice() else { return None };
+        let (u, i) = (|s: &str| s.parse::<u64>().ok(), |s: &str| s.parse::<i64>().ok());
+        Some(Self { dev: u(dev)?, ino: u(ino)?, size: u(size)?, mtime: (i(ms)?, i(mns)?), ctime: (i(cs)?, i(cns)?) })
     }
 
     /// Changed so recently that a further change might not show in the timestamps.
-    fn is_settling(&self) -> bool {
+    pub(crate) fn is_settling(&self) -> bool {
         let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
         let as_time = |(s, ns): (i64, i64)| {
             Duration::new(u64::try_from(s).unwrap_or(0), u32::try_from(ns).unwrap_or(0).min(999_999_999))
@@ -117,28 +141,14 @@ impl DescribeCache {
     }
 
     fn entry_path(&self, exe: &Path) -> PathBuf {
-        // FNV-1a: stable across Rust releases, so entries outlive an upgrade.
         // Collisions are harmless: an entry records its path and is checked.
-        let hash = exe
-            .as_os_str()
-            .as_bytes()
-            .iter()
-            .fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
-        self.dir.join(format!("describe-{hash:016x}.json"))
+        self.dir.join(format!("describe-{:016x}.json", stable_hash(exe.as_os_str().as_bytes())))
     }
 
     /// What `exe` printed for `--describe` when it had identity `id`, if known.
     pub(crate) fn get(&self, exe: &Path, id: &Identity) -> Option<String> {
         let exe = std::path::absolute(exe).ok()?;
-        let path = self.entry_path(&exe);
-        let file = fs::File::open(&path).ok()?;
-        // Only our own entries: a shared cache directory must not let another user
-        // decide what a tool says about itself.
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if file.metadata().ok()?.uid() != unsafe { libc::geteuid() } {
-            return None;
-        }
-        let entry: Entry = serde_json::from_reader(std::io::BufReader::new(file)).ok()?;
+        let entry: Entry = serde_json::from_slice(&read_own(&self.entry_path(&exe))?).ok()?;
         (entry.format == FORMAT && entry.path == exe && entry.identity == *id).then_some(entry.describe)
     }
 
@@ -154,34 +164,57 @@ impl DescribeCache {
     }
 
     fn write(&self, path: &Path, entry: &Entry) -> std::io::Result<()> {
-        fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir)?;
-        // Never write into a directory that another user could tamper with.
-        let dir = fs::metadata(&self.dir)?;
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if dir.uid() != unsafe { libc::geteuid() } || dir.mode() & 0o022 != 0 {
-            return Err(std::io::Error::other("the cache directory is not private"));
-        }
-        static WRITES: AtomicU64 = AtomicU64::new(0);
-        let name = path.file_name().unwrap_or(OsStr::new("entry"));
-        let unique = format!("{}.{}", std::process::id(), WRITES.fetch_add(1, Ordering::Relaxed));
-        let tmp = self.dir.join(format!(".{}.{unique}.tmp", name.to_string_lossy()));
-        let result = (|| {
-            // A new file only (no following a planted symlink), readable by us alone.
-            let mut f = fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&tmp)?;
-            f.write_all(&serde_json::to_vec(entry)?)?;
-            // A reader sees the old entry or the new one, never half of one.
-            fs::rename(&tmp, path)
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        result
+        write_private(&self.dir, path, &serde_json::to_vec(entry)?)
     }
+}
+
+/// The bytes of the file at `path` when this user owns it; None otherwise. A shared
+/// cache directory must not let another user decide what packs reads from it.
+pub(crate) fn read_own(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut file = open_own(path)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// The file at `path`, opened for reading, when this user owns it.
+pub(crate) fn open_own(path: &Path) -> Option<fs::File> {
+    let file = fs::File::open(path).ok()?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    (file.metadata().ok()?.uid() == unsafe { libc::geteuid() }).then_some(file)
+}
+
+/// Write `bytes` to `path` in the cache directory `dir` (created private if missing), so
+/// that a reader sees the old file or the new one, never half of one. Refused when `dir`
+/// is not this user's alone.
+pub(crate) fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    // Never write into a directory that another user could tamper with.
+    let meta = fs::metadata(dir)?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if meta.uid() != unsafe { libc::geteuid() } || meta.mode() & 0o022 != 0 {
+        return Err(std::io::Error::other("the cache directory is not private"));
+    }
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let name = path.file_name().unwrap_or(OsStr::new("entry"));
+    let unique = format!("{}.{}", std::process::id(), WRITES.fetch_add(1, Ordering::Relaxed));
+    let tmp = dir.join(format!(".{}.{unique}.tmp", name.to_string_lossy()));
+    let result = (|| {
+        // A new file only (no following a planted symlink), readable by us alone.
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
 }
 
 #[cfg(test)]

@@ -39,6 +39,8 @@ mod library;
 mod lint;
 #[path = "suite/lock.rs"]
 mod lock;
+#[path = "suite/name_index.rs"]
+mod name_index;
 #[path = "suite/native.rs"]
 mod native;
 #[path = "suite/network.rs"]

@@ -9,11 +9,13 @@ use std::path::{Path, PathBuf};
 
 use crate::code::Code;
 use crate::describe;
-use crate::describe_cache::DescribeCache;
+use crate::describe_cache::{DescribeCache, Identity};
 use crate::manifest;
 use crate::runner::is_executable_file;
 use crate::source::{Diagnostic, Severity, Syntax};
 use crate::tool::Tool;
+
+use super::index::{self, DirRecord, Kind};
 
 fn is_hidden(name: &OsStr) -> bool {
     name.to_str().is_some_and(|n| n.starts_with('.'))
@@ -25,14 +27,19 @@ pub(crate) struct Discovered {
     pub(crate) manifests: Vec<PathBuf>,
     pub(crate) executables: Vec<PathBuf>,
     pub(crate) diagnostics: Vec<Diagnostic>,
+    /// Every directory entered (the pack directory first), with its identity before
+    /// it was read; None when that was still settling.
+    pub(crate) entered: Vec<(PathBuf, Option<Identity>)>,
 }
 
 pub(crate) fn discover(dir: &Path) -> Discovered {
     use std::os::unix::fs::MetadataExt;
-    let mut found = Discovered { manifests: Vec::new(), executables: Vec::new(), diagnostics: Vec::new() };
+    let mut found =
+        Discovered { manifests: Vec::new(), executables: Vec::new(), diagnostics: Vec::new(), entered: Vec::new() };
     // Each real directory is entered once, however many links lead to it: links make a
     // directory graph, and a graph without a cycle can still hold exponentially many paths.
-    let mut entered = std::collections::HashSet::new();
+    let mut seen = std::collections::HashSet::new();
+    let entered = &mut found.entered;
     let walk = walkdir::WalkDir::new(dir).follow_links(true).sort_by_file_name().into_iter().filter_entry(|e| {
         if e.depth() > 0 && is_hidden(e.file_name()) {
             return false;
@@ -41,7 +48,13 @@ pub(crate) fn discover(dir: &Path) -> Discovered {
             return true;
         }
         // `metadata` follows links (follow_links is on): the directory itself.
-        e.metadata().map_or(true, |m| entered.insert((m.dev(), m.ino())))
+        e.metadata().map_or(true, |m| {
+            let first = seen.insert((m.dev(), m.ino()));
+            if first {
+                entered.push((e.path().to_owned(), index::settled(Identity::of_metadata(&m))));
+            }
+            first
+        })
     });
     for entry in walk {
         let entry = match entry {
@@ -80,18 +93,37 @@ fn starts_with_shebang(path: &Path) -> bool {
 
 /// Load one directory: the tools, the problems, and (with `only`) the manifests
 /// that were skipped because they do not declare `only`.
+///
+/// With `record`, every manifest's name is read (not only the ones that may be
+/// `only`) and what the name index needs is recorded there.
 pub(super) fn load_dir(
     dir: &Path,
     only: Option<&str>,
     cache: Option<&DescribeCache>,
+    mut record: Option<&mut DirRecord>,
 ) -> (Vec<Tool>, Vec<Diagnostic>, Vec<PathBuf>) {
-    let Discovered { mut manifests, executables, mut diagnostics } = discover(dir);
+    let Discovered { mut manifests, executables, mut diagnostics, entered } = discover(dir);
     let mut skipped = Vec::new();
     if let Some(name) = only {
         // Sequential: for a hundred files, starting threads costs more than it saves.
         let mut buf = Vec::new();
-        (manifests, skipped) = manifests.into_iter().partition(|p| may_declare(p, name, &mut buf));
+        (manifests, skipped) = match record.as_deref_mut() {
+            None => manifests.into_iter().partition(|p| may_declare(p, name, &mut buf)),
+            Some(record) => manifests.into_iter().partition(|p| {
+                let (id, declared) = read_name(p, &mut buf);
+                let wanted = declared.as_deref().is_none_or(|d| d == name);
+                match declared {
+                    Some(declared) => record.tools.push((declared, Kind::Manifest, p.clone(), id)),
+                    None => record.unnamed.push(p.clone()),
+                }
+                wanted
+            }),
+        };
     }
+    let identities: Vec<Option<Identity>> = match record {
+        Some(_) => executables.iter().map(|p| Identity::of(p).and_then(index::settled)).collect(),
+        None => Vec::new(),
+    };
     let mut tools = Vec::with_capacity(manifests.len() + executables.len());
     for loaded in load_manifests(&manifests) {
         match loaded {
@@ -102,16 +134,36 @@ pub(super) fn load_dir(
             Err(errors) => diagnostics.extend(errors),
         }
     }
-    for result in describe_all(&executables, cache) {
+    for (i, result) in describe_all(&executables, cache).into_iter().enumerate() {
         match result {
             Ok((tool, warnings)) => {
+                if let Some(record) = record.as_deref_mut() {
+                    let id = identities.get(i).cloned().flatten();
+                    record.tools.push((tool.name().to_owned(), Kind::Executable, executables[i].clone(), id));
+                }
                 diagnostics.extend(warnings);
                 tools.push(tool);
             }
             Err(d) => diagnostics.push(d),
         }
     }
+    if let Some(record) = record {
+        record.entered = entered;
+    }
     (tools, diagnostics, skipped)
+}
+
+/// The identity of the manifest at `path` before it was read (None: unreadable or
+/// settling) and the name it declares (None: unreadable or unparsable).
+fn read_name(path: &Path, buf: &mut Vec<u8>) -> (Option<Identity>, Option<String>) {
+    use std::io::Read;
+    buf.clear();
+    let Ok(mut file) = std::fs::File::open(path) else { return (None, None) };
+    let id = file.metadata().ok().map(|m| Identity::of_metadata(&m)).and_then(index::settled);
+    if file.read_to_end(buf).is_err() {
+        return (None, None);
+    }
+    (id, parse_name(path, buf))
 }
 
 /// Whether the manifest at `path` may declare the tool `name`: false only when it

@@ -18,10 +18,12 @@ use crate::source::{Diagnostic, Severity};
 use crate::tool::{NativeToolError, Tool};
 
 mod discovery;
+mod index;
 mod precedence;
 
 pub(crate) use discovery::{describe_executable, discover, parallel_map};
 use discovery::{load_dir, quick_name};
+use index::{DirRecord, Kind, NameIndex, Plan};
 pub(crate) use precedence::{Claim, Precedence, duplicate_message};
 
 /// The pack directories to search, in order.
@@ -33,6 +35,9 @@ pub struct SearchPath {
     pub implicit: bool,
     /// Where executables' `--describe` answers are cached (none: ask them every time).
     pub describe_cache: Option<DescribeCache>,
+    /// Whether [`Catalog::load_named`] may keep and use a name index in the describe
+    /// cache's directory (see [`SearchPath::with_name_index`]).
+    pub name_index: bool,
 }
 
 impl SearchPath {
@@ -82,13 +87,28 @@ impl SearchPath {
 
     /// Exactly these directories.
     pub fn dirs(dirs: impl IntoIterator<Item = impl Into<PathBuf>>) -> Self {
-        Self { dirs: dirs.into_iter().map(Into::into).collect(), implicit: false, describe_cache: None }
+        Self {
+            dirs: dirs.into_iter().map(Into::into).collect(),
+            implicit: false,
+            describe_cache: None,
+            name_index: false,
+        }
     }
 
     /// The same directories, caching executables' `--describe` answers in `cache`
     /// (see [`DescribeCache`]).
     pub fn with_describe_cache(self, cache: Option<DescribeCache>) -> Self {
         Self { describe_cache: cache, ..self }
+    }
+
+    /// The same directories; with `on` (and a describe cache), [`Catalog::load_named`]
+    /// keeps an index of which file declares each name in the cache's directory, so that
+    /// resolving one name reads one file instead of all of them. The index is used only
+    /// while the directories and the tool's file are unchanged; it cannot see another
+    /// file edited in place to declare the same name, so leave it off where a lock file
+    /// or a review must see every file.
+    pub fn with_name_index(self, on: bool) -> Self {
+        Self { name_index: on, ..self }
     }
 }
 
@@ -166,7 +186,7 @@ impl std::fmt::Debug for Catalog {
 impl Catalog {
     /// Discover every tool on `path`.
     pub fn load(path: &SearchPath) -> Self {
-        Self::load_filtered(path, None)
+        Self::load_filtered(path, None, None)
     }
 
     /// Discover enough of `path` to resolve `name`, the same way [`Catalog::load`] would.
@@ -176,33 +196,97 @@ impl Catalog {
     /// reported) are loaded fully, and directories after the one that has the tool
     /// are skipped. Executables are always described: their names are not in a file.
     /// `packs run`, `describe` and `help` use this to start fast in large pack directories.
+    ///
+    /// With a name index ([`SearchPath::with_name_index`]) that is current for `name`,
+    /// only the tool's file is read (and any manifest whose name could not be read, so
+    /// its errors are still reported); otherwise everything is read as above and the
+    /// index rewritten.
     pub fn load_named(path: &SearchPath, name: &str) -> Self {
-        Self::load_filtered(path, Some(name))
+        let index = path.describe_cache.as_ref().filter(|_| path.name_index).map(NameIndex::new);
+        let Some(index) = index else { return Self::load_filtered(path, Some(name), None) };
+        if let Some(catalog) = index.lookup(&path.dirs, name).and_then(|plan| Self::load_planned(path, name, plan)) {
+            return catalog;
+        }
+        let mut records = Vec::new();
+        let catalog = Self::load_filtered(path, Some(name), Some(&mut records));
+        index.write(&path.dirs, &records);
+        catalog
     }
 
-    fn load_filtered(path: &SearchPath, only: Option<&str>) -> Self {
+    /// With `records`, every directory is read (even after the one with `only`) and what
+    /// the name index needs is recorded, a [`DirRecord`] per directory; only the
+    /// directories up to the one with `only` add tools and diagnostics.
+    fn load_filtered(path: &SearchPath, only: Option<&str>, mut records: Option<&mut Vec<DirRecord>>) -> Self {
         let mut catalog = Self::default();
         for dir in &path.dirs {
-            if only.is_some_and(|n| catalog.index.contains_key(n)) {
+            let found = only.is_some_and(|n| catalog.index.contains_key(n));
+            if found && records.is_none() {
                 break;
             }
             if !dir.is_dir() {
-                if !path.implicit {
-                    catalog.diagnostics.push(Diagnostic::file(
-                        Severity::Warning,
-                        Code::MissingPackDir,
-                        dir,
-                        "pack directory does not exist or is not a directory",
-                    ));
+                if let Some(records) = records.as_deref_mut() {
+                    records.push(DirRecord { missing: true, ..DirRecord::default() });
+                }
+                if !found {
+                    catalog.missing_dir(path, dir);
                 }
                 continue;
             }
-            let (tools, diagnostics, skipped) = load_dir(dir, only, path.describe_cache.as_ref());
-            catalog.diagnostics.extend(diagnostics);
-            catalog.skipped.extend(skipped);
-            catalog.add_dir(tools);
+            let mut record = records.is_some().then(DirRecord::default);
+            let (tools, diagnostics, skipped) = load_dir(dir, only, path.describe_cache.as_ref(), record.as_mut());
+            if let (Some(records), Some(record)) = (records.as_deref_mut(), record) {
+                records.push(record);
+            }
+            if !found {
+                catalog.diagnostics.extend(diagnostics);
+                catalog.skipped.extend(skipped);
+                catalog.add_dir(tools);
+            }
         }
         catalog
+    }
+
+    /// The catalog [`Catalog::load_named`] would load, from the files `plan` names;
+    /// None when what they hold now shows the index stale.
+    fn load_planned(path: &SearchPath, name: &str, plan: Plan) -> Option<Self> {
+        let mut catalog = Self::default();
+        let last = plan.dirs.len().checked_sub(1)?;
+        for (pos, (dir, unnamed)) in path.dirs.iter().zip(plan.dirs).enumerate() {
+            let Some(unnamed) = unnamed else {
+                catalog.missing_dir(path, dir);
+                continue;
+            };
+            for file in unnamed {
+                // A manifest whose name could not be read that now loads is a name the index lacks.
+                catalog.diagnostics.extend(Self::load_file(&file).err()?);
+            }
+            let mut tools = Vec::new();
+            if pos == last {
+                let (tool, warnings) = match plan.kind {
+                    Kind::Manifest => Self::load_file(&plan.file).ok()?,
+                    Kind::Executable => describe_executable(&plan.file, path.describe_cache.as_ref()).ok()?,
+                };
+                if tool.name() != name {
+                    return None;
+                }
+                catalog.diagnostics.extend(warnings);
+                tools.push(tool);
+            }
+            catalog.add_dir(tools);
+        }
+        Some(catalog)
+    }
+
+    /// Note that the pack directory `dir` is missing (unless it is only the default's).
+    fn missing_dir(&mut self, path: &SearchPath, dir: &Path) {
+        if !path.implicit {
+            self.diagnostics.push(Diagnostic::file(
+                Severity::Warning,
+                Code::MissingPackDir,
+                dir,
+                "pack directory does not exist or is not a directory",
+            ));
+        }
     }
 
     /// Load one manifest file as a tool, whatever its name (`packs exec`).

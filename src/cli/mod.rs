@@ -373,8 +373,9 @@ pub(crate) fn main() -> i32 {
                 Command::Run(args) => Some(args.name()),
                 _ => None,
             };
-            let mut catalog = load_catalog(&dirs, cli.quiet, only);
             let locked = cli.locked || agent.as_ref().is_some_and(|a| a.config.locked);
+            // The lock file's verification never relies on the name index.
+            let mut catalog = load_catalog(&dirs, cli.quiet, only, !locked);
             if locked {
                 let options = lock::LockOptions { lockfile: &cli.lockfile, verify: cli.verify.as_deref() };
                 match lock::read_trusted(&options) {
@@ -512,9 +513,10 @@ fn search_path(dirs: &[PathBuf]) -> SearchPath {
         .with_describe_cache(crate::describe_cache::default_dir().map(crate::describe_cache::DescribeCache::new))
 }
 
-/// Load the catalog; with `only`, just enough of it to resolve that one name.
-fn load_catalog(dirs: &[PathBuf], quiet: bool, only: Option<&str>) -> Catalog {
-    let path = search_path(dirs);
+/// Load the catalog; with `only`, just enough of it to resolve that one name (with
+/// `name_index`, by the name index when it is current).
+fn load_catalog(dirs: &[PathBuf], quiet: bool, only: Option<&str>, name_index: bool) -> Catalog {
+    let path = search_path(dirs).with_name_index(name_index);
     let catalog = match only {
         Some(name) => Catalog::load_named(&path, name),
         None => Catalog::load(&path),

@@ -228,7 +228,8 @@ pub(crate) struct Output {
 }
 
 impl Output {
-    fn report(&self) -> String {
+    /// The command, its status and output, for a failed check's message.
+    pub(crate) fn report(&self) -> String {
         format!(
             "command: {}\nstatus: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
             self.cmdline,
