@@ -52,6 +52,8 @@ mod sandbox;
 mod scaffold;
 mod skill;
 mod source;
+#[cfg(target_os = "linux")]
+mod spawn;
 mod template;
 mod testing;
 mod tool;

@@ -173,16 +173,20 @@ pub(crate) fn run_observed(
     }
     // Resolving the program here (with the child's PATH) lets std start it with
     // posix_spawn (vfork) instead of fork + a PATH walk of failing execve calls.
-    let mut cmd = match resolve_program(program, inv) {
-        Lookup::Found(path) => {
+    let found = match resolve_program(program, inv) {
+        Lookup::Found(path) => Some(path),
+        Lookup::AsWritten => program.contains('/').then(|| PathBuf::from(program)),
+        // Never left to execvp: it would search relative entries and hand a file without
+        // `#!` to /bin/sh.
+        Lookup::Missing => return Err(start_error(io::Error::from_raw_os_error(libc::ENOENT))),
+    };
+    let mut cmd = match &found {
+        Some(path) => {
             let mut cmd = Command::new(path);
             cmd.arg0(program);
             cmd
         }
-        Lookup::AsWritten => Command::new(program),
-        // Never left to execvp: it would search relative entries and hand a file without
-        // `#!` to /bin/sh.
-        Lookup::Missing => return Err(start_error(io::Error::from_raw_os_error(libc::ENOENT))),
+        None => Command::new(program),
     };
     if inv.clear_env {
         cmd.env_clear();
@@ -193,27 +197,24 @@ pub(crate) fn run_observed(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let sandbox = inv.sandbox.as_ref().filter(|s| s.confines()).cloned();
-    if sandbox.is_none() && inv.limits.is_empty() {
-        cmd.process_group(0);
-    } else {
-        // The child sets up its own confinement between fork and exec: a session of its own
-        // (so also its own process group, and no controlling terminal to type into with
-        // `TIOCSTI`), its resource limits (they bind a whole process), the sandbox. A thread
-        // of packs entering the sandbox and using posix_spawn would be cheaper, but the tool
-        // would share that thread's Landlock domain while the thread shares packs' memory:
-        // the tool could ptrace it, or read it through `/proc`.
-        let limits = inv.limits.clone();
-        // SAFETY: `setsid`, `set_limits` and `enter` only make system calls on data prepared
-        // before the fork; they allocate nothing and take no lock.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::setsid() < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                set_limits(&limits)?;
-                sandbox.as_ref().map_or(Ok(()), |s| s.enter())
-            });
+    let confined = sandbox.is_some() || !inv.limits.is_empty();
+    // The child sets up its own confinement before exec: a session of its own (so also its
+    // own process group, and no controlling terminal to type into with `TIOCSTI`), its
+    // resource limits (they bind a whole process), the sandbox. A thread of packs entering
+    // the sandbox and using posix_spawn would be cheaper, but the tool would share that
+    // thread's Landlock domain while the thread shares packs' memory: the tool could ptrace
+    // it, or read it through `/proc`.
+    let limits = inv.limits.clone();
+    let setup = move || {
+        // SAFETY: setsid takes no arguments.
+        if unsafe { libc::setsid() } < 0 {
+            return Err(io::Error::last_os_error());
         }
+        set_limits(&limits)?;
+        sandbox.as_ref().map_or(Ok(()), |s| s.enter())
+    };
+    if !confined {
+        cmd.process_group(0);
     }
     if let Some(cwd) = &inv.cwd {
         cmd.current_dir(cwd);
@@ -221,16 +222,45 @@ pub(crate) fn run_observed(
 
     let tag = crate::orphans::new_tag();
     cmd.env(crate::orphans::TAG_VAR, &tag);
+    // A confined child with a program path is started by `spawn` (clone with a shared
+    // memory, no copy of packs); otherwise std forks for the setup.
+    #[cfg(target_os = "linux")]
+    let direct = found.as_deref().filter(|_| confined).map(|path| {
+        let argv: Vec<&std::ffi::OsStr> =
+            std::iter::once(std::ffi::OsStr::new(program)).chain(args.iter().map(std::ffi::OsStr::new)).collect();
+        (path, argv, child_env(inv, &tag))
+    });
+    #[cfg(not(target_os = "linux"))]
+    let direct: Option<(&Path, Vec<&std::ffi::OsStr>, Vec<(OsString, OsString)>)> = None;
+    if direct.is_none() && confined {
+        let setup = setup.clone();
+        // SAFETY: `setup` only makes system calls on data prepared before the fork; it
+        // allocates nothing and takes no lock.
+        unsafe { cmd.pre_exec(setup) };
+    }
     let start = Instant::now();
     let spawning = SPAWNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     RUNNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let spawned = cmd.spawn();
-    let mut child = spawned
+    let spawned = match &direct {
+        #[cfg(target_os = "linux")]
+        Some((path, argv, env)) => crate::spawn::spawn(path, argv, env, inv.cwd.as_deref(), &setup).map(|s| {
+            (
+                Spawned::Direct(s.pid),
+                Some(Box::new(s.stdout) as Box<dyn ReadFd>),
+                Some(Box::new(s.stderr) as Box<dyn ReadFd>),
+            )
+        }),
+        _ => cmd.spawn().map(|mut child| {
+            let out: Option<Box<dyn ReadFd>> = child.stdout.take().map(|o| Box::new(o) as _);
+            let err: Option<Box<dyn ReadFd>> = child.stderr.take().map(|e| Box::new(e) as _);
+            (Spawned::Std(child), out, err)
+        }),
+    };
+    let (child, stdout, stderr) = spawned
         .inspect_err(|_| {
             RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         })
         .map_err(start_error)?;
-    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let process = Process::new(child.id());
     let mut reaper = Reaper { child, process: process.clone(), tag };
     register(&process);
@@ -242,7 +272,8 @@ pub(crate) fn run_observed(
     };
     let exit = ExitWatch::new(process.pid()).map_err(wait_error)?;
 
-    let mut pipes = [Some(Pipe::new(stdout, Stream::Stdout)), Some(Pipe::new(stderr, Stream::Stderr))];
+    let mut pipes =
+        [Some(Pipe { src: stdout, stream: Stream::Stdout }), Some(Pipe { src: stderr, stream: Stream::Stderr })];
     let mut kept = Kept::new(inv.max_output_bytes);
     let mut buf = vec![0; READ_BUF_BYTES];
     let deadline = start.checked_add(inv.timeout);
@@ -452,7 +483,7 @@ impl Process {
 /// Owns the child until it is reaped; dropping it early (an error, or a panic
 /// in `on_chunk`) kills the child's group and reaps it, so nothing is left behind.
 struct Reaper {
-    child: Child,
+    child: Spawned,
     process: Process,
     /// The call's tag ([`crate::orphans`]): what it left outside its group is ended with it.
     tag: String,
@@ -473,6 +504,60 @@ impl Reaper {
         crate::orphans::end(&self.tag, &tracked);
         status
     }
+}
+
+/// A started tool process, to wait for.
+enum Spawned {
+    /// Started by std (unconfined: posix_spawn; or forked for its setup).
+    Std(Child),
+    /// Started by [`crate::spawn`].
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    Direct(libc::pid_t),
+}
+
+impl Spawned {
+    fn id(&self) -> u32 {
+        match self {
+            Self::Std(child) => child.id(),
+            Self::Direct(pid) => pid.unsigned_abs(),
+        }
+    }
+
+    fn wait(&mut self) -> io::Result<ExitStatus> {
+        match self {
+            Self::Std(child) => child.wait(),
+            Self::Direct(pid) => {
+                let mut status = 0;
+                loop {
+                    // SAFETY: waitpid writes the status into a local.
+                    if unsafe { libc::waitpid(*pid, &raw mut status, 0) } >= 0 {
+                        return Ok(ExitStatus::from_raw(status));
+                    }
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The child's whole environment, as std would give it: packs' own unless cleared, then
+/// the invocation's variables and the call's tag (a later value of a name wins).
+#[cfg(target_os = "linux")]
+fn child_env(inv: &Invocation, tag: &str) -> Vec<(OsString, OsString)> {
+    let inherited: Vec<(OsString, OsString)> = if inv.clear_env { Vec::new() } else { std::env::vars_os().collect() };
+    let given = inv.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v)));
+    let tagged = std::iter::once((OsString::from(crate::orphans::TAG_VAR), OsString::from(tag)));
+    let mut env: Vec<(OsString, OsString)> = Vec::new();
+    for (k, v) in inherited.into_iter().chain(given).chain(tagged) {
+        match env.iter_mut().find(|(name, _)| *name == k) {
+            Some(slot) => slot.1 = v,
+            None => env.push((k, v)),
+        }
+    }
+    env
 }
 
 /// Held from a tool's spawn until it is registered in [`LIVE`], and while leftovers are
@@ -664,10 +749,6 @@ enum Got {
 }
 
 impl Pipe {
-    fn new(src: impl ReadFd + 'static, stream: Stream) -> Self {
-        Self { src: Box::new(src), stream }
-    }
-
     fn pollfd(&self) -> libc::pollfd {
         pollfd(self.src.as_fd())
     }
