@@ -159,6 +159,9 @@ impl<'a> NameIndex<'a> {
         let end = memchr::memchr(b'\n', rest)?;
         let head_len: u64 = std::str::from_utf8(&rest[..end]).ok()?.parse().ok()?;
         let head_at = (prefix.len() + end + 1) as u64;
+        if head_at.checked_add(head_len)? > len {
+            return None;
+        }
         let mut head = vec![0; usize::try_from(head_len).ok()?];
         file.read_exact_at(&mut head, head_at).ok()?;
         let mut wanted = Vec::new();
@@ -226,6 +229,9 @@ fn find(file: &std::fs::File, start: u64, end: u64, wanted: &[u8]) -> Option<Vec
     use std::os::unix::fs::FileExt;
     let block = BLOCK as u64;
     let mut buf = vec![0; BLOCK];
+    if start > end {
+        return None;
+    }
     // Every record starting at or after `hi` is named `wanted` or later; `lo` is a record's start.
     let (mut lo, mut hi) = (start, end);
     while hi - lo > block {
@@ -340,6 +346,20 @@ fn unescape(field: &[u8]) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_corrupt_index_is_a_miss_never_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DescribeCache::new(dir.path().join("cache"));
+        let index = NameIndex::new(&cache);
+        let dirs = [dir.path().join("packs")];
+        index.write(&dirs, &[DirRecord { missing: true, ..DirRecord::default() }]);
+        let file = std::fs::read_dir(cache.dir()).unwrap().next().unwrap().unwrap().path();
+        for body in ["99999999999\n", "18446744073709551615\n", "5\nT\tx\t0\tm\t-\t/x\n", "0\n\n\n", "x\n", ""] {
+            std::fs::write(&file, format!("{}{body}", header())).unwrap();
+            assert!(index.lookup(&dirs, "x").is_none(), "{body:?}");
+        }
+    }
 
     #[test]
     fn any_path_survives_escaping() {
