@@ -6,7 +6,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 use tempfile::TempDir;
@@ -28,11 +28,30 @@ fn edit_in_place(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-/// An earlier pack directory `a`, a later one `b`, and the cache the index lives in.
+/// Set a file's modification time (what `touch -d`, `tar -x` or `cp -p` do): the change
+/// time still moves, which no user can set back.
+fn set_mtime(path: &Path, mtime: SystemTime) {
+    std::fs::File::options().write(true).open(path).unwrap().set_modified(mtime).unwrap();
+}
+
+fn mtime(path: &Path) -> SystemTime {
+    std::fs::metadata(path).unwrap().modified().unwrap()
+}
+
+/// Replace `link` by a symlink to `target` the way `ln -sfn` does: made aside, renamed over.
+fn relink(target: &Path, link: &Path) {
+    let tmp = link.with_extension("link-tmp");
+    std::os::unix::fs::symlink(target, &tmp).unwrap();
+    std::fs::rename(tmp, link).unwrap();
+}
+
+/// An earlier pack directory `a`, a later one `b`, the cache the index lives in, and a
+/// directory outside both that symlinks in `a` point into.
 struct Scene {
     a: Packs,
     b: Packs,
     cache: TempDir,
+    outside: Packs,
 }
 
 impl Scene {
@@ -47,7 +66,14 @@ impl Scene {
         let b = Packs::new()
             .file("delta.tool.json", &tool("delta", "delta-b"))
             .file("epsilon.tool.json", &tool("epsilon", "epsilon"));
-        Self { a, b, cache: tempfile::tempdir().unwrap() }
+        let outside = Packs::new()
+            .file("eta.json", &tool("eta", "eta"))
+            .file("alpha.json", &tool("alpha", "alpha-linked"))
+            .file("eta-2.json", &tool("eta", "eta-2"))
+            .file("more/theta.tool.json", &tool("theta", "theta"));
+        std::os::unix::fs::symlink(outside.join("eta.json"), a.join("eta.tool.json")).unwrap();
+        std::os::unix::fs::symlink(outside.join("more"), a.join("linked")).unwrap();
+        Self { a, b, cache: tempfile::tempdir().unwrap(), outside }
     }
 
     /// `packs run NAME` with the index in `cache`.
@@ -179,6 +205,57 @@ fn every_change_is_seen_on_the_next_run() {
             },
             vec![("later", Prints("later\n"))],
         ),
+        (
+            "a manifest replaced by a symlink to another file",
+            |s| relink(&s.outside.join("alpha.json"), &s.a.join("alpha.tool.json")),
+            vec![("alpha", Prints("alpha-linked\n"))],
+        ),
+        (
+            "a symlinked manifest's target edited in place",
+            |s| edit_in_place(&s.outside.join("eta.json"), &tool("eta", "eta-3")),
+            vec![("eta", Prints("eta-3\n"))],
+        ),
+        (
+            "a symlink pointed at another file",
+            |s| relink(&s.outside.join("eta-2.json"), &s.a.join("eta.tool.json")),
+            vec![("eta", Prints("eta-2\n"))],
+        ),
+        (
+            "a manifest added in a symlinked directory",
+            |s| std::fs::write(s.outside.join("more/iota.tool.json"), tool("iota", "iota")).unwrap(),
+            vec![("iota", Prints("iota\n")), ("theta", Prints("theta\n"))],
+        ),
+        (
+            "a manifest edited in place, same size, its old mtime put back",
+            |s| {
+                let path = s.a.join("alpha.tool.json");
+                let before = mtime(&path);
+                edit_in_place(&path, &tool("alpha", "alphX"));
+                set_mtime(&path, before);
+            },
+            vec![("alpha", Prints("alphX\n"))],
+        ),
+        (
+            "a manifest added with an mtime in the past, the directory's mtime put back",
+            |s| {
+                let sub = s.a.join("sub");
+                let before = mtime(&sub);
+                let added = sub.join("kappa.tool.json");
+                std::fs::write(&added, tool("kappa", "kappa")).unwrap();
+                set_mtime(&added, SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000));
+                std::fs::File::open(&sub).unwrap().set_modified(before).unwrap();
+            },
+            vec![("kappa", Prints("kappa\n"))],
+        ),
+        (
+            "a manifest with an mtime in the future",
+            |s| {
+                let path = s.a.join("alpha.tool.json");
+                edit_in_place(&path, &tool("alpha", "alphF"));
+                set_mtime(&path, SystemTime::now() + Duration::from_secs(3600));
+            },
+            vec![("alpha", Prints("alphF\n"))],
+        ),
     ];
     let scenes: Vec<Scene> = cases.iter().map(|_| Scene::new()).collect();
     settle();
@@ -265,4 +342,51 @@ fn an_index_written_by_another_user_or_in_a_shared_directory_is_not_used() {
     std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     scene.run_with(shared.path(), "alpha").success().stdout_eq("alpha\n");
     assert_eq!(std::fs::read_dir(shared.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn processes_updating_the_index_at_once_all_answer_right_and_leave_one_good_index() {
+    let scene = Scene::new();
+    settle();
+    scene.run("alpha").success().stdout_eq("alpha\n");
+    // A change every process must see, then many at once: each finds the index stale and
+    // writes its own; none may read another's half-written one or answer from a stale one.
+    edit_in_place(&scene.a.join("alpha.tool.json"), &tool("alpha", "alpha-2"));
+    std::fs::write(scene.b.join("lambda.tool.json"), tool("lambda", "lambda")).unwrap();
+    let expected = [("alpha", "alpha-2\n"), ("lambda", "lambda\n"), ("delta", "delta-b\n"), ("theta", "theta\n")];
+    let rounds = |label: &str| {
+        let threads: Vec<_> = (0..16)
+            .map(|i| {
+                let (name, text) = expected[i % expected.len()];
+                let (a, b, cache) =
+                    (scene.a.path().to_owned(), scene.b.path().to_owned(), scene.cache.path().to_owned());
+                std::thread::spawn(move || {
+                    let out = Test::new()
+                        .packs_dir(&a)
+                        .packs_dir(&b)
+                        .env("PACKS_CACHE_DIR", &cache)
+                        .args(["run", name])
+                        .run();
+                    (name, text, out)
+                })
+            })
+            .collect();
+        for thread in threads {
+            let (name, text, out) = thread.join().unwrap();
+            check(&out, &Expect::Prints(text), &format!("{label}: run {name}"));
+        }
+    };
+    rounds("at once, right after the change");
+    settle();
+    rounds("at once, once settled");
+    rounds("at once, from the settled index");
+    let names: Vec<_> = std::fs::read_dir(scene.cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("describe-"))
+        .collect();
+    assert_eq!(names.len(), 1, "one index, no temporary files left: {names:?}");
+    for (name, text) in expected {
+        check(&scene.run(name), &Expect::Prints(text), &format!("after: run {name}"));
+    }
 }
