@@ -7,6 +7,8 @@ same files (reading them), and packs' own commands.
 
 Commands alternate within a round; each is repeated for about a second (at least 3 times)
 and the median of the rounds' means is printed, with the peak memory of `packs catalog`.
+`catalog` is warm (its listing snapshot current); `catalog cold` runs without a cache
+directory, so it reads and loads every manifest.
 """
 
 import argparse
@@ -77,12 +79,15 @@ def main():
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     root = tempfile.mkdtemp(prefix="packs-scaling-")
+    # LC_CTYPE set: Python would otherwise add it to the environment of the child that
+    # measures peak memory, making that another invocation for packs' listing snapshots.
     env = {"PATH": os.environ["PATH"], "HOME": root, "XDG_CONFIG_HOME": str(Path(root, "no-config")),
-           "PACKS_CACHE_DIR": str(Path(root, "cache"))}
+           "PACKS_CACHE_DIR": str(Path(root, "cache")), "LC_CTYPE": "C.UTF-8"}
+    cold = dict(env, PACKS_CACHE_DIR="")
     try:
         print(f"packs: {PACKS}; {os.cpu_count()} cores; {args.rounds} rounds; medians of means, ms")
-        print("| manifests | echo | cat | run | catalog | list --json | lint | catalog peak |")
-        print("|---|---|---|---|---|---|---|---|")
+        print("| manifests | echo | cat | run | catalog | catalog cold | list --json | lint | catalog peak (cold) |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for n in sizes:
             d = pack_dir(root, n)
             # Files changed in the last two seconds are never trusted by packs' caches (a
@@ -94,20 +99,22 @@ def main():
                 "cat": ["cat", *files],
                 "run": [PACKS, "--packs", str(d), "run", "noop"],
                 "catalog": [PACKS, "--packs", str(d), "catalog"],
+                "cold": [PACKS, "--packs", str(d), "catalog"],
                 "list": [PACKS, "--packs", str(d), "list", "--json"],
                 "lint": [PACKS, "lint", str(d)],
             }
-            for argv in commands.values():  # warm the page cache and the describe cache
-                subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            envs = {k: cold if k == "cold" else env for k in commands}
+            for k, argv in commands.items():  # warm the page cache and packs' caches
+                subprocess.run(argv, env=envs[k], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
             rounds = {k: [] for k in commands}
             for _ in range(args.rounds):
                 for k, argv in commands.items():
-                    rounds[k].append(mean_ms(argv, env))
+                    rounds[k].append(mean_ms(argv, envs[k]))
             m = {k: statistics.median(v) for k, v in rounds.items()}
-            peak = peak_rss_mb(commands["catalog"], env)
+            peak, peak_cold = peak_rss_mb(commands["catalog"], env), peak_rss_mb(commands["catalog"], cold)
             print(f"| {n:,} | {m['echo']:.2f} | {m['cat']:.2f} | {m['run']:.2f} ({m['run'] / m['echo']:.1f}× echo) "
-                  f"| {m['catalog']:.1f} ({m['catalog'] / m['cat']:.1f}× cat) | {m['list']:.1f} | {m['lint']:.1f} "
-                  f"| {peak:.0f} MB |", flush=True)
+                  f"| {m['catalog']:.1f} ({m['catalog'] / m['cat']:.1f}× cat) | {m['cold']:.1f} | {m['list']:.1f} "
+                  f"| {m['lint']:.1f} | {peak:.0f} MB ({peak_cold:.0f} MB) |", flush=True)
             shutil.rmtree(d)
     finally:
         shutil.rmtree(root, ignore_errors=True)

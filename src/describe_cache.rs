@@ -95,14 +95,19 @@ impl Identity {
         Some(Self { dev: u(dev)?, ino: u(ino)?, size: u(size)?, mtime: (i(ms)?, i(mns)?), ctime: (i(cs)?, i(cns)?) })
     }
 
-    /// Changed so recently that a further change might not show in the timestamps.
-    pub(crate) fn is_settling(&self) -> bool {
-        let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-        let as_time = |(s, ns): (i64, i64)| {
-            Duration::new(u64::try_from(s).unwrap_or(0), u32::try_from(ns).unwrap_or(0).min(999_999_999))
+    /// When the file last changed: the later of its modification and change times.
+    pub(crate) fn changed(&self) -> SystemTime {
+        let as_time = |(s, ns): (i64, i64)| match u64::try_from(s) {
+            Ok(s) => SystemTime::UNIX_EPOCH + Duration::new(s, u32::try_from(ns).unwrap_or(0).min(999_999_999)),
+            Err(_) => SystemTime::UNIX_EPOCH,
         };
-        // A time in the future (a clock set back) counts as recent too.
-        [self.mtime, self.ctime].into_iter().any(|t| as_time(t) + SETTLE > now)
+        as_time(self.mtime).max(as_time(self.ctime))
+    }
+
+    /// Changed so recently that a further change might not show in the timestamps. A
+    /// time in the future (a clock set back) counts as recent too.
+    pub(crate) fn is_settling(&self) -> bool {
+        self.changed() + SETTLE > SystemTime::now()
     }
 }
 

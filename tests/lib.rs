@@ -59,6 +59,8 @@ mod sandbox;
 mod schemas;
 #[path = "suite/serve.rs"]
 mod serve;
+#[path = "suite/snapshot.rs"]
+mod snapshot;
 
 #[path = "suite/validation.rs"]
 mod validation;

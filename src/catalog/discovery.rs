@@ -32,15 +32,17 @@ pub(crate) struct Discovered {
     pub(crate) entered: Vec<(PathBuf, Option<Identity>)>,
 }
 
-pub(crate) fn discover(dir: &Path) -> Discovered {
+/// The entries of the pack directory `dir` in path order, as discovery reads them: hidden
+/// entries skipped, links followed, each real directory entered once (`entered` is given
+/// its path and metadata before it is read). Links make a directory graph, and a graph
+/// without a cycle can still hold exponentially many paths.
+pub(crate) fn walk<'a>(
+    dir: &Path,
+    mut entered: impl FnMut(&Path, &std::fs::Metadata) + 'a,
+) -> impl Iterator<Item = walkdir::Result<walkdir::DirEntry>> + 'a {
     use std::os::unix::fs::MetadataExt;
-    let mut found =
-        Discovered { manifests: Vec::new(), executables: Vec::new(), diagnostics: Vec::new(), entered: Vec::new() };
-    // Each real directory is entered once, however many links lead to it: links make a
-    // directory graph, and a graph without a cycle can still hold exponentially many paths.
     let mut seen = std::collections::HashSet::new();
-    let entered = &mut found.entered;
-    let walk = walkdir::WalkDir::new(dir).follow_links(true).sort_by_file_name().into_iter().filter_entry(|e| {
+    walkdir::WalkDir::new(dir).follow_links(true).sort_by_file_name().into_iter().filter_entry(move |e| {
         if e.depth() > 0 && is_hidden(e.file_name()) {
             return false;
         }
@@ -51,11 +53,18 @@ pub(crate) fn discover(dir: &Path) -> Discovered {
         e.metadata().map_or(true, |m| {
             let first = seen.insert((m.dev(), m.ino()));
             if first {
-                entered.push((e.path().to_owned(), index::settled(Identity::of_metadata(&m))));
+                entered(e.path(), &m);
             }
             first
         })
-    });
+    })
+}
+
+pub(crate) fn discover(dir: &Path) -> Discovered {
+    let mut found =
+        Discovered { manifests: Vec::new(), executables: Vec::new(), diagnostics: Vec::new(), entered: Vec::new() };
+    let entered = &mut found.entered;
+    let walk = walk(dir, |path, m| entered.push((path.to_owned(), index::settled(Identity::of_metadata(m)))));
     for entry in walk {
         let entry = match entry {
             Ok(e) => e,

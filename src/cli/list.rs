@@ -3,15 +3,15 @@
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use super::{exit, print, print_json, write_out};
+use super::{exit, print, print_json};
 use crate::catalog::Catalog;
 use crate::formats::{self, ExportFormat};
 use crate::output::truncate;
 use crate::visible;
 
 /// Every tool: name, kind, read-only, description, and the file it came from (JSON: and
-/// the pack directory of `dirs` holding it; a native tool has none).
-pub(super) fn list(catalog: &Catalog, as_json: bool, dirs: &[std::path::PathBuf]) -> Result<i32> {
+/// the pack directory of `dirs` holding it; a native tool has none), written to `out`.
+pub(super) fn list(catalog: &Catalog, as_json: bool, dirs: &[std::path::PathBuf], out: &mut Vec<u8>) -> Result<()> {
     if as_json {
         let rows: Vec<Value> = catalog
             .tools()
@@ -27,8 +27,9 @@ pub(super) fn list(catalog: &Catalog, as_json: bool, dirs: &[std::path::PathBuf]
                 })
             })
             .collect();
-        print_json(&rows)?;
-        return Ok(exit::OK);
+        serde_json::to_writer_pretty(&mut *out, &rows)?;
+        out.push(b'\n');
+        return Ok(());
     }
     let rows: Vec<[String; 5]> = catalog
         .tools()
@@ -49,7 +50,6 @@ pub(super) fn list(catalog: &Catalog, as_json: bool, dirs: &[std::path::PathBuf]
             *w = (*w).max(cell.chars().count());
         }
     }
-    let mut out = String::new();
     for row in std::iter::once(&header).chain(&rows) {
         let mut line = String::new();
         for (i, cell) in row.iter().enumerate() {
@@ -61,11 +61,10 @@ pub(super) fn list(catalog: &Catalog, as_json: bool, dirs: &[std::path::PathBuf]
                 line.push_str(&" ".repeat(pad));
             }
         }
-        out.push_str(line.trim_end());
-        out.push('\n');
+        out.extend_from_slice(line.trim_end().as_bytes());
+        out.push(b'\n');
     }
-    print(&out)?;
-    Ok(exit::OK)
+    Ok(())
 }
 
 pub(super) fn describe(catalog: &Catalog, name: &str, prompt_entry: bool) -> Result<i32> {
@@ -78,14 +77,21 @@ pub(super) fn describe(catalog: &Catalog, name: &str, prompt_entry: bool) -> Res
     Ok(exit::OK)
 }
 
-/// Every tool (the agent's, with `--agent`) in `format`.
-pub(super) fn catalog(catalog: &Catalog, format: ExportFormat, context: &crate::call::Context) -> Result<i32> {
+/// Every tool (the agent's, with `--agent`) in `format`, written to `out`; true when no
+/// warning was printed.
+pub(super) fn catalog(
+    catalog: &Catalog,
+    format: ExportFormat,
+    context: &crate::call::Context,
+    out: &mut Vec<u8>,
+) -> Result<bool> {
     let tools: Vec<_> = catalog.tools().filter(|t| context.offers(t)).collect();
-    for warning in formats::export_warnings(&tools, format) {
+    let warnings = formats::export_warnings(&tools, format);
+    for warning in &warnings {
         eprintln!("warning: {warning}");
     }
-    write_out(|out| formats::write_export(&tools, format, out))?;
-    Ok(exit::OK)
+    formats::write_export(&tools, format, out)?;
+    Ok(warnings.is_empty())
 }
 
 pub(super) fn help(catalog: &Catalog, name: &str) -> Result<i32> {

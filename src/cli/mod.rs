@@ -12,6 +12,7 @@ mod run;
 mod sandbox;
 mod serve;
 mod signals;
+mod snapshot;
 mod test;
 
 use std::io::Write;
@@ -374,6 +375,25 @@ pub(crate) fn main() -> i32 {
                 _ => None,
             };
             let locked = cli.locked || agent.as_ref().is_some_and(|a| a.config.locked);
+            // A listing whose inputs are all in the fingerprint, printed to a file or pipe.
+            let mut snapshot = match command {
+                Command::List { .. } | Command::Catalog { .. }
+                    if agent.is_none() && !locked && !snapshot::stdout_is_terminal() =>
+                {
+                    let path = search_path(&dirs);
+                    path.describe_cache.as_ref().and_then(|c| snapshot::Snapshot::of_this_process(c, &path.dirs))
+                }
+                _ => None,
+            };
+            if let Some(out) = snapshot.as_mut().and_then(snapshot::Snapshot::lookup) {
+                return match write_out(|o| o.write_all(&out)) {
+                    Ok(()) => signals::exit_status().unwrap_or(exit::OK),
+                    Err(e) => {
+                        report(&e);
+                        exit::USAGE
+                    }
+                };
+            }
             // The lock file's verification never relies on the name index.
             let mut catalog = load_catalog(&dirs, cli.quiet, only, !locked);
             if locked {
@@ -387,9 +407,13 @@ pub(crate) fn main() -> i32 {
                 }
             }
             let result = match command {
-                Command::List { json } => list::list(&catalog, *json, &search_path(&dirs).dirs),
+                Command::List { json } => listing(snapshot, &catalog, |out| {
+                    list::list(&catalog, *json, &search_path(&dirs).dirs, out).map(|()| true)
+                }),
                 Command::Describe { name, prompt } => list::describe(&catalog, name, *prompt),
-                Command::Catalog { format } => list::catalog(&catalog, *format, &base),
+                Command::Catalog { format } => {
+                    listing(snapshot, &catalog, |out| list::catalog(&catalog, *format, &base, out))
+                }
                 Command::Run(args) => run::run(&catalog, args, &base),
                 Command::Call(args) => call::call(&catalog, args, &base),
                 Command::Prompt(args) => prompt::prompt(&catalog, args, &base),
@@ -532,6 +556,22 @@ fn print_diagnostics(diagnostics: &[Diagnostic]) {
     for d in diagnostics {
         let _ = writeln!(err, "{d}");
     }
+}
+
+/// Print the listing `render` writes (true when it printed nothing on stderr), and keep it
+/// as `snapshot` when it is a clean answer: nothing on stderr from the load or the render.
+fn listing(
+    snapshot: Option<snapshot::Snapshot>,
+    catalog: &Catalog,
+    render: impl FnOnce(&mut Vec<u8>) -> anyhow::Result<bool>,
+) -> anyhow::Result<i32> {
+    let mut out = Vec::new();
+    let clean = render(&mut out)? && catalog.diagnostics.is_empty();
+    write_out(|o| o.write_all(&out))?;
+    if let Some(snapshot) = snapshot.filter(|_| clean) {
+        snapshot.store(&out);
+    }
+    Ok(exit::OK)
 }
 
 /// Print an error as one line (its causes on following lines).
