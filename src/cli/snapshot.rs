@@ -21,7 +21,8 @@
 //! change during the load, or in the same clock tick, would not show in a later
 //! fingerprint). Files are written and read like the describe cache: a private
 //! directory, no following of links, an atomic rename, used only when this user owns
-//! them; any failure is a full load.
+//! them; any failure is a full load. A cache directory keeps the [`KEPT`] most recently
+//! written snapshots.
 
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
@@ -106,7 +107,30 @@ impl Snapshot {
         bytes.extend_from_slice(MAGIC.as_bytes());
         let _ = writeln!(bytes, "{}\n{}", self.key, before.digest);
         bytes.extend_from_slice(output);
-        let _ = describe_cache::write_private(&self.dir, &self.file, &bytes);
+        if describe_cache::write_private(&self.dir, &self.file, &bytes).is_ok() {
+            evict(&self.dir, KEPT);
+        }
+    }
+}
+
+/// How many snapshots a cache directory keeps: an invocation whose environment changes
+/// every time (a session id) must not fill the disk, one snapshot per run.
+const KEPT: usize = 16;
+
+/// Remove the least recently written snapshots of `dir` beyond the `keep` newest.
+fn evict(dir: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut snapshots: Vec<(SystemTime, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().as_bytes().starts_with(b"listing-") && e.file_name().as_bytes().ends_with(b".snap"))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if snapshots.len() <= keep {
+        return;
+    }
+    snapshots.sort();
+    for (_, path) in &snapshots[..snapshots.len() - keep] {
+        let _ = std::fs::remove_file(path);
     }
 }
 

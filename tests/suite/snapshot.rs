@@ -253,3 +253,17 @@ fn a_missing_pack_directory_created_is_seen() {
     std::fs::write(home.path().join("packs/kappa.tool.json"), tool("kappa", "new")).unwrap();
     catalog().success().stdout_contains("\"kappa\"");
 }
+
+#[test]
+fn a_cache_directory_keeps_the_sixteen_newest_snapshots() {
+    let scene = Scene::new();
+    settle();
+    // An environment that changes every run (a session id) is a new invocation each time.
+    for i in 0..20 {
+        scene.test(scene.cache.path()).env("SESSION", i.to_string()).args(["catalog"]).run().success();
+    }
+    assert_eq!(scene.snapshots().len(), 16, "{:?}", scene.snapshots());
+    // The newest is among them: the last session's listing is a hit.
+    scene.tamper();
+    scene.test(scene.cache.path()).env("SESSION", "19").args(["catalog"]).run().success().stdout_eq(MARKER);
+}
