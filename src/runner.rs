@@ -180,22 +180,6 @@ pub(crate) fn run_observed(
         // `#!` to /bin/sh.
         Lookup::Missing => return Err(start_error(io::Error::from_raw_os_error(libc::ENOENT))),
     };
-    let mut cmd = match &found {
-        Some(path) => {
-            let mut cmd = Command::new(path);
-            cmd.arg0(program);
-            cmd
-        }
-        None => Command::new(program),
-    };
-    if inv.clear_env {
-        cmd.env_clear();
-    }
-    cmd.args(args)
-        .envs(inv.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
     let sandbox = inv.sandbox.as_ref().filter(|s| s.confines()).cloned();
     let confined = sandbox.is_some() || !inv.limits.is_empty();
     // The child sets up its own confinement before exec: a session of its own (so also its
@@ -213,44 +197,58 @@ pub(crate) fn run_observed(
         set_limits(&limits)?;
         sandbox.as_ref().map_or(Ok(()), |s| s.enter())
     };
-    if !confined {
-        cmd.process_group(0);
-    }
-    if let Some(cwd) = &inv.cwd {
-        cmd.current_dir(cwd);
-    }
-
     let tag = crate::orphans::new_tag();
-    cmd.env(crate::orphans::TAG_VAR, &tag);
+    // What the child gets, computed once whichever way it is started.
+    let env = child_env(inv, &tag);
     // A confined child with a program path is started by `spawn` (clone with a shared
-    // memory, no copy of packs); otherwise std forks for the setup.
-    #[cfg(target_os = "linux")]
-    let direct = found.as_deref().filter(|_| confined).map(|path| {
-        let argv: Vec<&std::ffi::OsStr> =
-            std::iter::once(std::ffi::OsStr::new(program)).chain(args.iter().map(std::ffi::OsStr::new)).collect();
-        (path, argv, child_env(inv, &tag))
-    });
-    #[cfg(not(target_os = "linux"))]
-    let direct: Option<(&Path, Vec<&std::ffi::OsStr>, Vec<(OsString, OsString)>)> = None;
-    if direct.is_none() && confined {
-        let setup = setup.clone();
-        // SAFETY: `setup` only makes system calls on data prepared before the fork; it
-        // allocates nothing and takes no lock.
-        unsafe { cmd.pre_exec(setup) };
-    }
+    // memory, no copy of packs); otherwise std starts it (posix_spawn, or a fork for the setup).
+    let direct = cfg!(target_os = "linux") && confined && found.is_some();
+    let std_command = || {
+        let mut cmd = match &found {
+            Some(path) => {
+                let mut cmd = Command::new(path);
+                cmd.arg0(program);
+                cmd
+            }
+            None => Command::new(program),
+        };
+        cmd.args(args)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(cwd) = &inv.cwd {
+            cmd.current_dir(cwd);
+        }
+        if confined {
+            let setup = setup.clone();
+            // SAFETY: `setup` only makes system calls on data prepared before the fork; it
+            // allocates nothing and takes no lock.
+            unsafe { cmd.pre_exec(setup) };
+        } else {
+            cmd.process_group(0);
+        }
+        cmd
+    };
     let start = Instant::now();
     let spawning = SPAWNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     RUNNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let spawned = match &direct {
+    let spawned = match found.as_deref().filter(|_| direct) {
         #[cfg(target_os = "linux")]
-        Some((path, argv, env)) => crate::spawn::spawn(path, argv, env, inv.cwd.as_deref(), &setup).map(|s| {
-            (
-                Spawned::Direct(s.pid),
-                Some(Box::new(s.stdout) as Box<dyn ReadFd>),
-                Some(Box::new(s.stderr) as Box<dyn ReadFd>),
-            )
-        }),
-        _ => cmd.spawn().map(|mut child| {
+        Some(path) => {
+            let argv: Vec<&std::ffi::OsStr> = std::iter::once(std::ffi::OsStr::new(program))
+                .chain(args.iter().map(std::ffi::OsStr::new))
+                .collect();
+            crate::spawn::spawn(path, &argv, &env, inv.cwd.as_deref(), &setup).map(|s| {
+                (
+                    Spawned::Direct(s.pid),
+                    Some(Box::new(s.stdout) as Box<dyn ReadFd>),
+                    Some(Box::new(s.stderr) as Box<dyn ReadFd>),
+                )
+            })
+        }
+        _ => std_command().spawn().map(|mut child| {
             let out: Option<Box<dyn ReadFd>> = child.stdout.take().map(|o| Box::new(o) as _);
             let err: Option<Box<dyn ReadFd>> = child.stderr.take().map(|e| Box::new(e) as _);
             (Spawned::Std(child), out, err)
@@ -543,21 +541,15 @@ impl Spawned {
     }
 }
 
-/// The child's whole environment, as std would give it: packs' own unless cleared, then
-/// the invocation's variables and the call's tag (a later value of a name wins).
-#[cfg(target_os = "linux")]
+/// The child's whole environment: packs' own unless cleared, then the invocation's
+/// variables and the call's tag (a later value of a name wins).
 fn child_env(inv: &Invocation, tag: &str) -> Vec<(OsString, OsString)> {
-    let inherited: Vec<(OsString, OsString)> = if inv.clear_env { Vec::new() } else { std::env::vars_os().collect() };
+    let inherited = std::env::vars_os().filter(|_| !inv.clear_env);
     let given = inv.env.iter().map(|(k, v)| (OsString::from(k), OsString::from(v)));
     let tagged = std::iter::once((OsString::from(crate::orphans::TAG_VAR), OsString::from(tag)));
-    let mut env: Vec<(OsString, OsString)> = Vec::new();
-    for (k, v) in inherited.into_iter().chain(given).chain(tagged) {
-        match env.iter_mut().find(|(name, _)| *name == k) {
-            Some(slot) => slot.1 = v,
-            None => env.push((k, v)),
-        }
-    }
-    env
+    // Later entries win: the call's variables over packs' own, the tag over both.
+    let env: std::collections::BTreeMap<OsString, OsString> = inherited.chain(given).chain(tagged).collect();
+    env.into_iter().collect()
 }
 
 /// Held from a tool's spawn until it is registered in [`LIVE`], and while leftovers are
