@@ -383,10 +383,21 @@ fn tls_acceptor(cert: &std::path::Path, key: &std::path::Path) -> Result<tokio_r
 
 /// Answer one HTTP request, counting its status.
 async fn respond(state: &Arc<State>, req: Request<Incoming>, remote: SocketAddr) -> Response<Body> {
-    let response = route(state, req, remote).await;
+    let has_body = !hyper::body::Body::is_end_stream(req.body());
+    let mut response = route(state, req, remote).await;
+    // hyper ends a connection whose request body was left unread (a refusal answers before
+    // reading it) rather than drain it: say so, or the client sends its next request on a
+    // connection about to close and sees it drop without an answer.
+    if has_body && response.extensions().get::<BodyRead>().is_none() {
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     state.server.metrics.responded(response.status().as_u16());
     response
 }
+
+/// Marks a response to a request whose body was read to its end.
+#[derive(Clone, Copy)]
+struct BodyRead;
 
 async fn route(state: &Arc<State>, req: Request<Incoming>, _remote: SocketAddr) -> Response<Body> {
     let path = req.uri().path();
@@ -518,6 +529,16 @@ async fn authenticate(state: &State, headers: &HeaderMap) -> Result<Client, Resp
 
 /// The MCP endpoint.
 async fn post(state: &Arc<State>, req: Request<Incoming>, client: Client) -> Response<Body> {
+    let mut read = false;
+    let mut response = answer_post(state, req, client, &mut read).await;
+    if read {
+        response.extensions_mut().insert(BodyRead);
+    }
+    response
+}
+
+/// [`post`]'s answer; `read` is set once the body was read to its end.
+async fn answer_post(state: &Arc<State>, req: Request<Incoming>, client: Client, read: &mut bool) -> Response<Body> {
     let headers = req.headers().clone();
     let is_json = headers
         .get(header::CONTENT_TYPE)
@@ -545,6 +566,7 @@ async fn post(state: &Arc<State>, req: Request<Incoming>, client: Client) -> Res
         Ok(body) => body,
         Err(refusal) => return refusal,
     };
+    *read = true;
     let msg: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => return rpc_error(StatusCode::BAD_REQUEST, &Value::Null, PARSE_ERROR, &format!("not JSON: {e}")),

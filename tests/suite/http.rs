@@ -379,3 +379,54 @@ fn sigterm_past_the_grace_ends_running_tools_and_leaves_no_process() {
     // New connections are refused.
     assert!(TcpStream::connect(addr).is_err());
 }
+
+/// Read one response from a connection that stays open: its head, then `content-length` bytes.
+fn read_one(stream: &mut TcpStream) -> Reply {
+    let mut bytes = Vec::new();
+    let mut byte = [0u8; 1];
+    while !bytes.ends_with(b"\r\n\r\n") {
+        assert_eq!(stream.read(&mut byte).expect("a response head"), 1, "closed before a response: {bytes:?}");
+        bytes.push(byte[0]);
+    }
+    let head = parse(&bytes);
+    let len: usize = head.header("content-length").expect("a content-length").parse().unwrap();
+    let mut body = vec![0; len];
+    stream.read_exact(&mut body).unwrap();
+    bytes.extend_from_slice(&body);
+    parse(&bytes)
+}
+
+#[test]
+fn a_refusal_before_the_body_is_read_says_the_connection_closes() {
+    let s = start(tools(), &[]);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let head = |content_type: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: {content_type}\r\nAccept: application/json\r\n\
+             Content-Length: {}\r\n\r\n",
+            s.addr,
+            body.len()
+        )
+    };
+    // The body comes after the head, as many clients write them: refused (415) before it
+    // arrives, so hyper ends the connection, and the answer must say so.
+    let mut stream = TcpStream::connect(s.addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    stream.write_all(head("text/plain").as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let _ = stream.write_all(body.as_bytes());
+    let r = read_one(&mut stream);
+    assert_eq!(r.status, 415, "{}", r.body);
+    assert_eq!(r.header("connection"), Some("close"), "{:?}", r.headers);
+    // A request whose body was read keeps its connection: a second one is answered on it.
+    let mut stream = TcpStream::connect(s.addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    for _ in 0..2 {
+        stream.write_all(head("application/json").as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        stream.write_all(body.as_bytes()).unwrap();
+        let r = read_one(&mut stream);
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.header("connection"), None, "{:?}", r.headers);
+    }
+}
