@@ -3,12 +3,14 @@
 each against its baseline measured in the same run: `/bin/echo` (a process), `cat` of the
 same files (reading them), and packs' own commands.
 
-    cargo build --release && python3 benches/scaling.py [--sizes 10,100,1000,10000] [--rounds 3]
+    cargo build --release && python3 benches/scaling.py [--sizes 10,100,1000,10000] [--rounds 3] [--executables 100]
 
 Commands alternate within a round; each is repeated for about a second (at least 3 times)
 and the median of the rounds' means is printed, with the peak memory of `packs catalog`.
 `catalog` is warm (its listing snapshot current); `catalog cold` runs without a cache
-directory, so it reads and loads every manifest.
+directory, so it reads and loads every manifest. A second table compares a directory of
+`--describe` executables with one of manifests (`prompt` loads every tool without a
+snapshot, so it shows discovery with the describe cache warm).
 """
 
 import argparse
@@ -54,6 +56,19 @@ def pack_dir(root, n):
     return d
 
 
+def exe_dir(root, n):
+    """A pack directory of n executables that answer `--describe` (shell scripts)."""
+    d = Path(root, f"x{n}")
+    d.mkdir()
+    for i in range(n):
+        describe = ('{"name": "exe_%d", "description": "Executable tool %d", "parameters": {"type": "object", '
+                    '"properties": {"text": {"type": "string"}}}}' % (i, i))
+        f = Path(d, f"exe_{i}")
+        f.write_text(f"#!/bin/sh\nif [ \"$1\" = --describe ]; then echo '{describe}'; exit 0; fi\necho ok\n")
+        f.chmod(0o755)
+    return d
+
+
 def mean_ms(argv, env, budget=1.0, least=3):
     times = []
     start = time.perf_counter()
@@ -76,6 +91,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10,100,1000,10000")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--executables", type=int, default=100)
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     root = tempfile.mkdtemp(prefix="packs-scaling-")
@@ -116,8 +132,38 @@ def main():
                   f"| {m['catalog']:.1f} ({m['catalog'] / m['cat']:.1f}× cat) | {m['cold']:.1f} | {m['list']:.1f} "
                   f"| {m['lint']:.1f} | {peak:.0f} MB ({peak_cold:.0f} MB) |", flush=True)
             shutil.rmtree(d)
+        executables(root, env, args.executables, args.rounds)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def executables(root, env, n, rounds):
+    """A directory of `--describe` executables against one of manifests, each warm."""
+    x, m = exe_dir(root, n), pack_dir(root, n)
+    time.sleep(2.2)
+    mid = f"exe_{n // 2}"
+    commands = {
+        "echo": ["/bin/echo"],
+        "script": [str(Path(x, mid))],
+        "prompt x": [PACKS, "--packs", str(x), "prompt"],
+        "prompt m": [PACKS, "--packs", str(m), "prompt"],
+        "catalog x": [PACKS, "--packs", str(x), "catalog"],
+        "run x": [PACKS, "--packs", str(x), "run", mid],
+        "run m": [PACKS, "--packs", str(m), "run", "noop"],
+    }
+    for argv in commands.values():
+        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    times = {k: [] for k in commands}
+    for _ in range(rounds):
+        for k, argv in commands.items():
+            times[k].append(mean_ms(argv, env))
+    t = {k: statistics.median(v) for k, v in times.items()}
+    print()
+    print(f"{n} executables answering --describe (describe cache warm) against {n} manifests, ms:")
+    print("| echo | the script itself | prompt: executables / manifests | catalog (snapshot) | run one: executables / manifests |")
+    print("|---|---|---|---|---|")
+    print(f"| {t['echo']:.2f} | {t['script']:.2f} | {t['prompt x']:.1f} / {t['prompt m']:.1f} | {t['catalog x']:.1f} "
+          f"| {t['run x']:.2f} / {t['run m']:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

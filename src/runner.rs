@@ -237,9 +237,8 @@ pub(crate) fn run_observed(
     let spawned = match found.as_deref().filter(|_| direct) {
         #[cfg(target_os = "linux")]
         Some(path) => {
-            let argv: Vec<&std::ffi::OsStr> = std::iter::once(std::ffi::OsStr::new(program))
-                .chain(args.iter().map(std::ffi::OsStr::new))
-                .collect();
+            let argv: Vec<&std::ffi::OsStr> =
+                std::iter::once(std::ffi::OsStr::new(program)).chain(args.iter().map(std::ffi::OsStr::new)).collect();
             crate::spawn::spawn(path, &argv, &env, inv.cwd.as_deref(), &setup).map(|s| {
                 (
                     Spawned::Direct(s.pid),
