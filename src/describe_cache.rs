@@ -222,10 +222,51 @@ pub(crate) fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::R
     result
 }
 
+/// Remove the least recently written files of the cache directory `dir` whose names start
+/// with `prefix`, beyond the `keep` newest: kinds of entries made per search path or per
+/// invocation must not grow without end.
+pub(crate) fn evict(dir: &Path, prefix: &str, keep: usize) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    let mut found: Vec<(SystemTime, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().as_bytes().starts_with(prefix.as_bytes()))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if found.len() <= keep {
+        return;
+    }
+    found.sort();
+    for (_, path) in &found[..found.len() - keep] {
+        let _ = fs::remove_file(path);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn eviction_keeps_the_newest_entries_of_one_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = SystemTime::now() - Duration::from_secs(1000);
+        for i in 0..20u64 {
+            // Written in shuffled order; their modification times say which are newest.
+            let n = (i * 7) % 20;
+            let path = dir.path().join(format!("names-{n:02}.idx"));
+            fs::write(&path, "x").unwrap();
+            fs::File::options().write(true).open(&path).unwrap().set_modified(base + Duration::from_secs(n)).unwrap();
+        }
+        fs::write(dir.path().join("describe-1.json"), "{}").unwrap();
+        evict(dir.path(), "names-", 5);
+        let mut left: Vec<String> =
+            fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        left.sort();
+        assert_eq!(
+            left,
+            ["describe-1.json", "names-15.idx", "names-16.idx", "names-17.idx", "names-18.idx", "names-19.idx"]
+        );
+    }
 
     #[test]
     fn the_directory_comes_from_the_environment_in_order() {

@@ -140,7 +140,9 @@ impl<'a> NameIndex<'a> {
         for t in tools {
             text.extend_from_slice(&t);
         }
-        let _ = describe_cache::write_private(self.cache.dir(), &self.file(&key), &text);
+        if describe_cache::write_private(self.cache.dir(), &self.file(&key), &text).is_ok() {
+            describe_cache::evict(self.cache.dir(), "names-", KEPT);
+        }
     }
 
     /// What to load for `name`, when the index proves it current for that name. Reads
@@ -212,6 +214,10 @@ impl<'a> NameIndex<'a> {
         (now.is_some() && now == parse_word(id)?).then_some(plan)
     }
 }
+
+/// How many indexes a cache directory keeps (one per search path: with the default
+/// `./packs`, one per working directory packs ran in).
+const KEPT: usize = 64;
 
 /// How many bytes a bisection step reads.
 const BLOCK: usize = 8192;

@@ -108,7 +108,7 @@ impl Snapshot {
         let _ = writeln!(bytes, "{}\n{}", self.key, before.digest);
         bytes.extend_from_slice(output);
         if describe_cache::write_private(&self.dir, &self.file, &bytes).is_ok() {
-            evict(&self.dir, KEPT);
+            describe_cache::evict(&self.dir, "listing-", KEPT);
         }
     }
 }
@@ -116,23 +116,6 @@ impl Snapshot {
 /// How many snapshots a cache directory keeps: an invocation whose environment changes
 /// every time (a session id) must not fill the disk, one snapshot per run.
 const KEPT: usize = 16;
-
-/// Remove the least recently written snapshots of `dir` beyond the `keep` newest.
-fn evict(dir: &Path, keep: usize) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    let mut snapshots: Vec<(SystemTime, PathBuf)> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().as_bytes().starts_with(b"listing-") && e.file_name().as_bytes().ends_with(b".snap"))
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-        .collect();
-    if snapshots.len() <= keep {
-        return;
-    }
-    snapshots.sort();
-    for (_, path) in &snapshots[..snapshots.len() - keep] {
-        let _ = std::fs::remove_file(path);
-    }
-}
 
 /// Whether a change at `changed` might still not show in timestamps read at `at`.
 fn at_settling(changed: SystemTime, at: SystemTime) -> bool {
