@@ -51,7 +51,7 @@ pub(super) struct Snapshot {
 #[derive(PartialEq, Eq)]
 struct Fingerprint {
     digest: String,
-    latest: Option<SystemTime>,
+    latest: SystemTime,
 }
 
 impl Snapshot {
@@ -89,17 +89,22 @@ impl Snapshot {
         let text = describe_cache::read_own(&self.file);
         self.before = Some((now, started));
         let (fingerprint, _) = self.before.as_ref()?;
-        let rest = text?.strip_prefix(MAGIC.as_bytes())?.to_vec();
-        let (key, rest) = split_line(&rest)?;
+        let mut text = text?;
+        let (key, rest) = split_line(text.strip_prefix(MAGIC.as_bytes())?)?;
         let (digest, output) = split_line(rest)?;
-        (key == self.key.as_bytes() && digest == fingerprint.digest.as_bytes()).then(|| output.to_vec())
+        if key != self.key.as_bytes() || digest != fingerprint.digest.as_bytes() {
+            return None;
+        }
+        // The output is the file's tail: keep the one buffer, without its head.
+        text.drain(..text.len() - output.len());
+        Some(text)
     }
 
     /// Keep `output` as this invocation's snapshot, if the pack directories did not change
     /// since [`Snapshot::lookup`] and had settled by then.
     pub(super) fn store(&self, output: &[u8]) {
         let Some((before, started)) = &self.before else { return };
-        let settled = before.latest.is_some_and(|t| !at_settling(t, *started));
+        let settled = !at_settling(before.latest, *started);
         if !settled || fingerprint(&self.pack_dirs) != *before {
             return;
         }
@@ -125,14 +130,14 @@ fn at_settling(changed: SystemTime, at: SystemTime) -> bool {
 /// The fingerprint of `pack_dirs`: every entry discovery walks, with its identity.
 fn fingerprint(pack_dirs: &[PathBuf]) -> Fingerprint {
     let mut h = Sha256::new();
-    let mut latest = Some(SystemTime::UNIX_EPOCH);
+    let mut latest = SystemTime::UNIX_EPOCH;
     let mut note = |h: &mut Sha256, kind: &[u8], path: &Path, id: Option<Identity>| {
         field(h, kind);
         field(h, path.as_os_str().as_bytes());
         match id {
             Some(id) => {
                 field(h, id.to_word().as_bytes());
-                latest = latest.map(|l| l.max(id.changed()));
+                latest = latest.max(id.changed());
             }
             None => field(h, b"-"),
         }
