@@ -58,7 +58,8 @@ fn pass_env_name(name: &str) -> Result<String, String> {
     disable_help_subcommand = true,
     after_help = "Run `packs help COMMAND` for a command's help, `packs help NAME` (or `packs help --tool NAME`) for a tool's manual page.\n\n\
         Environment: PACKS_PATH (pack directories), PACKS_AGENT, PACKS_WORKSPACE, PACKS_LOG,\n\
-        PACKS_CACHE_DIR (where executables' --describe answers are cached; empty: no cache)."
+        PACKS_CACHE_DIR (where executables' --describe answers, the name index and listing\n\
+        snapshots are kept; empty: no cache)."
 )]
 struct Cli {
     /// When to colour the output: auto (on a terminal, unless NO_COLOR is set), always, never
