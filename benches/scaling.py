@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """How packs' whole-process costs scale with the number of manifests (issue 15's targets),
-each against its baseline measured in the same run: `/bin/echo` (a process), `cat` of the
-same files (reading them), and packs' own commands.
+each against its baseline measured in the same run: `/bin/echo` (a process), `du -s` of the
+directory (reading it and a `stat` per file), `cat` of the same files (reading them), and
+packs' own commands.
 
     cargo build --release && python3 benches/scaling.py [--sizes 10,100,1000,10000] [--rounds 3] [--executables 100]
 
@@ -102,8 +103,8 @@ def main():
     cold = dict(env, PACKS_CACHE_DIR="")
     try:
         print(f"packs: {PACKS}; {os.cpu_count()} cores; {args.rounds} rounds; medians of means, ms")
-        print("| manifests | echo | cat | run | catalog | catalog cold | list --json | lint | catalog peak (cold) |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("| manifests | echo | du -s | cat | run | catalog | catalog cold | list --json | lint | catalog peak (cold) |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for n in sizes:
             d = pack_dir(root, n)
             # Files changed in the last two seconds are never trusted by packs' caches (a
@@ -113,6 +114,7 @@ def main():
             commands = {
                 "echo": ["/bin/echo"],
                 "cat": ["cat", *files],
+                "du": ["du", "-s", str(d)],
                 "run": [PACKS, "--packs", str(d), "run", "noop"],
                 "catalog": [PACKS, "--packs", str(d), "catalog"],
                 "cold": [PACKS, "--packs", str(d), "catalog"],
@@ -128,7 +130,7 @@ def main():
                     rounds[k].append(mean_ms(argv, envs[k]))
             m = {k: statistics.median(v) for k, v in rounds.items()}
             peak, peak_cold = peak_rss_mb(commands["catalog"], env), peak_rss_mb(commands["catalog"], cold)
-            print(f"| {n:,} | {m['echo']:.2f} | {m['cat']:.2f} | {m['run']:.2f} ({m['run'] / m['echo']:.1f}× echo) "
+            print(f"| {n:,} | {m['echo']:.2f} | {m['du']:.2f} | {m['cat']:.2f} | {m['run']:.2f} ({m['run'] / m['echo']:.1f}× echo) "
                   f"| {m['catalog']:.1f} ({m['catalog'] / m['cat']:.1f}× cat) | {m['cold']:.1f} | {m['list']:.1f} "
                   f"| {m['lint']:.1f} | {peak:.0f} MB ({peak_cold:.0f} MB) |", flush=True)
             shutil.rmtree(d)
