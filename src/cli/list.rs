@@ -11,7 +11,12 @@ use crate::visible;
 
 /// Every tool: name, kind, read-only, description, and the file it came from (JSON: and
 /// the pack directory of `dirs` holding it; a native tool has none), written to `out`.
-pub(super) fn list(catalog: &Catalog, as_json: bool, dirs: &[std::path::PathBuf], out: &mut Vec<u8>) -> Result<()> {
+pub(super) fn list(
+    catalog: &Catalog,
+    as_json: bool,
+    dirs: &[std::path::PathBuf],
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     if as_json {
         let rows: Vec<Value> = catalog
             .tools()
@@ -28,8 +33,7 @@ pub(super) fn list(catalog: &Catalog, as_json: bool, dirs: &[std::path::PathBuf]
             })
             .collect();
         serde_json::to_writer_pretty(&mut *out, &rows)?;
-        out.push(b'\n');
-        return Ok(());
+        return out.write_all(b"\n");
     }
     let rows: Vec<[String; 5]> = catalog
         .tools()
@@ -61,8 +65,8 @@ pub(super) fn list(catalog: &Catalog, as_json: bool, dirs: &[std::path::PathBuf]
                 line.push_str(&" ".repeat(pad));
             }
         }
-        out.extend_from_slice(line.trim_end().as_bytes());
-        out.push(b'\n');
+        out.write_all(line.trim_end().as_bytes())?;
+        out.write_all(b"\n")?;
     }
     Ok(())
 }
@@ -83,8 +87,8 @@ pub(super) fn catalog(
     catalog: &Catalog,
     format: ExportFormat,
     context: &crate::call::Context,
-    out: &mut Vec<u8>,
-) -> Result<bool> {
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<bool> {
     let tools: Vec<_> = catalog.tools().filter(|t| context.offers(t)).collect();
     let warnings = formats::export_warnings(&tools, format);
     for warning in &warnings {

@@ -559,17 +559,23 @@ fn print_diagnostics(diagnostics: &[Diagnostic]) {
     }
 }
 
-/// Print the listing `render` writes (true when it printed nothing on stderr), and keep it
-/// as `snapshot` when it is a clean answer: nothing on stderr from the load or the render.
+/// Print the listing `render` writes (true when it printed nothing on stderr). With a
+/// `snapshot` to keep, the listing is rendered in memory first and kept when it is a clean
+/// answer (nothing on stderr from the load or the render); without one it goes straight to
+/// stdout.
 fn listing(
     snapshot: Option<snapshot::Snapshot>,
     catalog: &Catalog,
-    render: impl FnOnce(&mut Vec<u8>) -> anyhow::Result<bool>,
+    render: impl FnOnce(&mut dyn Write) -> std::io::Result<bool>,
 ) -> anyhow::Result<i32> {
+    let Some(snapshot) = snapshot else {
+        write_out(|o| render(o).map(drop))?;
+        return Ok(exit::OK);
+    };
     let mut out = Vec::new();
     let clean = render(&mut out)? && catalog.diagnostics.is_empty();
     write_out(|o| o.write_all(&out))?;
-    if let Some(snapshot) = snapshot.filter(|_| clean) {
+    if clean {
         snapshot.store(&out);
     }
     Ok(exit::OK)
