@@ -508,3 +508,14 @@ impl ForOtherUser {
         cmd
     }
 }
+
+/// Wait until files written so far are older than packs' caches' settle time (files
+/// changed in the last two seconds are never trusted).
+pub(crate) fn settle() {
+    std::thread::sleep(packs::DescribeCache::SETTLE + Duration::from_millis(200));
+}
+
+/// A file's modification time.
+pub(crate) fn mtime(path: &Path) -> std::time::SystemTime {
+    std::fs::metadata(path).unwrap().modified().unwrap()
+}

@@ -148,7 +148,7 @@ fn describes_are_cached_while_the_executable_is_the_same_file() {
     };
     assert_eq!(describes_kept(), 0, "nothing is cached for a file that just changed");
 
-    std::thread::sleep(packs::DescribeCache::SETTLE + Duration::from_millis(100));
+    crate::common::settle();
     assert_eq!(describe(), "first");
     assert_eq!(describes(), 2);
     // Kept now: describe, run and list take the answer from the cache.

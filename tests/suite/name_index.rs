@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 use tempfile::TempDir;
 
-use crate::common::{Output, Packs, Test};
+use crate::common::{Output, Packs, Test, mtime, settle};
 
 fn tool(name: &str, output: &str) -> String {
     json!({"name": name, "description": format!("prints {output}"), "command": {"program": "echo", "args": [output]}})
@@ -32,10 +32,6 @@ fn edit_in_place(path: &Path, text: &str) {
 /// time still moves, which no user can set back.
 fn set_mtime(path: &Path, mtime: SystemTime) {
     std::fs::File::options().write(true).open(path).unwrap().set_modified(mtime).unwrap();
-}
-
-fn mtime(path: &Path) -> SystemTime {
-    std::fs::metadata(path).unwrap().modified().unwrap()
 }
 
 /// Replace `link` by a symlink to `target` the way `ln -sfn` does: made aside, renamed over.
@@ -122,10 +118,6 @@ fn check(out: &Output, expect: &Expect, what: &str) {
             assert!(out.stderr.contains(text), "{what}\n{}", out.report());
         }
     }
-}
-
-fn settle() {
-    std::thread::sleep(packs::DescribeCache::SETTLE + Duration::from_millis(200));
 }
 
 type Change = fn(&Scene);

@@ -11,20 +11,12 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 use tempfile::TempDir;
 
-use crate::common::{Output, Packs, Test};
+use crate::common::{Output, Packs, Test, mtime, settle};
 
 const MARKER: &str = "STALE SNAPSHOT\n";
 
 fn tool(name: &str, description: &str) -> String {
     json!({"name": name, "description": description, "command": {"program": "echo", "args": [name]}}).to_string()
-}
-
-fn settle() {
-    std::thread::sleep(packs::DescribeCache::SETTLE + Duration::from_millis(200));
-}
-
-fn mtime(path: &Path) -> SystemTime {
-    std::fs::metadata(path).unwrap().modified().unwrap()
 }
 
 /// Pack directories `a` and `b`, a directory outside them that links in `a` point into,
@@ -266,4 +258,38 @@ fn a_cache_directory_keeps_the_sixteen_newest_snapshots() {
     // The newest is among them: the last session's listing is a hit.
     scene.tamper();
     scene.test(scene.cache.path()).env("SESSION", "19").args(["catalog"]).run().success().stdout_eq(MARKER);
+}
+
+/// Make a FIFO at `path` (opening one for reading would block until a writer comes).
+fn fifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+}
+
+#[test]
+fn hostile_entries_in_a_pack_directory_never_hang_a_listing_or_make_a_stale_one() {
+    // FIFOs (one named like a manifest) are stat-ed, never opened: the listing is clean,
+    // kept, used, and seen gone when they are removed.
+    let scene = Scene::new();
+    fifo(&scene.a.join("pipe"));
+    fifo(&scene.a.join("sub/pipe.tool.json"));
+    settle();
+    prepared(&scene);
+    scene.cached(&["catalog"]).success().stdout_eq(MARKER);
+    std::fs::remove_file(scene.a.join("sub/pipe.tool.json")).unwrap();
+    let out = scene.cached(&["catalog"]);
+    assert_eq!(out.stdout(), scene.fresh(&["catalog"]).stdout(), "{}", out.report());
+    // A link loop (its directory is walked once) and a dangling link (reported by
+    // discovery, so nothing is kept): each run ends and answers like a full load.
+    let scene = Scene::new();
+    std::os::unix::fs::symlink(scene.a.path(), scene.a.join("sub/loop")).unwrap();
+    std::os::unix::fs::symlink(scene.a.join("nowhere"), scene.a.join("dangling.tool.json")).unwrap();
+    settle();
+    for _ in 0..2 {
+        let out = scene.cached(&["catalog"]);
+        out.success().stderr_contains("dangling.tool.json");
+        assert_eq!(out.stdout(), scene.fresh(&["catalog"]).stdout(), "{}", out.report());
+    }
+    assert!(scene.snapshots().is_empty(), "{:?}", scene.snapshots());
 }
