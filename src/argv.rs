@@ -196,19 +196,26 @@ impl CommandTemplate {
         all
     }
 
+    /// Every template, in manifest order (without building field paths).
+    fn each_template(&self) -> impl Iterator<Item = &Template> {
+        let args = self.args.iter().flat_map(|a| match a {
+            ArgTemplate::One(t) => std::slice::from_ref(t),
+            ArgTemplate::Group(ts) => ts.as_slice(),
+        });
+        args.chain(self.env.iter().map(|(_, t)| t)).chain(self.cwd.iter())
+    }
+
     /// Render argv, env and cwd for one call. `env.` and `secret.` values are read
     /// from packs' own environment; a secret that is not set is an error when the render
     /// reads it (not in a branch that is not taken, nor in a group another absent name omits).
     pub(crate) fn render(&self, values: &Values<'_>) -> Result<Rendered, RenderFailure> {
-        let templates = self.templates();
-        let environment = Environment::read(templates.iter().flat_map(|(_, t)| t.refs()));
+        let environment = Environment::read(self.each_template().flat_map(Template::refs));
         self.render_in(values, &environment)
     }
 
     /// Render with every `{{secret.NAME}}` as `***` (dry-run tests).
     pub(crate) fn render_with_placeholder_secrets(&self, values: &Values<'_>) -> Result<Rendered, RenderFailure> {
-        let templates = self.templates();
-        let environment = Environment::read_with_placeholder_secrets(templates.iter().flat_map(|(_, t)| t.refs()));
+        let environment = Environment::read_with_placeholder_secrets(self.each_template().flat_map(Template::refs));
         self.render_in(values, &environment)
     }
 
