@@ -115,8 +115,54 @@ pub struct SourceFile {
     fields: std::sync::OnceLock<Option<Fields>>,
 }
 
-/// Every field of a document: its path → (the key's range, if it has a key; the value's range).
-type Fields = std::collections::HashMap<Vec<Seg>, (Option<Range<usize>>, Range<usize>)>;
+/// Every field of a document as a tree flattened in document order: a node's
+/// children follow it, up to its `end`. Looking up a path walks it one step at a
+/// time, so no path is built or hashed per field.
+#[derive(Debug, Clone, Default)]
+struct Fields(Vec<Field>);
+
+/// One field: the step that reaches it, the key's range (if it has a key) and the value's.
+#[derive(Debug, Clone)]
+struct Field {
+    seg: Seg,
+    key: Option<Range<usize>>,
+    value: Range<usize>,
+    /// One past the last node of this field's subtree.
+    end: usize,
+}
+
+impl Fields {
+    /// Add a field; `walk` adds its children next, then `close` ends its subtree.
+    fn open(&mut self, seg: Seg, key: Option<Range<usize>>, value: Range<usize>) -> usize {
+        self.0.push(Field { seg, key, value, end: 0 });
+        self.0.len() - 1
+    }
+
+    fn close(&mut self, node: usize) {
+        self.0[node].end = self.0.len();
+    }
+
+    /// The field at the longest prefix of `path` that exists, and how many steps that is.
+    /// Of two equal keys, the first is the one a path reaches.
+    fn deepest(&self, path: &[Seg]) -> Option<(&Field, usize)> {
+        let mut node = 0;
+        let root = self.0.first()?;
+        let mut found = (root, 0);
+        for (depth, seg) in path.iter().enumerate() {
+            let mut child = node + 1;
+            let end = self.0[node].end;
+            while child < end && self.0[child].seg != *seg {
+                child = self.0[child].end;
+            }
+            if child >= end {
+                break;
+            }
+            node = child;
+            found = (&self.0[node], depth + 1);
+        }
+        Some(found)
+    }
+}
 
 impl SourceFile {
     /// Wrap text read from `path`; a leading `#!` line is blanked so that an
@@ -143,28 +189,26 @@ impl SourceFile {
     /// The byte range of the key or value at `path`, if the document has it.
     /// An empty path is the whole document.
     pub fn locate(&self, path: &FieldPath, target: Target) -> Option<Range<usize>> {
-        // Parsed once per file: a file with thousands of diagnostics stays linear.
-        let fields = self
-            .fields
-            .get_or_init(|| match self.syntax {
-                Syntax::Json => json_fields(&self.text),
-                Syntax::Toml => toml_fields(&self.text),
-            })
-            .as_ref()?;
-        let (key, value) = fields.get(&path.0)?;
-        Some(match (target, key) {
-            (Target::Key, Some(k)) => k.clone(),
-            _ => value.clone(),
-        })
+        let (field, depth) = self.fields()?.deepest(&path.0)?;
+        (depth == path.0.len()).then(|| pick(field, target))
     }
 
     /// Like [`SourceFile::locate`], falling back to the nearest enclosing field that
     /// exists in the text (`command.args.2` of a one-line `command` string is `command`).
     pub fn locate_nearest(&self, path: &FieldPath, target: Target) -> Option<Range<usize>> {
-        (0..=path.0.len()).rev().find_map(|n| {
-            let t = if n == path.0.len() { target } else { Target::Value };
-            self.locate(&FieldPath(path.0[..n].to_vec()), t)
-        })
+        let (field, depth) = self.fields()?.deepest(&path.0)?;
+        Some(pick(field, if depth == path.0.len() { target } else { Target::Value }))
+    }
+
+    /// The fields of the text, parsed once per file on first use: a file with
+    /// thousands of diagnostics stays linear.
+    fn fields(&self) -> Option<&Fields> {
+        self.fields
+            .get_or_init(|| match self.syntax {
+                Syntax::Json => json_fields(&self.text),
+                Syntax::Toml => toml_fields(&self.text),
+            })
+            .as_ref()
     }
 
     /// The position of `offset` inside the string value at `path`, mapped back
@@ -180,6 +224,13 @@ impl SourceFile {
     }
 }
 
+fn pick(field: &Field, target: Target) -> Range<usize> {
+    match (target, &field.key) {
+        (Target::Key, Some(k)) => k.clone(),
+        _ => field.value.clone(),
+    }
+}
+
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     while !s.is_char_boundary(i) {
         i -= 1;
@@ -190,25 +241,22 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 fn json_fields(text: &str) -> Option<Fields> {
     use jsonc_parser::ast::Value;
     use jsonc_parser::common::Ranged;
-    fn walk(node: &Value<'_>, path: &mut Vec<Seg>, fields: &mut Fields) {
+    fn walk(node: &Value<'_>, fields: &mut Fields) {
         match node {
             Value::Object(obj) => {
                 for prop in &obj.properties {
-                    path.push(Seg::Key(prop.name.as_str().to_owned()));
                     let (k, v) = (prop.name.range(), prop.value.range());
-                    // The first of two equal keys is the one a position points at.
-                    fields.entry(path.clone()).or_insert((Some(k.start..k.end), v.start..v.end));
-                    walk(&prop.value, path, fields);
-                    path.pop();
+                    let at = fields.open(Seg::Key(prop.name.as_str().to_owned()), Some(k.start..k.end), v.start..v.end);
+                    walk(&prop.value, fields);
+                    fields.close(at);
                 }
             }
             Value::Array(arr) => {
                 for (i, element) in arr.elements.iter().enumerate() {
-                    path.push(Seg::Index(i));
                     let r = element.range();
-                    fields.insert(path.clone(), (None, r.start..r.end));
-                    walk(element, path, fields);
-                    path.pop();
+                    let at = fields.open(Seg::Index(i), None, r.start..r.end);
+                    walk(element, fields);
+                    fields.close(at);
                 }
             }
             _ => {}
@@ -226,41 +274,41 @@ fn json_fields(text: &str) -> Option<Fields> {
     };
     let parsed = jsonc_parser::parse_to_ast(text, &Default::default(), &options).ok()?;
     let root = parsed.value?;
-    let mut fields = Fields::new();
+    let mut fields = Fields::default();
     let r = root.range();
-    fields.insert(Vec::new(), (None, r.start..r.end));
-    walk(&root, &mut Vec::new(), &mut fields);
+    let at = fields.open(Seg::Index(0), None, r.start..r.end);
+    walk(&root, &mut fields);
+    fields.close(at);
     Some(fields)
 }
 
 fn toml_fields(text: &str) -> Option<Fields> {
     use toml::de::{DeTable, DeValue};
-    fn walk(value: &DeValue<'_>, path: &mut Vec<Seg>, fields: &mut Fields) {
+    fn walk(value: &DeValue<'_>, fields: &mut Fields) {
         match value {
             DeValue::Table(table) => {
                 for (key, v) in table {
-                    path.push(Seg::Key(key.get_ref().to_string()));
-                    fields.entry(path.clone()).or_insert((Some(key.span()), v.span()));
-                    walk(v.get_ref(), path, fields);
-                    path.pop();
+                    let at = fields.open(Seg::Key(key.get_ref().to_string()), Some(key.span()), v.span());
+                    walk(v.get_ref(), fields);
+                    fields.close(at);
                 }
             }
             DeValue::Array(items) => {
                 for (i, v) in items.iter().enumerate() {
-                    path.push(Seg::Index(i));
-                    fields.insert(path.clone(), (None, v.span()));
-                    walk(v.get_ref(), path, fields);
-                    path.pop();
+                    let at = fields.open(Seg::Index(i), None, v.span());
+                    walk(v.get_ref(), fields);
+                    fields.close(at);
                 }
             }
             _ => {}
         }
     }
     let root = DeTable::parse(text).ok()?;
-    let mut fields = Fields::new();
-    fields.insert(Vec::new(), (None, root.span()));
+    let mut fields = Fields::default();
+    let at = fields.open(Seg::Index(0), None, root.span());
     let table = DeValue::Table(root.into_inner());
-    walk(&table, &mut Vec::new(), &mut fields);
+    walk(&table, &mut fields);
+    fields.close(at);
     Some(fields)
 }
 
@@ -401,6 +449,24 @@ mod tests {
         assert_eq!(s.line_col(r.start), (3, 1));
         let r = s.locate(&FieldPath::dotted("name"), Target::Value).unwrap();
         assert_eq!(&s.text[r], "\"x\"");
+    }
+
+    #[test]
+    fn nearest_enclosing_field_and_first_of_equal_keys() {
+        let s = src("{\"a\": {\"x\": 1}, \"a\": {\"y\": 2}, \"c\": \"one line\"}", Syntax::Json);
+        // The first `a` is the one a path reaches; `y` is only under the second.
+        let r = s.locate(&FieldPath::dotted("a"), Target::Key).unwrap();
+        assert_eq!(r.start, 1);
+        assert!(s.locate(&FieldPath::dotted("a.x"), Target::Value).is_some());
+        assert!(s.locate(&FieldPath::dotted("a.y"), Target::Value).is_none());
+        let r = s.locate_nearest(&FieldPath::dotted("c.2.z"), Target::Key).unwrap();
+        assert_eq!(&s.text[r], "\"one line\"");
+        let r = s.locate_nearest(&FieldPath::dotted("a.x"), Target::Key).unwrap();
+        assert_eq!(&s.text[r], "\"x\"");
+        // An empty path is the whole document; a path that is not there falls back to it.
+        assert_eq!(s.locate(&FieldPath::default(), Target::Value).unwrap(), 0..s.text.len());
+        assert_eq!(s.locate_nearest(&FieldPath::dotted("nope"), Target::Key).unwrap(), 0..s.text.len());
+        assert!(src("{", Syntax::Json).locate_nearest(&FieldPath::dotted("a"), Target::Key).is_none());
     }
 
     #[test]
