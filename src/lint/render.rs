@@ -1,8 +1,7 @@
 //! One renderer per output format: human (source line with a caret), json,
 //! github (workflow commands), sarif (2.1.0, for code scanning).
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use codespan_reporting::diagnostic::{Diagnostic as Rendered, Label};
 use codespan_reporting::files::SimpleFile;
@@ -44,10 +43,10 @@ pub fn render_with(report: &Report, format: Format, color: bool) -> String {
     }
 }
 
-/// Paths are shown relative to the current directory when they are below it.
-fn shown(path: &Path) -> String {
-    let cwd = std::env::current_dir().ok();
-    cwd.as_deref().and_then(|c| path.strip_prefix(c).ok()).unwrap_or(path).display().to_string()
+/// Paths are shown relative to the current directory (`cwd`, read once per report)
+/// when they are below it.
+fn shown(path: &Path, cwd: Option<&Path>) -> String {
+    cwd.and_then(|c| path.strip_prefix(c).ok()).unwrap_or(path).display().to_string()
 }
 
 fn severity_word(s: Severity) -> &'static str {
@@ -85,14 +84,27 @@ fn paint(word: &str, code: u8, color: bool) -> String {
 }
 
 fn human(report: &Report, color: bool) -> String {
-    // One source file (and its line index) per file, however many diagnostics it has.
-    let mut files: HashMap<PathBuf, Option<SimpleFile<String, String>>> = HashMap::new();
+    let cwd = std::env::current_dir().ok();
+    // The diagnostics of one file are next to each other: each run of them is rendered
+    // (its file read once, however many it has) on its own, in parallel with the others.
+    let runs: Vec<&[Diagnostic]> = report.diagnostics.chunk_by(|a, b| a.file == b.file).collect();
+    let rendered = crate::catalog::parallel_map(&runs, |run| human_file(run, cwd.as_deref(), color));
+    let mut out = String::new();
+    for (run, text) in runs.iter().zip(rendered) {
+        out.push_str(&text.unwrap_or_else(|| human_file(run, cwd.as_deref(), color)));
+    }
+    out.push_str(&report.summary());
+    out.push('\n');
+    out
+}
+
+/// The diagnostics of one file, each with its source line when the file can be read.
+fn human_file(diagnostics: &[Diagnostic], cwd: Option<&Path>, color: bool) -> String {
+    let Some(first) = diagnostics.first() else { return String::new() };
+    let file = std::fs::read_to_string(&first.file).ok().map(|t| SimpleFile::new(shown(&first.file, cwd), t));
     let config = term::Config::default();
     let mut out = String::new();
-    for d in &report.diagnostics {
-        let file = files
-            .entry(d.file.clone())
-            .or_insert_with(|| std::fs::read_to_string(&d.file).ok().map(|t| SimpleFile::new(shown(&d.file), t)));
+    for d in diagnostics {
         let mut r = match d.severity {
             Severity::Error => Rendered::error(),
             Severity::Warning => Rendered::warning(),
@@ -103,7 +115,7 @@ fn human(report: &Report, color: bool) -> String {
             r = r.with_notes(vec![format!("help: {help}")]);
         }
         // Never print the line of a credential: CI logs are read by many.
-        let file = if d.code == Code::HardcodedSecret { &None } else { &*file };
+        let file = if d.code == Code::HardcodedSecret { &None } else { &file };
         let rendered = file.as_ref().and_then(|f| range(d, f.source()).map(|rg| (f, rg))).and_then(|(f, rg)| {
             let label = match &d.field {
                 Some(name) => Label::primary((), rg).with_message(format!("`{name}`")),
@@ -130,7 +142,7 @@ fn human(report: &Report, color: bool) -> String {
                     "{}: {}\n  --> {}{at}\n",
                     paint(&format!("{}[{}]", severity_word(d.severity), d.code), code, color),
                     d.message,
-                    shown(&d.file)
+                    shown(&d.file, cwd)
                 ));
                 if let Some(help) = &d.help {
                     out.push_str(&format!("  = help: {help}\n"));
@@ -139,12 +151,11 @@ fn human(report: &Report, color: bool) -> String {
             }
         }
     }
-    out.push_str(&report.summary());
-    out.push('\n');
     out
 }
 
 fn json(report: &Report) -> Value {
+    let cwd = std::env::current_dir().ok();
     let diagnostics: Vec<Value> = report
         .diagnostics
         .iter()
@@ -152,7 +163,7 @@ fn json(report: &Report) -> Value {
             json!({
                 "code": d.code,
                 "severity": severity_word(d.severity),
-                "file": shown(&d.file),
+                "file": shown(&d.file, cwd.as_deref()),
                 "line": d.line,
                 "column": d.column,
                 "field": d.field,
@@ -182,9 +193,10 @@ fn escape_property(s: &str) -> String {
 }
 
 fn github(report: &Report) -> String {
+    let cwd = std::env::current_dir().ok();
     let mut out = String::new();
     for d in &report.diagnostics {
-        let mut props = vec![format!("file={}", escape_property(&shown(&d.file)))];
+        let mut props = vec![format!("file={}", escape_property(&shown(&d.file, cwd.as_deref())))];
         if let Some(l) = d.line {
             props.push(format!("line={l}"));
         }
@@ -204,6 +216,7 @@ fn github(report: &Report) -> String {
 }
 
 fn sarif(report: &Report) -> Value {
+    let cwd = std::env::current_dir().ok();
     // The rules the results use, by name.
     let used: Vec<Code> = {
         let mut codes: Vec<Code> = report.diagnostics.iter().map(|d| d.code).collect();
@@ -233,7 +246,7 @@ fn sarif(report: &Report) -> Value {
             if let Some(c) = d.column {
                 region.insert("startColumn".into(), c.into());
             }
-            let mut location = json!({"artifactLocation": {"uri": shown(&d.file).replace('\\', "/")}});
+            let mut location = json!({"artifactLocation": {"uri": shown(&d.file, cwd.as_deref()).replace('\\', "/")}});
             if !region.is_empty() {
                 location["region"] = Value::Object(region);
             }
