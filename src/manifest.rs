@@ -448,7 +448,13 @@ pub(crate) fn parse_checked(source: SourceFile) -> (Option<Loaded>, Vec<Diagnost
         Syntax::Toml => parse_toml(&source, &mut unknown),
     });
     let manifest = match result {
-        Ok(m) => Manifest { read_only_stated, ..m },
+        Ok(m) => {
+            let mut m = Manifest { read_only_stated, ..m };
+            // Kept for the life of a catalog, thousands at a time: no room to grow.
+            m.parameters.shrink_to_fit();
+            m.command.args.shrink_to_fit();
+            m
+        }
         Err(d) => return (None, vec![d]),
     };
     let mut warnings: Vec<Diagnostic> = unknown

@@ -43,7 +43,13 @@ impl ToolKind {
 }
 
 pub(crate) enum Body {
-    Manifest { manifest: Box<Manifest>, command: Box<CommandTemplate> },
+    /// The command's templates are checked when the manifest loads, but compiled again
+    /// (and kept) only when a call renders them: a listing of thousands of tools does not
+    /// hold thousands of compiled commands.
+    Manifest {
+        manifest: Box<Manifest>,
+        command: OnceLock<Result<Box<CommandTemplate>, String>>,
+    },
     Executable,
     Native(Arc<dyn NativeTool>),
 }
@@ -92,13 +98,14 @@ pub enum NativeToolError {
 /// A tool of any kind, ready to be described and called.
 #[derive(Debug)]
 pub struct Tool {
-    describe: OnceLock<Describe>,
+    // The parts a tool may never need are boxed: a catalog holds thousands of tools.
+    describe: OnceLock<Box<Describe>>,
     pub(crate) body: Body,
     policy: Policy,
     output: OutputSpec,
-    output_template: Option<Template>,
+    output_template: Option<Box<Template>>,
     source: PathBuf,
-    validation_schema: OnceLock<Value>,
+    validation_schema: OnceLock<Box<Value>>,
     validator: OnceLock<Result<jsonschema::Validator, String>>,
     /// `policy.writable`, compiled.
     writable: Vec<Template>,
@@ -163,9 +170,9 @@ impl Tool {
             describe: OnceLock::new(),
             policy: manifest.policy.clone(),
             output: manifest.output.clone(),
-            output_template,
+            output_template: output_template.map(Box::new),
             source: source.path,
-            body: Body::Manifest { manifest: Box::new(manifest), command: Box::new(command) },
+            body: Body::Manifest { manifest: Box::new(manifest), command: OnceLock::new() },
             validator: OnceLock::new(),
             writable,
         };
@@ -189,9 +196,9 @@ impl Tool {
             writable,
             policy,
             output,
-            output_template,
-            validation_schema: OnceLock::from(describe.parameters.clone()),
-            describe: OnceLock::from(describe),
+            output_template: output_template.map(Box::new),
+            validation_schema: OnceLock::from(Box::new(describe.parameters.clone())),
+            describe: OnceLock::from(Box::new(describe)),
             body: Body::Executable,
             source: path,
             validator: OnceLock::new(),
@@ -233,9 +240,9 @@ impl Tool {
         let tool = Self {
             policy,
             output,
-            output_template,
-            validation_schema: OnceLock::from(parameters),
-            describe: OnceLock::from(describe),
+            output_template: output_template.map(Box::new),
+            validation_schema: OnceLock::from(Box::new(parameters)),
+            describe: OnceLock::from(Box::new(describe)),
             body: Body::Native(native),
             source: PathBuf::from(format!("<native {name}>")),
             validator: OnceLock::new(),
@@ -264,11 +271,21 @@ impl Tool {
     /// The `--describe` value (synthesized on first use for a manifest tool).
     pub fn describe(&self) -> &Describe {
         self.describe.get_or_init(|| match &self.body {
-            Body::Manifest { manifest, .. } => describe::synthesize(manifest),
+            Body::Manifest { manifest, .. } => Box::new(describe::synthesize(manifest)),
             Body::Executable | Body::Native(_) => {
                 unreachable!("executable and native tools are built with their describe")
             }
         })
+    }
+
+    /// `f` with the `--describe` value; a manifest's is synthesized for the moment and not
+    /// kept when no one has asked for it yet, so a listing that writes thousands of tools
+    /// one after another never holds all their describes.
+    pub(crate) fn with_describe<R>(&self, f: impl FnOnce(&Describe) -> R) -> R {
+        match (self.describe.get(), &self.body) {
+            (None, Body::Manifest { manifest, .. }) => f(&describe::synthesize(manifest)),
+            _ => f(self.describe()),
+        }
     }
 
     /// Manifest, executable or native.
@@ -330,6 +347,19 @@ impl Tool {
         }
     }
 
+    /// A manifest tool's compiled command (compiled on first use; it was checked at load,
+    /// so an error here means the manifest's templates stopped compiling, which they cannot).
+    pub(crate) fn command(&self) -> Option<Result<&CommandTemplate, &str>> {
+        let Body::Manifest { manifest, command } = &self.body else { return None };
+        let compiled = command.get_or_init(|| {
+            let params: Vec<&str> = manifest.parameters.keys().map(String::as_str).collect();
+            CommandTemplate::compile(&manifest.command, &params).map(Box::new).map_err(|errors| {
+                errors.iter().map(|(path, e)| format!("`{path}`: {}", e.message)).collect::<Vec<_>>().join("; ")
+            })
+        });
+        Some(compiled.as_deref().map_err(String::as_str))
+    }
+
     /// Whether the tool's own definition says it is read-only: a manifest that writes
     /// `read_only: true` (not the default), an executable whose describe says so, a native
     /// tool whose policy says so. Only this is advertised (MCP `readOnlyHint`).
@@ -358,7 +388,7 @@ impl Tool {
     }
 
     pub(crate) fn output_template(&self) -> Option<&Template> {
-        self.output_template.as_ref()
+        self.output_template.as_deref()
     }
 
     /// The file the tool came from (for a native tool, `<native NAME>`).
@@ -368,9 +398,11 @@ impl Tool {
 
     /// The JSON Schema calls are validated against (context values filled in first).
     pub fn validation_schema(&self) -> &Value {
-        self.validation_schema.get_or_init(|| match &self.body {
-            Body::Manifest { manifest, .. } => describe::validation_schema(manifest),
-            Body::Executable | Body::Native(_) => self.describe().parameters.clone(),
+        self.validation_schema.get_or_init(|| {
+            Box::new(match &self.body {
+                Body::Manifest { manifest, .. } => describe::validation_schema(manifest),
+                Body::Executable | Body::Native(_) => self.describe().parameters.clone(),
+            })
         })
     }
 

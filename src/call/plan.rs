@@ -55,7 +55,10 @@ impl Plan {
     ) -> Result<Self, ToolError> {
         let policy = tool.policy();
         let (argv, env, cwd, secrets, dash_leads) = match &tool.body {
-            Body::Manifest { command, .. } => {
+            Body::Manifest { .. } => {
+                let command = tool.command().unwrap_or(Err("it has no command")).map_err(|message| {
+                    ToolError::BrokenTool { tool: tool.name().to_owned(), message: message.to_owned() }
+                })?;
                 let values = Values { given: &args.given, resolved: &args.resolved, context: context.values() };
                 let rendered = if placeholder_secrets {
                     command.render_with_placeholder_secrets(&values)

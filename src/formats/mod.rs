@@ -99,7 +99,14 @@ pub fn export(tools: &[&Tool], format: ExportFormat) -> Export {
 pub fn write_export(tools: &[&Tool], format: ExportFormat, mut out: impl std::io::Write) -> std::io::Result<()> {
     match format {
         ExportFormat::Describe => {
-            let describes: Vec<&crate::describe::Describe> = tools.iter().map(|t| t.describe()).collect();
+            /// One tool's describe, serialized as it is made.
+            struct Fresh<'a>(&'a Tool);
+            impl serde::Serialize for Fresh<'_> {
+                fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                    self.0.with_describe(|d| d.serialize(s))
+                }
+            }
+            let describes: Vec<Fresh<'_>> = tools.iter().map(|t| Fresh(t)).collect();
             serde_json::to_writer_pretty(&mut out, &describes)?;
         }
         other => match export(tools, other) {
