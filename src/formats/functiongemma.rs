@@ -528,7 +528,7 @@ pub fn parse_declarations(text: &str) -> Result<Vec<Declaration>, ParseError> {
 
 /// One tool's declaration, wrapped in `<start_function_declaration>…<end_function_declaration>`.
 pub fn tool(t: &Tool) -> String {
-    declare(t.name(), t.description(), &t.describe().parameters)
+    t.with_describe(|d| declare(t.name(), t.description(), &d.parameters))
 }
 
 /// Every tool's declaration, one a line, in the order given (`packs catalog --format gemma`).

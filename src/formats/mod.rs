@@ -81,38 +81,70 @@ impl std::fmt::Display for Export {
 /// The tool definitions of `tools`, in the order given, in `format`.
 pub fn export(tools: &[&Tool], format: ExportFormat) -> Export {
     let each = |convert: fn(&Tool) -> Value| Value::Array(tools.iter().map(|t| convert(t)).collect());
-    match format {
-        ExportFormat::Describe => Export::Json(each(describe)),
-        ExportFormat::Openai => Export::Json(each(openai::tool)),
-        ExportFormat::OpenaiStrict => Export::Json(each(openai::strict_tool)),
-        ExportFormat::OpenaiResponses => Export::Json(each(openai::responses_tool)),
-        ExportFormat::Anthropic => Export::Json(each(anthropic::tool)),
-        ExportFormat::Gemini => Export::Json(gemini::tools(tools)),
-        ExportFormat::Mcp => Export::Json(each(mcp::tool)),
-        ExportFormat::Gemma => Export::Text(functiongemma::declarations(tools)),
+    match per_tool(format) {
+        Some(convert) => Export::Json(each(convert)),
+        None if format == ExportFormat::Gemini => Export::Json(gemini::tools(tools)),
+        None => Export::Text(functiongemma::declarations(tools)),
     }
 }
 
+/// The conversion of one tool, for the formats that are a JSON array of converted tools.
+fn per_tool(format: ExportFormat) -> Option<fn(&Tool) -> Value> {
+    Some(match format {
+        ExportFormat::Describe => describe,
+        ExportFormat::Openai => openai::tool,
+        ExportFormat::OpenaiStrict => openai::strict_tool,
+        ExportFormat::OpenaiResponses => openai::responses_tool,
+        ExportFormat::Anthropic => anthropic::tool,
+        ExportFormat::Mcp => mcp::tool,
+        ExportFormat::Gemini | ExportFormat::Gemma => return None,
+    })
+}
+
 /// Write the export of `tools` in `format` to `out` (pretty JSON, or the text), ending with
-/// a newline: what [`export`] returns, without building it first. The describe format is
-/// serialized from the tools' describes as they are (no intermediate JSON tree).
+/// a newline: what [`export`] returns, without building it first. Each tool is converted
+/// as it is written and dropped (the describe format is serialized from the describe
+/// itself), so a listing of thousands of tools never holds all their JSON at once.
 pub fn write_export(tools: &[&Tool], format: ExportFormat, mut out: impl std::io::Write) -> std::io::Result<()> {
-    match format {
-        ExportFormat::Describe => {
-            /// One tool's describe, serialized as it is made.
-            struct Fresh<'a>(&'a Tool);
-            impl serde::Serialize for Fresh<'_> {
-                fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                    self.0.with_describe(|d| d.serialize(s))
-                }
-            }
-            let describes: Vec<Fresh<'_>> = tools.iter().map(|t| Fresh(t)).collect();
-            serde_json::to_writer_pretty(&mut out, &describes)?;
+    use serde::ser::{SerializeMap, Serializer};
+    /// `tools`, each converted as it is serialized.
+    struct Each<'a>(&'a [&'a Tool], fn(&Tool) -> Value);
+    impl serde::Serialize for Each<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_seq(self.0.iter().map(|t| One(t, self.1)))
         }
-        other => match export(tools, other) {
-            Export::Json(v) => serde_json::to_writer_pretty(&mut out, &v)?,
-            Export::Text(t) => return out.write_all(t.as_bytes()),
-        },
+    }
+    struct One<'a>(&'a Tool, fn(&Tool) -> Value);
+    impl serde::Serialize for One<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            (self.1)(self.0).serialize(s)
+        }
+    }
+    /// One tool's describe, serialized as it is made.
+    struct Fresh<'a>(&'a Tool);
+    impl serde::Serialize for Fresh<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            self.0.with_describe(|d| d.serialize(s))
+        }
+    }
+    /// Gemini's `{"functionDeclarations": [...]}`.
+    struct Declarations<'a>(Each<'a>);
+    impl serde::Serialize for Declarations<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let mut map = s.serialize_map(Some(1))?;
+            map.serialize_entry("functionDeclarations", &self.0)?;
+            map.end()
+        }
+    }
+    match (format, per_tool(format)) {
+        (ExportFormat::Describe, _) => {
+            serde_json::to_writer_pretty(&mut out, &tools.iter().map(|t| Fresh(t)).collect::<Vec<_>>())?;
+        }
+        (_, Some(convert)) => serde_json::to_writer_pretty(&mut out, &Each(tools, convert))?,
+        (ExportFormat::Gemini, None) => {
+            serde_json::to_writer_pretty(&mut out, &Declarations(Each(tools, gemini::tool)))?;
+        }
+        (_, None) => return out.write_all(functiongemma::declarations(tools).as_bytes()),
     }
     out.write_all(b"\n")
 }
@@ -133,14 +165,14 @@ pub fn export_warnings(tools: &[&Tool], format: ExportFormat) -> Vec<String> {
 
 /// A tool's describe JSON, as a value.
 pub fn describe(t: &Tool) -> Value {
-    serde_json::to_value(t.describe()).expect("a describe value always serializes")
+    t.with_describe(|d| serde_json::to_value(d).expect("a describe value always serializes"))
 }
 
 /// The parameters schema offered to the model: the describe `parameters`, or an empty
 /// object schema when a tool states none that is an object.
 pub(crate) fn parameters(t: &Tool) -> Value {
-    match &t.describe().parameters {
+    t.with_describe(|d| match &d.parameters {
         p @ Value::Object(m) if !m.is_empty() => p.clone(),
         _ => json!({"type": "object", "properties": {}}),
-    }
+    })
 }

@@ -831,16 +831,18 @@ fn mcp_read_only_hints_come_only_from_what_a_manifest_states() {
 #[test]
 fn written_exports_are_the_exports() {
     // `write_export` (what `packs catalog` prints, serialized without building a tree first)
-    // says exactly what `export` returns, in every format.
+    // says exactly what `export` returns, in every format, for many tools and for none.
     let catalog = bundled();
-    let tools: Vec<&Tool> = catalog.tools().collect();
-    for format in ALL {
-        let mut written = Vec::new();
-        formats::write_export(&tools, format, &mut written).unwrap();
-        let expected = match formats::export(&tools, format) {
-            Export::Json(v) => format!("{}\n", serde_json::to_string_pretty(&v).unwrap()),
-            Export::Text(t) => t,
-        };
-        assert_eq!(String::from_utf8(written).unwrap(), expected, "{format:?}");
+    let all: Vec<&Tool> = catalog.tools().collect();
+    for tools in [all, Vec::new()] {
+        for format in ALL {
+            let mut written = Vec::new();
+            formats::write_export(&tools, format, &mut written).unwrap();
+            let expected = match formats::export(&tools, format) {
+                Export::Json(v) => format!("{}\n", serde_json::to_string_pretty(&v).unwrap()),
+                Export::Text(t) => t,
+            };
+            assert_eq!(String::from_utf8(written).unwrap(), expected, "{format:?} of {} tools", tools.len());
+        }
     }
 }
