@@ -103,7 +103,8 @@ def main():
     cold = dict(env, PACKS_CACHE_DIR="")
     try:
         print(f"packs: {PACKS}; {os.cpu_count()} cores; {args.rounds} rounds; medians of means, ms")
-        print("| manifests | echo | du -s | cat | run | catalog | catalog cold | list --json | lint | catalog peak (cold) |")
+        print("| manifests | echo | du -s | cat | run | catalog | catalog cold | list --json | lint "
+              "| catalog peak (cold; cold --format openai) |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         for n in sizes:
             d = pack_dir(root, n)
@@ -130,9 +131,10 @@ def main():
                     rounds[k].append(mean_ms(argv, envs[k]))
             m = {k: statistics.median(v) for k, v in rounds.items()}
             peak, peak_cold = peak_rss_mb(commands["catalog"], env), peak_rss_mb(commands["catalog"], cold)
+            peak_openai = peak_rss_mb([*commands["catalog"], "--format", "openai"], cold)
             print(f"| {n:,} | {m['echo']:.2f} | {m['du']:.2f} | {m['cat']:.2f} | {m['run']:.2f} ({m['run'] / m['echo']:.1f}× echo) "
                   f"| {m['catalog']:.1f} ({m['catalog'] / m['cat']:.1f}× cat) | {m['cold']:.1f} | {m['list']:.1f} "
-                  f"| {m['lint']:.1f} | {peak:.0f} MB ({peak_cold:.0f} MB) |", flush=True)
+                  f"| {m['lint']:.1f} | {peak:.0f} MB ({peak_cold:.0f} MB; {peak_openai:.0f} MB) |", flush=True)
             shutil.rmtree(d)
         executables(root, env, args.executables, args.rounds)
     finally:
