@@ -18,7 +18,7 @@
 //! the template is parsed, so a typo is a load error, not an empty argument.
 
 use std::cell::Cell;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use handlebars::{Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderError, Renderable};
 use serde_json::{Map, Value};
@@ -84,7 +84,7 @@ pub(crate) struct Template {
 enum Body {
     Pieces(Vec<Piece>),
     /// Translated source, compiled by [`Template::check`] or on first render.
-    Handlebars(String, OnceLock<Result<Box<handlebars::Template>, TemplateError>>),
+    Handlebars(String, OnceLock<Compiled>),
 }
 
 /// Part of a template without blocks or helpers.
@@ -286,8 +286,36 @@ fn is_operators(name: &str) -> bool {
     name.starts_with("env.") || name.starts_with("secret.")
 }
 
-fn compile(source: &str, translated: &str) -> Result<Box<handlebars::Template>, TemplateError> {
-    handlebars::Template::compile(translated).map(Box::new).map_err(|e| {
+/// A handlebars template as compiled once per process for its text (shared by every
+/// template of that text), or why its text does not compile.
+type Compiled = Result<Arc<handlebars::Template>, TemplateError>;
+
+/// Most distinct template texts [`compile`] remembers: handlebars' parser is the costly
+/// part of loading a manifest, and pack directories repeat the same few blocks
+/// (`{{#if verbose}}-v{{/if}}`) in many manifests; a long-running server that sees ever
+/// new texts stops remembering at this bound rather than growing.
+const COMPILED_TEXTS: usize = 4096;
+
+fn compile(source: &str, translated: &str) -> Compiled {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static SEEN: OnceLock<Mutex<HashMap<(String, String), Compiled>>> = OnceLock::new();
+    let seen = SEEN.get_or_init(Mutex::default);
+    let key = (source.to_owned(), translated.to_owned());
+    // A poisoned lock only means another thread panicked while holding it: the map is whole.
+    if let Some(known) = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key) {
+        return known.clone();
+    }
+    let compiled = compile_text(source, translated);
+    let mut seen = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if seen.len() < COMPILED_TEXTS {
+        seen.insert(key, compiled.clone());
+    }
+    compiled
+}
+
+fn compile_text(source: &str, translated: &str) -> Compiled {
+    handlebars::Template::compile(translated).map(Arc::new).map_err(|e| {
         // Positions are reported against the original text, which has the same block structure.
         let pos = handlebars::Template::compile(source).err().and_then(|o| o.pos()).or(e.pos());
         TemplateError {
@@ -879,6 +907,25 @@ mod tests {
         assert!(t.check().is_ok());
         let t = Template::parse("{{#if x}}{{lookup x ))}}{{/if}}", &["x"]).unwrap();
         assert!(t.check().unwrap_err().message.contains("invalid template"));
+    }
+
+    #[test]
+    fn compiled_once_per_text_and_rendered_with_each_templates_values() {
+        // Two manifests with the same block share its compiled form; each renders its own values.
+        let a = Template::parse("{{#if v}}-v{{/if}}{{n}}", &["v", "n"]).unwrap();
+        let b = Template::parse("{{#if v}}-v{{/if}}{{n}}", &["v", "n"]).unwrap();
+        assert!(a.check().is_ok() && b.check().is_ok());
+        let (Body::Handlebars(_, ca), Body::Handlebars(_, cb)) = (&a.body, &b.body) else { panic!("not handlebars") };
+        assert!(Arc::ptr_eq(ca.get().unwrap().as_ref().unwrap(), cb.get().unwrap().as_ref().unwrap()));
+        let data = |v: bool, n: &str| Data::new(json!({"v": v, "n": n}).as_object().unwrap(), &Map::new(), &Map::new());
+        assert_eq!(a.render(&data(true, "1")).unwrap(), "-v1");
+        assert_eq!(b.render(&data(false, "2")).unwrap(), "2");
+        // A text that does not compile is an error for every template of that text, at its offset.
+        for _ in 0..2 {
+            let t = Template::parse("ab{{#if x}}{{lookup x ))}}{{/if}}", &["x"]).unwrap();
+            let e = t.check().unwrap_err();
+            assert!(e.message.contains("invalid template") && e.offset >= 2, "{e:?}");
+        }
     }
 
     #[test]
