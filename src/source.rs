@@ -115,52 +115,50 @@ pub struct SourceFile {
     fields: std::sync::OnceLock<Option<Fields>>,
 }
 
-/// Every field of a document as a tree flattened in document order: a node's
-/// children follow it, up to its `end`. Looking up a path walks it one step at a
-/// time, so no path is built or hashed per field.
+/// Every field of a document: its key and value ranges, and each field's children by the
+/// step that reaches them. Looking up a path walks it one step at a time (a hash lookup
+/// per step), so no path is built or hashed per field, and a wide object stays linear.
 #[derive(Debug, Clone, Default)]
-struct Fields(Vec<Field>);
-
-/// One field: the step that reaches it, the key's range (if it has a key) and the value's.
-#[derive(Debug, Clone)]
-struct Field {
-    seg: Seg,
-    key: Option<Range<usize>>,
-    value: Range<usize>,
-    /// One past the last node of this field's subtree.
-    end: usize,
+struct Fields {
+    /// Each field's key range (if it has a key) and value range; the root is the first.
+    ranges: Vec<(Option<Range<usize>>, Range<usize>)>,
+    /// (parent, step) → child. Of two equal keys the last is kept, as serde keeps the
+    /// last value of a map: a position points at the value that is used.
+    children: std::collections::HashMap<(usize, Seg), usize>,
 }
 
 impl Fields {
-    /// Add a field; `walk` adds its children next, then `close` ends its subtree.
-    fn open(&mut self, seg: Seg, key: Option<Range<usize>>, value: Range<usize>) -> usize {
-        self.0.push(Field { seg, key, value, end: 0 });
-        self.0.len() - 1
-    }
-
-    fn close(&mut self, node: usize) {
-        self.0[node].end = self.0.len();
+    /// Add a field under `parent` (None: the root) and return it.
+    fn add(&mut self, parent: Option<usize>, seg: Seg, key: Option<Range<usize>>, value: Range<usize>) -> usize {
+        let node = self.ranges.len();
+        self.ranges.push((key, value));
+        if let Some(parent) = parent {
+            self.children.insert((parent, seg), node);
+        }
+        node
     }
 
     /// The field at the longest prefix of `path` that exists, and how many steps that is.
-    /// Of two equal keys, the first is the one a path reaches.
-    fn deepest(&self, path: &[Seg]) -> Option<(&Field, usize)> {
-        let mut node = 0;
-        let root = self.0.first()?;
-        let mut found = (root, 0);
-        for (depth, seg) in path.iter().enumerate() {
-            let mut child = node + 1;
-            let end = self.0[node].end;
-            while child < end && self.0[child].seg != *seg {
-                child = self.0[child].end;
-            }
-            if child >= end {
-                break;
-            }
-            node = child;
-            found = (&self.0[node], depth + 1);
+    fn deepest(&self, path: &[Seg]) -> Option<(usize, usize)> {
+        if self.ranges.is_empty() {
+            return None;
         }
-        Some(found)
+        let mut node = 0;
+        for (depth, seg) in path.iter().enumerate() {
+            match self.children.get(&(node, seg.clone())) {
+                Some(&child) => node = child,
+                None => return Some((node, depth)),
+            }
+        }
+        Some((node, path.len()))
+    }
+
+    /// The key's or the value's range of a field.
+    fn range(&self, node: usize, target: Target) -> Range<usize> {
+        match (target, &self.ranges[node]) {
+            (Target::Key, (Some(k), _)) => k.clone(),
+            (_, (_, v)) => v.clone(),
+        }
     }
 }
 
@@ -189,15 +187,17 @@ impl SourceFile {
     /// The byte range of the key or value at `path`, if the document has it.
     /// An empty path is the whole document.
     pub fn locate(&self, path: &FieldPath, target: Target) -> Option<Range<usize>> {
-        let (field, depth) = self.fields()?.deepest(&path.0)?;
-        (depth == path.0.len()).then(|| pick(field, target))
+        let fields = self.fields()?;
+        let (node, depth) = fields.deepest(&path.0)?;
+        (depth == path.0.len()).then(|| fields.range(node, target))
     }
 
     /// Like [`SourceFile::locate`], falling back to the nearest enclosing field that
     /// exists in the text (`command.args.2` of a one-line `command` string is `command`).
     pub fn locate_nearest(&self, path: &FieldPath, target: Target) -> Option<Range<usize>> {
-        let (field, depth) = self.fields()?.deepest(&path.0)?;
-        Some(pick(field, if depth == path.0.len() { target } else { Target::Value }))
+        let fields = self.fields()?;
+        let (node, depth) = fields.deepest(&path.0)?;
+        Some(fields.range(node, if depth == path.0.len() { target } else { Target::Value }))
     }
 
     /// The fields of the text, parsed once per file on first use: a file with
@@ -224,13 +224,6 @@ impl SourceFile {
     }
 }
 
-fn pick(field: &Field, target: Target) -> Range<usize> {
-    match (target, &field.key) {
-        (Target::Key, Some(k)) => k.clone(),
-        _ => field.value.clone(),
-    }
-}
-
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     while !s.is_char_boundary(i) {
         i -= 1;
@@ -241,22 +234,21 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 fn json_fields(text: &str) -> Option<Fields> {
     use jsonc_parser::ast::Value;
     use jsonc_parser::common::Ranged;
-    fn walk(node: &Value<'_>, fields: &mut Fields) {
+    fn walk(node: &Value<'_>, at: usize, fields: &mut Fields) {
         match node {
             Value::Object(obj) => {
                 for prop in &obj.properties {
                     let (k, v) = (prop.name.range(), prop.value.range());
-                    let at = fields.open(Seg::Key(prop.name.as_str().to_owned()), Some(k.start..k.end), v.start..v.end);
-                    walk(&prop.value, fields);
-                    fields.close(at);
+                    let seg = Seg::Key(prop.name.as_str().to_owned());
+                    let child = fields.add(Some(at), seg, Some(k.start..k.end), v.start..v.end);
+                    walk(&prop.value, child, fields);
                 }
             }
             Value::Array(arr) => {
                 for (i, element) in arr.elements.iter().enumerate() {
                     let r = element.range();
-                    let at = fields.open(Seg::Index(i), None, r.start..r.end);
-                    walk(element, fields);
-                    fields.close(at);
+                    let child = fields.add(Some(at), Seg::Index(i), None, r.start..r.end);
+                    walk(element, child, fields);
                 }
             }
             _ => {}
@@ -276,28 +268,26 @@ fn json_fields(text: &str) -> Option<Fields> {
     let root = parsed.value?;
     let mut fields = Fields::default();
     let r = root.range();
-    let at = fields.open(Seg::Index(0), None, r.start..r.end);
-    walk(&root, &mut fields);
-    fields.close(at);
+    let at = fields.add(None, Seg::Index(0), None, r.start..r.end);
+    walk(&root, at, &mut fields);
     Some(fields)
 }
 
 fn toml_fields(text: &str) -> Option<Fields> {
     use toml::de::{DeTable, DeValue};
-    fn walk(value: &DeValue<'_>, fields: &mut Fields) {
+    fn walk(value: &DeValue<'_>, at: usize, fields: &mut Fields) {
         match value {
             DeValue::Table(table) => {
                 for (key, v) in table {
-                    let at = fields.open(Seg::Key(key.get_ref().to_string()), Some(key.span()), v.span());
-                    walk(v.get_ref(), fields);
-                    fields.close(at);
+                    let seg = Seg::Key(key.get_ref().to_string());
+                    let child = fields.add(Some(at), seg, Some(key.span()), v.span());
+                    walk(v.get_ref(), child, fields);
                 }
             }
             DeValue::Array(items) => {
                 for (i, v) in items.iter().enumerate() {
-                    let at = fields.open(Seg::Index(i), None, v.span());
-                    walk(v.get_ref(), fields);
-                    fields.close(at);
+                    let child = fields.add(Some(at), Seg::Index(i), None, v.span());
+                    walk(v.get_ref(), child, fields);
                 }
             }
             _ => {}
@@ -305,10 +295,9 @@ fn toml_fields(text: &str) -> Option<Fields> {
     }
     let root = DeTable::parse(text).ok()?;
     let mut fields = Fields::default();
-    let at = fields.open(Seg::Index(0), None, root.span());
+    let at = fields.add(None, Seg::Index(0), None, root.span());
     let table = DeValue::Table(root.into_inner());
-    walk(&table, &mut fields);
-    fields.close(at);
+    walk(&table, at, &mut fields);
     Some(fields)
 }
 
@@ -452,21 +441,34 @@ mod tests {
     }
 
     #[test]
-    fn nearest_enclosing_field_and_first_of_equal_keys() {
+    fn nearest_enclosing_field_and_last_of_equal_keys() {
         let s = src("{\"a\": {\"x\": 1}, \"a\": {\"y\": 2}, \"c\": \"one line\"}", Syntax::Json);
-        // The first `a` is the one a path reaches; `y` is only under the second.
+        // serde keeps the last value of a map's equal keys: a position points there.
         let r = s.locate(&FieldPath::dotted("a"), Target::Key).unwrap();
-        assert_eq!(r.start, 1);
-        assert!(s.locate(&FieldPath::dotted("a.x"), Target::Value).is_some());
-        assert!(s.locate(&FieldPath::dotted("a.y"), Target::Value).is_none());
+        assert_eq!(r.start, 16);
+        assert!(s.locate(&FieldPath::dotted("a.y"), Target::Value).is_some());
+        assert!(s.locate(&FieldPath::dotted("a.x"), Target::Value).is_none());
         let r = s.locate_nearest(&FieldPath::dotted("c.2.z"), Target::Key).unwrap();
         assert_eq!(&s.text[r], "\"one line\"");
-        let r = s.locate_nearest(&FieldPath::dotted("a.x"), Target::Key).unwrap();
-        assert_eq!(&s.text[r], "\"x\"");
+        let r = s.locate_nearest(&FieldPath::dotted("a.y"), Target::Key).unwrap();
+        assert_eq!(&s.text[r], "\"y\"");
         // An empty path is the whole document; a path that is not there falls back to it.
         assert_eq!(s.locate(&FieldPath::default(), Target::Value).unwrap(), 0..s.text.len());
         assert_eq!(s.locate_nearest(&FieldPath::dotted("nope"), Target::Key).unwrap(), 0..s.text.len());
         assert!(src("{", Syntax::Json).locate_nearest(&FieldPath::dotted("a"), Target::Key).is_none());
+    }
+
+    #[test]
+    fn every_field_of_a_wide_object_is_located() {
+        // A lookup is a hash lookup per step, not a scan of the siblings (the benchmark of
+        // `lint` shows what that costs): 20,000 keys, each located at its own value.
+        let n = 20_000;
+        let body: Vec<String> = (0..n).map(|i| format!("\"k{i}\": {{\"v\": [{i}]}}")).collect();
+        let s = src(&format!("{{{}}}", body.join(",\n")), Syntax::Json);
+        for i in 0..n {
+            let r = s.locate(&FieldPath::dotted(&format!("k{i}.v.0")), Target::Value).unwrap();
+            assert_eq!(s.text[r].parse::<usize>().unwrap(), i);
+        }
     }
 
     #[test]

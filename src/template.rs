@@ -290,26 +290,34 @@ fn is_operators(name: &str) -> bool {
 /// template of that text), or why its text does not compile.
 type Compiled = Result<Arc<handlebars::Template>, TemplateError>;
 
-/// Most distinct template texts [`compile`] remembers: handlebars' parser is the costly
-/// part of loading a manifest, and pack directories repeat the same few blocks
-/// (`{{#if verbose}}-v{{/if}}`) in many manifests; a long-running server that sees ever
-/// new texts stops remembering at this bound rather than growing.
-const COMPILED_TEXTS: usize = 4096;
+/// Most distinct template texts [`compile`] remembers, and the longest it remembers:
+/// handlebars' parser is the costly part of loading a manifest, and pack directories
+/// repeat the same few short blocks (`{{#if verbose}}-v{{/if}}`) in many manifests. A
+/// long-running server that sees ever new texts stops remembering at this bound (a few
+/// MB at most) rather than growing.
+const COMPILED_TEXTS: usize = 2048;
+const COMPILED_TEXT_BYTES: usize = 1024;
 
 fn compile(source: &str, translated: &str) -> Compiled {
     use std::collections::HashMap;
     use std::sync::Mutex;
-    static SEEN: OnceLock<Mutex<HashMap<(String, String), Compiled>>> = OnceLock::new();
+    /// By source text: its translation (which the parameter names also shape) and what it compiled to.
+    static SEEN: OnceLock<Mutex<HashMap<String, (String, Compiled)>>> = OnceLock::new();
+    if source.len() + translated.len() > COMPILED_TEXT_BYTES {
+        return compile_text(source, translated);
+    }
     let seen = SEEN.get_or_init(Mutex::default);
-    let key = (source.to_owned(), translated.to_owned());
     // A poisoned lock only means another thread panicked while holding it: the map is whole.
-    if let Some(known) = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key) {
+    let lock = || seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((t, known)) = lock().get(source)
+        && t == translated
+    {
         return known.clone();
     }
     let compiled = compile_text(source, translated);
-    let mut seen = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if seen.len() < COMPILED_TEXTS {
-        seen.insert(key, compiled.clone());
+    let mut seen = lock();
+    if seen.len() < COMPILED_TEXTS || seen.contains_key(source) {
+        seen.insert(source.to_owned(), (translated.to_owned(), compiled.clone()));
     }
     compiled
 }

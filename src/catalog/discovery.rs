@@ -361,3 +361,22 @@ fn tool_of(path: &Path, d: describe::Describe, unknown: Vec<String>) -> Describe
         .collect();
     Ok((tool, warnings))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parallel_map;
+
+    #[test]
+    fn parallel_map_keeps_order_and_loses_only_a_panicking_workers_items() {
+        let items: Vec<usize> = (0..1000).collect();
+        let doubled = parallel_map(&items, |i| i * 2);
+        assert_eq!(doubled, items.iter().map(|i| Some(i * 2)).collect::<Vec<_>>());
+        // Short lists stay on this thread.
+        assert_eq!(parallel_map(&items[..3], |i| i + 1), vec![Some(1), Some(2), Some(3)]);
+        // One item panics: it is None, the others that finished are there and in place.
+        let results = parallel_map(&items, |&i| if i == 500 { panic!("item {i}") } else { i });
+        assert_eq!(results[500], None);
+        assert!(results.iter().enumerate().all(|(i, r)| r.is_none_or(|v| v == i)));
+        assert!(results.iter().filter(|r| r.is_some()).count() >= 16, "only the panicking worker's items are lost");
+    }
+}

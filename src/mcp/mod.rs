@@ -365,6 +365,9 @@ fn offered<'c>(context: &Context, catalog: &'c Catalog) -> Vec<&'c crate::tool::
 /// only for a tool that states `read_only`, adds no `policy.writable` place, and whose
 /// writes the kernel confines here (a native tool runs in packs' own process: never).
 fn entry(context: &Context, t: &crate::tool::Tool) -> Value {
+    // A server lists the same tools again and again: keep each one's describe (an export
+    // made once only synthesizes it for the moment).
+    t.describe();
     let mut entry = crate::formats::mcp::tool(t);
     let enforced = t.kind() != crate::tool::ToolKind::Native && t.policy().writable.is_empty() && {
         let needs = crate::sandbox::Needs::of(t.tier(), t.policy().requires_network, &context.workspace(), &[]);

@@ -451,3 +451,45 @@ fn option_injection_is_flagged_in_every_shape_the_run_time_refuses() {
     let w = option_warnings(json!({"d": s}), json!({"program": "find", "args": ["--", "{{d}}"]}));
     assert!(w[0].1.contains("even after `--`"), "{w:?}");
 }
+
+#[test]
+fn human_output_of_many_files_keeps_their_order_and_never_shows_a_secrets_line() {
+    // Enough files for the diagnostics to be rendered on all cores; one with a credential,
+    // and two declaring one name (that diagnostic comes after the others: a second run
+    // of the same file's diagnostics).
+    let token = "EXAMPLEexampleEXAMPLEexample0000";
+    let mut packs = Packs::new();
+    for i in 0..70 {
+        let dashed = json!({"pattern": {"type": "string", "required": true}});
+        let command = json!({"program": "grep", "args": ["-e", "{{pattern}}", "--", "."]});
+        packs = packs.manifest(
+            &format!("t{i:02}"),
+            json!({"name": format!("t{i:02}"), "description": "d", "parameters": dashed, "command": command}),
+        );
+    }
+    let secret = json!({"program": "true", "args": ["--header", format!("Authorization: Bearer {token}")]});
+    packs = packs
+        .manifest("t30b", json!({"name": "t30", "description": "d", "command": "true"}))
+        .manifest("t50b", json!({"name": "secret_tool", "description": "d", "command": secret}));
+    let human = Test::new().args(["lint"]).arg(packs.path()).run();
+    human.code(1).no_panic();
+    let human = human.stdout();
+    assert!(!human.contains(token), "{human}");
+    let json = Test::new().args(["lint", "--format", "json"]).arg(packs.path()).run().json();
+    let expected: Vec<String> = json["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| format!("{}:{}:{}", d["file"].as_str().unwrap(), d["line"], d["column"]))
+        .collect();
+    // Where each diagnostic is, in the order shown: `┌─ file:line:col` beside a source
+    // line, `--> file:line:col` where the line is not shown.
+    let shown: Vec<String> = human
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("┌─ ").or_else(|| l.trim_start().strip_prefix("--> ")))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(shown, expected);
+    assert!(expected.len() >= 72, "{expected:?}");
+    assert!(human.contains("hardcoded-secret") && human.contains("duplicate-name"), "{human}");
+}
