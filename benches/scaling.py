@@ -11,10 +11,13 @@ and the median of the rounds' means is printed, with the peak memory of `packs c
 `catalog` is warm (its listing snapshot current); `catalog cold` runs without a cache
 directory, so it reads and loads every manifest. A second table compares a directory of
 `--describe` executables with one of manifests (`prompt` loads every tool without a
-snapshot, so it shows discovery with the describe cache warm).
+snapshot, so it shows discovery with the describe cache warm; `run` calls the same script
+with the same schema, policy and argument, once as an executable and once as a manifest
+tool).
 """
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -63,7 +66,7 @@ def exe_dir(root, n):
     d.mkdir()
     for i in range(n):
         describe = ('{"name": "exe_%d", "description": "Executable tool %d", "parameters": {"type": "object", '
-                    '"properties": {"text": {"type": "string"}}}}' % (i, i))
+                    '"properties": {"text": {"type": "string"}}}, "policy": {"read_only": true}}' % (i, i))
         f = Path(d, f"exe_{i}")
         f.write_text(f"#!/bin/sh\nif [ \"$1\" = --describe ]; then echo '{describe}'; exit 0; fi\necho ok\n")
         f.chmod(0o755)
@@ -144,16 +147,22 @@ def main():
 def executables(root, env, n, rounds):
     """A directory of `--describe` executables against one of manifests, each warm."""
     x, m = exe_dir(root, n), pack_dir(root, n)
-    time.sleep(2.2)
     mid = f"exe_{n // 2}"
+    # Like with like: the same script, schema, policy and argument as a manifest tool.
+    same = {"name": "same", "description": "The script of an executable tool, as a manifest",
+            "parameters": {"text": {"type": "string"}}, "policy": {"read_only": True},
+            "command": {"program": str(Path(x, mid)), "args": ["{{text}}"]}}
+    Path(m, "same.tool.json").write_text(json.dumps(same))
+    time.sleep(2.2)
+    arg = '{"text": "hi"}'
     commands = {
         "echo": ["/bin/echo"],
         "script": [str(Path(x, mid))],
         "prompt x": [PACKS, "--packs", str(x), "prompt"],
         "prompt m": [PACKS, "--packs", str(m), "prompt"],
         "catalog x": [PACKS, "--packs", str(x), "catalog"],
-        "run x": [PACKS, "--packs", str(x), "run", mid],
-        "run m": [PACKS, "--packs", str(m), "run", "noop"],
+        "run x": [PACKS, "--packs", str(x), "run", mid, arg],
+        "run m": [PACKS, "--packs", str(m), "run", "same", arg],
     }
     for argv in commands.values():
         subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
@@ -164,7 +173,8 @@ def executables(root, env, n, rounds):
     t = {k: statistics.median(v) for k, v in times.items()}
     print()
     print(f"{n} executables answering --describe (describe cache warm) against {n} manifests, ms:")
-    print("| echo | the script itself | prompt: executables / manifests | catalog (snapshot) | run one: executables / manifests |")
+    print("| echo | the script itself | prompt: executables / manifests | catalog (snapshot) "
+          "| run the script with an argument: as an executable / as a manifest tool |")
     print("|---|---|---|---|---|")
     print(f"| {t['echo']:.2f} | {t['script']:.2f} | {t['prompt x']:.1f} / {t['prompt m']:.1f} | {t['catalog x']:.1f} "
           f"| {t['run x']:.2f} / {t['run m']:.2f} |", flush=True)
