@@ -293,9 +293,10 @@ type Compiled = Result<Arc<handlebars::Template>, TemplateError>;
 /// Most distinct template texts [`compile`] remembers, and the longest it remembers:
 /// handlebars' parser is the costly part of loading a manifest, and pack directories
 /// repeat the same few short blocks (`{{#if verbose}}-v{{/if}}`) in many manifests. A
-/// long-running server that sees ever new texts stops remembering at this bound (a few
-/// MB at most) rather than growing.
-const COMPILED_TEXTS: usize = 2048;
+/// compiled template of a text near the length bound holds about 36 KB, so the cache
+/// holds about 10 MB at most; a long-running server that sees ever new texts stops
+/// remembering at this bound rather than growing.
+const COMPILED_TEXTS: usize = 256;
 const COMPILED_TEXT_BYTES: usize = 1024;
 
 fn compile(source: &str, translated: &str) -> Compiled {

@@ -1,6 +1,7 @@
 //! One renderer per output format: human (source line with a caret), json,
 //! github (workflow commands), sarif (2.1.0, for code scanning).
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use codespan_reporting::diagnostic::{Diagnostic as Rendered, Label};
@@ -88,20 +89,41 @@ fn human(report: &Report, color: bool) -> String {
     // The diagnostics of one file are next to each other: each run of them is rendered
     // (its file read once, however many it has) on its own, in parallel with the others.
     let runs: Vec<&[Diagnostic]> = report.diagnostics.chunk_by(|a, b| a.file == b.file).collect();
-    let rendered = crate::catalog::parallel_map(&runs, |run| human_file(run, cwd.as_deref(), color));
+    // Never print the line of a credential, under any diagnostic (a one-line manifest has
+    // its secret on the line every other diagnostic points at): CI logs are read by many.
+    let mut secrets: HashMap<&Path, Vec<&Diagnostic>> = HashMap::new();
+    for d in report.diagnostics.iter().filter(|d| d.code == Code::HardcodedSecret) {
+        secrets.entry(&d.file).or_default().push(d);
+    }
+    let render = |run: &&[Diagnostic]| {
+        let secrets = run.first().and_then(|d| secrets.get(d.file.as_path())).map_or(&[][..], Vec::as_slice);
+        human_file(run, secrets, cwd.as_deref(), color)
+    };
+    let rendered = crate::catalog::parallel_map(&runs, render);
     let mut out = String::new();
     for (run, text) in runs.iter().zip(rendered) {
-        out.push_str(&text.unwrap_or_else(|| human_file(run, cwd.as_deref(), color)));
+        out.push_str(&text.unwrap_or_else(|| render(run)));
     }
     out.push_str(&report.summary());
     out.push('\n');
     out
 }
 
-/// The diagnostics of one file, each with its source line when the file can be read.
-fn human_file(diagnostics: &[Diagnostic], cwd: Option<&Path>, color: bool) -> String {
+/// The diagnostics of one file, each with its source lines when the file can be read and
+/// none of those lines holds one of `secrets` (the file's `hardcoded-secret` diagnostics;
+/// one without a position hides every line).
+fn human_file(diagnostics: &[Diagnostic], secrets: &[&Diagnostic], cwd: Option<&Path>, color: bool) -> String {
+    use codespan_reporting::files::Files;
     let Some(first) = diagnostics.first() else { return String::new() };
     let file = std::fs::read_to_string(&first.file).ok().map(|t| SimpleFile::new(shown(&first.file, cwd), t));
+    // The lines (0-based, inclusive) a byte range spans; None when it is not in the file.
+    let lines_of = |f: &SimpleFile<String, String>, rg: &std::ops::Range<usize>| {
+        Some((f.line_index((), rg.start).ok()?, f.line_index((), rg.end).ok()?))
+    };
+    let secret_lines: Vec<Option<(usize, usize)>> = match &file {
+        Some(f) => secrets.iter().map(|d| range(d, f.source()).and_then(|rg| lines_of(f, &rg))).collect(),
+        None => Vec::new(),
+    };
     let config = term::Config::default();
     let mut out = String::new();
     for d in diagnostics {
@@ -114,22 +136,31 @@ fn human_file(diagnostics: &[Diagnostic], cwd: Option<&Path>, color: bool) -> St
         if let Some(help) = &d.help {
             r = r.with_notes(vec![format!("help: {help}")]);
         }
-        // Never print the line of a credential: CI logs are read by many.
+        // Never print the line of a credential, under any diagnostic: CI logs are read by many.
+        let shows_secret = |f: &SimpleFile<String, String>, rg: &std::ops::Range<usize>| {
+            !secret_lines.is_empty()
+                && lines_of(f, rg)
+                    .is_none_or(|(a, b)| secret_lines.iter().any(|s| s.is_none_or(|(c, d)| a <= d && c <= b)))
+        };
         let file = if d.code == Code::HardcodedSecret { &None } else { &file };
-        let rendered = file.as_ref().and_then(|f| range(d, f.source()).map(|rg| (f, rg))).and_then(|(f, rg)| {
-            let label = match &d.field {
-                Some(name) => Label::primary((), rg).with_message(format!("`{name}`")),
-                None => Label::primary((), rg),
-            };
-            let diagnostic = r.clone().with_labels(vec![label]);
-            if color {
-                let mut buffer = term::termcolor::Buffer::ansi();
-                term::emit_to_write_style(&mut buffer, &config, f, &diagnostic).ok()?;
-                String::from_utf8(buffer.into_inner()).ok()
-            } else {
-                term::emit_into_string(&config, f, &diagnostic).ok()
-            }
-        });
+        let rendered = file
+            .as_ref()
+            .and_then(|f| range(d, f.source()).map(|rg| (f, rg)))
+            .filter(|(f, rg)| !shows_secret(f, rg))
+            .and_then(|(f, rg)| {
+                let label = match &d.field {
+                    Some(name) => Label::primary((), rg).with_message(format!("`{name}`")),
+                    None => Label::primary((), rg),
+                };
+                let diagnostic = r.clone().with_labels(vec![label]);
+                if color {
+                    let mut buffer = term::termcolor::Buffer::ansi();
+                    term::emit_to_write_style(&mut buffer, &config, f, &diagnostic).ok()?;
+                    String::from_utf8(buffer.into_inner()).ok()
+                } else {
+                    term::emit_into_string(&config, f, &diagnostic).ok()
+                }
+            });
         match rendered {
             Some(s) => out.push_str(&s),
             None => {

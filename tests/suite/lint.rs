@@ -468,9 +468,12 @@ fn human_output_of_many_files_keeps_their_order_and_never_shows_a_secrets_line()
         );
     }
     let secret = json!({"program": "true", "args": ["--header", format!("Authorization: Bearer {token}")]});
+    // A manifest on one line: every diagnostic of it points at the secret's line.
+    let one_line = json!({"name": "one_line", "description": "d", "extra": 1, "command": secret});
     packs = packs
         .manifest("t30b", json!({"name": "t30", "description": "d", "command": "true"}))
-        .manifest("t50b", json!({"name": "secret_tool", "description": "d", "command": secret}));
+        .manifest("t50b", json!({"name": "secret_tool", "description": "d", "command": secret}))
+        .file("t60b.tool.json", &one_line.to_string());
     let human = Test::new().args(["lint"]).arg(packs.path()).run();
     human.code(1).no_panic();
     let human = human.stdout();
@@ -492,4 +495,5 @@ fn human_output_of_many_files_keeps_their_order_and_never_shows_a_secrets_line()
     assert_eq!(shown, expected);
     assert!(expected.len() >= 72, "{expected:?}");
     assert!(human.contains("hardcoded-secret") && human.contains("duplicate-name"), "{human}");
+    assert!(human.contains("t60b.tool.json:1:") && human.contains("unknown-key"), "{human}");
 }
