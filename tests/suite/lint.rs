@@ -497,3 +497,24 @@ fn human_output_of_many_files_keeps_their_order_and_never_shows_a_secrets_line()
     assert!(human.contains("hardcoded-secret") && human.contains("duplicate-name"), "{human}");
     assert!(human.contains("t60b.tool.json:1:") && human.contains("unknown-key"), "{human}");
 }
+
+#[test]
+fn no_output_format_repeats_a_hardcoded_secret_in_another_diagnostic() {
+    // The optional-renders-empty warning quotes its template, which here holds a token.
+    let token = "EXAMPLEexampleEXAMPLEexample0000";
+    let packs = Packs::new().manifest(
+        "quoted",
+        json!({
+            "name": "quoted", "description": "d",
+            "parameters": {"suffix": {"type": "string"}},
+            "command": {"program": "curl", "args": ["-H", format!("Authorization: Bearer {token}{{{{suffix}}}}"), "--", "https://example.invalid"]}
+        }),
+    );
+    for format in ["human", "json", "github", "sarif"] {
+        let out = Test::new().args(["lint", "--format", format]).arg(packs.path()).run();
+        out.code(1).no_panic();
+        let text = out.stdout();
+        assert!(text.contains("hardcoded-secret") && text.contains("optional-renders-empty"), "{format}: {text}");
+        assert!(!text.contains(token), "{format}: {text}");
+    }
+}
