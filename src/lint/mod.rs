@@ -331,41 +331,22 @@ fn lint_manifest(path: &Path, options: &Options, programs: &ProgramCache) -> (Op
                 .with_help("remove the entry once a person has checked it"),
         );
     }
-    redact_secrets(&src, &mut diags);
+    redact_secrets(&subject, &mut diags);
     (loads.then(|| m.name.clone()), diags)
 }
 
 /// A credential written into the manifest is never repeated by another diagnostic (some
-/// quote a template's text, in every output format): each value a `hardcoded-secret`
-/// diagnostic points at is masked wherever another diagnostic's message or help holds it.
-fn redact_secrets(src: &SourceFile, diags: &mut [Diagnostic]) {
-    let secrets: Vec<String> = diags
-        .iter()
-        .filter(|d| d.code == Code::HardcodedSecret)
-        .filter_map(|d| src.locate(&FieldPath::dotted(d.field.as_deref()?), Target::Value))
-        .filter_map(|r| string_value(src, &src.text[r]))
-        .filter(|s| !s.is_empty())
-        .collect();
+/// quote a template's text, in every output format): each text the `hardcoded-secret` rule
+/// finds is masked wherever another diagnostic's message or help holds it.
+fn redact_secrets(s: &Subject<'_>, diags: &mut [Diagnostic]) {
+    let secrets: Vec<&str> =
+        security::secrets(s).into_iter().map(|(_, text, _)| text).filter(|t| !t.is_empty()).collect();
     for d in diags.iter_mut().filter(|d| d.code != Code::HardcodedSecret) {
         for secret in &secrets {
-            d.message = d.message.replace(secret.as_str(), "***");
+            d.message = d.message.replace(secret, "***");
             if let Some(help) = &mut d.help {
-                *help = help.replace(secret.as_str(), "***");
+                *help = help.replace(secret, "***");
             }
-        }
-    }
-}
-
-/// The string a JSON or TOML string literal (`raw`, as written) holds.
-fn string_value(src: &SourceFile, raw: &str) -> Option<String> {
-    match src.syntax {
-        Syntax::Json => serde_json::from_str(raw).ok(),
-        Syntax::Toml => {
-            #[derive(serde::Deserialize)]
-            struct V {
-                v: String,
-            }
-            toml::from_str::<V>(&format!("v = {raw}")).ok().map(|v| v.v)
         }
     }
 }

@@ -124,6 +124,11 @@ fn human_file(diagnostics: &[Diagnostic], secrets: &[&Diagnostic], cwd: Option<&
         Some(f) => secrets.iter().map(|d| range(d, f.source()).and_then(|rg| lines_of(f, &rg))).collect(),
         None => Vec::new(),
     };
+    // Never print the line of a credential, under any diagnostic (a secret's own included).
+    let shows_secret = |f: &SimpleFile<String, String>, rg: &std::ops::Range<usize>| {
+        !secret_lines.is_empty()
+            && lines_of(f, rg).is_none_or(|(a, b)| secret_lines.iter().any(|s| s.is_none_or(|(c, d)| a <= d && c <= b)))
+    };
     let config = term::Config::default();
     let mut out = String::new();
     for d in diagnostics {
@@ -136,13 +141,6 @@ fn human_file(diagnostics: &[Diagnostic], secrets: &[&Diagnostic], cwd: Option<&
         if let Some(help) = &d.help {
             r = r.with_notes(vec![format!("help: {help}")]);
         }
-        // Never print the line of a credential, under any diagnostic: CI logs are read by many.
-        let shows_secret = |f: &SimpleFile<String, String>, rg: &std::ops::Range<usize>| {
-            !secret_lines.is_empty()
-                && lines_of(f, rg)
-                    .is_none_or(|(a, b)| secret_lines.iter().any(|s| s.is_none_or(|(c, d)| a <= d && c <= b)))
-        };
-        let file = if d.code == Code::HardcodedSecret { &None } else { &file };
         let rendered = file
             .as_ref()
             .and_then(|f| range(d, f.source()).map(|rg| (f, rg)))

@@ -350,7 +350,18 @@ fn secret_patterns() -> &'static RegexSet {
 }
 
 fn hardcoded_secrets(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
-    let mut texts: Vec<(FieldPath, &str)> = elements(s);
+    for (path, _, message) in secrets(s) {
+        out.push(
+            s.diag(Severity::Error, Code::HardcodedSecret, &path, Target::Value, message)
+                .with_help("read it from the environment with `{{secret.NAME}}` and rotate the one committed here"),
+        );
+    }
+}
+
+/// Every text the manifest writes a credential into (an argument, an `env` value, a
+/// parameter's default), with where it is and why it looks like one.
+pub(super) fn secrets<'m>(s: &Subject<'m>) -> Vec<(FieldPath, &'m str, String)> {
+    let mut texts: Vec<(FieldPath, &'m str)> = elements(s);
     let base = FieldPath::dotted("command");
     texts.extend(s.m.command.env.iter().map(|(k, v)| (base.key("env").key(k), v.as_str())));
     for (name, p) in &s.m.parameters {
@@ -358,20 +369,17 @@ fn hardcoded_secrets(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
             texts.push((FieldPath::dotted("parameters").key(name).key("default"), d));
         }
     }
-    let flag = |path: &FieldPath, message: String| {
-        s.diag(Severity::Error, Code::HardcodedSecret, path, Target::Value, message)
-            .with_help("read it from the environment with `{{secret.NAME}}` and rotate the one committed here")
-    };
-    for (path, text) in &texts {
+    let mut found = Vec::new();
+    for (path, text) in texts {
         if secret_patterns().is_match(text) {
-            out.push(flag(path, "this looks like a credential written into the manifest".into()));
-        } else if let Some(name) = secret_named_literal(path, text) {
-            out.push(flag(
-                path,
-                format!("`{name}` looks like a credential's name, and its value is written into the manifest"),
-            ));
+            found.push((path, text, "this looks like a credential written into the manifest".to_owned()));
+        } else if let Some(name) = secret_named_literal(&path, text) {
+            let message =
+                format!("`{name}` looks like a credential's name, and its value is written into the manifest");
+            found.push((path, text, message));
         }
     }
+    found
 }
 
 /// The secret-looking name a literal value is given under, if any: an environment
