@@ -231,46 +231,85 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
+/// Deepest nesting [`json_fields`] follows (serde_json, which reads manifests, refuses
+/// deeper documents too): a hostile file cannot exhaust the stack.
+const MAX_JSON_DEPTH: usize = 128;
+
+/// The fields of a JSON text, from `jsonc-parser`'s tokens (strict JSON: no comments,
+/// trailing commas or single quotes). Only ranges and keys are kept; no tree is built.
 fn json_fields(text: &str) -> Option<Fields> {
-    use jsonc_parser::ast::Value;
-    use jsonc_parser::common::Ranged;
-    fn walk(node: &Value<'_>, at: usize, fields: &mut Fields) {
-        match node {
-            Value::Object(obj) => {
-                for prop in &obj.properties {
-                    let (k, v) = (prop.name.range(), prop.value.range());
-                    let seg = Seg::Key(prop.name.as_str().to_owned());
-                    let child = fields.add(Some(at), seg, Some(k.start..k.end), v.start..v.end);
-                    walk(&prop.value, child, fields);
-                }
-            }
-            Value::Array(arr) => {
-                for (i, element) in arr.elements.iter().enumerate() {
-                    let r = element.range();
-                    let child = fields.add(Some(at), Seg::Index(i), None, r.start..r.end);
-                    walk(element, child, fields);
-                }
-            }
-            _ => {}
-        }
-    }
-    let options = jsonc_parser::ParseOptions {
-        allow_comments: false,
-        allow_loose_object_property_names: false,
-        allow_trailing_commas: false,
-        allow_missing_commas: false,
+    use jsonc_parser::{Scanner, ScannerOptions};
+    let options = ScannerOptions {
         allow_single_quoted_strings: false,
         allow_hexadecimal_numbers: false,
         allow_unary_plus_numbers: false,
-        ..Default::default()
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
     };
-    let parsed = jsonc_parser::parse_to_ast(text, &Default::default(), &options).ok()?;
-    let root = parsed.value?;
-    let mut fields = Fields::default();
-    let r = root.range();
-    let at = fields.add(None, Seg::Index(0), None, r.start..r.end);
-    walk(&root, at, &mut fields);
-    Some(fields)
+    let mut scanner = Scanner::new(text, &options);
+    // About one field per 16 bytes of text (a manifest has one per 30 or so): the map
+    // is sized once instead of rehashed as it grows.
+    let estimate = text.len() / 16 + 1;
+    let mut fields =
+        Fields { ranges: Vec::with_capacity(estimate), children: std::collections::HashMap::with_capacity(estimate) };
+    let first = scanner.scan().ok()??;
+    json_value(&mut scanner, first, None, Seg::Index(0), None, &mut fields, 0)?;
+    // Nothing may follow the document.
+    scanner.scan().ok()?.is_none().then_some(fields)
+}
+
+/// Add the value that starts with `token` (and everything in it) under `parent`.
+fn json_value(
+    scanner: &mut jsonc_parser::Scanner<'_>,
+    token: jsonc_parser::tokens::Token<'_>,
+    parent: Option<usize>,
+    seg: Seg,
+    key: Option<Range<usize>>,
+    fields: &mut Fields,
+    depth: usize,
+) -> Option<()> {
+    use jsonc_parser::tokens::Token;
+    let start = scanner.token_start();
+    let close = match token {
+        Token::String(_) | Token::Number(_) | Token::Boolean(_) | Token::Null => {
+            fields.add(parent, seg, key, start..scanner.token_end());
+            return Some(());
+        }
+        Token::OpenBrace => Token::CloseBrace,
+        Token::OpenBracket => Token::CloseBracket,
+        _ => return None,
+    };
+    if depth >= MAX_JSON_DEPTH {
+        return None;
+    }
+    let node = fields.add(parent, seg, key, start..start);
+    let mut next = scanner.scan().ok()??;
+    let mut index = 0;
+    while next != close {
+        if index > 0 {
+            // `,` between members, never before the close.
+            if next != Token::Comma {
+                return None;
+            }
+            next = scanner.scan().ok()??;
+        }
+        if close == Token::CloseBrace {
+            let Token::String(name) = next else { return None };
+            let key = scanner.token_start()..scanner.token_end();
+            if scanner.scan().ok()?? != Token::Colon {
+                return None;
+            }
+            let value = scanner.scan().ok()??;
+            json_value(scanner, value, Some(node), Seg::Key(name.into_owned()), Some(key), fields, depth + 1)?;
+        } else {
+            json_value(scanner, next, Some(node), Seg::Index(index), None, fields, depth + 1)?;
+        }
+        index += 1;
+        next = scanner.scan().ok()??;
+    }
+    fields.ranges[node].1.end = scanner.token_end();
+    Some(())
 }
 
 fn toml_fields(text: &str) -> Option<Fields> {
@@ -469,6 +508,28 @@ mod tests {
             let r = s.locate(&FieldPath::dotted(&format!("k{i}.v.0")), Target::Value).unwrap();
             assert_eq!(s.text[r].parse::<usize>().unwrap(), i);
         }
+    }
+
+    #[test]
+    fn only_strict_json_has_positions_and_depth_is_bounded() {
+        // Escaped keys are matched decoded; nested arrays and objects end where they close.
+        let s = src("{\"a\\u0062\": [1, {\"c\": [true, null]}], \"d\": -1.5e3}", Syntax::Json);
+        let r = s.locate(&FieldPath::dotted("ab.1.c.1"), Target::Value).unwrap();
+        assert_eq!(&s.text[r], "null");
+        let r = s.locate(&FieldPath::dotted("ab.1"), Target::Value).unwrap();
+        assert_eq!(&s.text[r], "{\"c\": [true, null]}");
+        assert_eq!(&s.text[s.locate(&FieldPath::dotted("d"), Target::Value).unwrap()], "-1.5e3");
+        // What serde_json refuses has no positions (and locating falls back to the file).
+        for text in
+            ["{\"a\": 1,}", "[1, 2,]", "{\"a\": 1} 2", "{\"a\" 1}", "// c\n{}", "{'a': 1}", "[1 2]", "{\"a\": 0x1}"]
+        {
+            assert!(src(text, Syntax::Json).locate(&FieldPath::default(), Target::Value).is_none(), "{text}");
+        }
+        // A hostile nesting depth is refused rather than followed down the stack.
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(src(&deep, Syntax::Json).locate(&FieldPath::dotted("0"), Target::Value).is_none());
+        let ok = format!("{}{}", "[".repeat(100), "]".repeat(100));
+        assert!(src(&ok, Syntax::Json).locate(&FieldPath::dotted("0.0.0"), Target::Value).is_some());
     }
 
     #[test]
