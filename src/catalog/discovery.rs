@@ -262,25 +262,36 @@ impl<'s, R: Send + 's> Job<'s, R> {
 }
 
 /// `f` over `items` in order, on all cores when there are 64 items or more;
-/// `None` for the items of a thread that panicked.
+/// `None` for the items of a thread that panicked. Threads take the next few items as
+/// they finish (not a fixed share each), so one slow thread or file does not leave the
+/// others idle.
 pub(crate) fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<Option<R>> {
+    /// Items a thread takes at once: few enough to even out, enough to keep the counter cool.
+    const BATCH: usize = 8;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     if threads < 2 || items.len() < 64 {
         return items.iter().map(|i| Some(f(i))).collect();
     }
-    let chunk = items.len().div_ceil(threads);
-    let f = &f;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let start = next.fetch_add(BATCH, std::sync::atomic::Ordering::Relaxed);
+            if start >= items.len() {
+                return done;
+            }
+            let end = (start + BATCH).min(items.len());
+            done.extend(items[start..end].iter().enumerate().map(|(k, item)| (start + k, f(item))));
+        }
+    };
+    let mut results: Vec<Option<R>> = std::iter::repeat_with(|| None).take(items.len()).collect();
     std::thread::scope(|s| {
-        let jobs: Vec<_> =
-            items.chunks(chunk).map(|c| Job::start(s, move || c.iter().map(f).collect::<Vec<_>>())).collect();
-        jobs.into_iter()
-            .zip(items.chunks(chunk))
-            .flat_map(|(job, c)| match job.finish() {
-                Some(results) => results.into_iter().map(Some).collect::<Vec<_>>(),
-                None => c.iter().map(|_| None).collect(),
-            })
-            .collect()
-    })
+        let jobs: Vec<_> = (0..threads).map(|_| Job::start(s, &work)).collect();
+        for (i, r) in jobs.into_iter().filter_map(Job::finish).flatten() {
+            results[i] = Some(r);
+        }
+    });
+    results
 }
 
 /// Most executables asked for `--describe` at once: each waits on a process.
