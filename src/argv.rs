@@ -47,6 +47,43 @@ pub(crate) struct Rendered {
     pub dash_leads: Vec<DashLead>,
 }
 
+/// Where a command template is written in the manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Site<'a> {
+    /// `command.args.N`
+    Arg(usize),
+    /// `command.args.N.M`: a member of a group.
+    Member(usize, usize),
+    /// `command.env.NAME`
+    Env(&'a str),
+    /// `command.cwd`
+    Cwd,
+}
+
+impl Site<'_> {
+    /// The field path, for locating it in the manifest's text.
+    pub(crate) fn path(self) -> FieldPath {
+        let command = FieldPath::dotted("command");
+        match self {
+            Self::Arg(i) => command.key("args").index(i),
+            Self::Member(i, j) => command.key("args").index(i).index(j),
+            Self::Env(name) => command.key("env").key(name),
+            Self::Cwd => command.key("cwd"),
+        }
+    }
+}
+
+impl std::fmt::Display for Site<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Arg(i) => write!(f, "command.args.{i}"),
+            Self::Member(i, j) => write!(f, "command.args.{i}.{j}"),
+            Self::Env(name) => write!(f, "command.env.{name}"),
+            Self::Cwd => f.write_str("command.cwd"),
+        }
+    }
+}
+
 /// An argv element whose leading `-` came from a value, where the program still reads
 /// options (see [`crate::operands`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +108,7 @@ struct Out {
 
 struct Origin {
     literal: bool,
-    field: String,
+    site: Site<'static>,
     lead: Option<(Lead, Vec<String>)>,
 }
 
@@ -105,24 +142,20 @@ pub(crate) struct Values<'a> {
     pub context: &'a Map<String, Value>,
 }
 
-/// One render: the call's values with every declared parameter present (absent
-/// ones as null, so handlebars' strict mode sees them), and the environment.
+/// One render: the values the call gave, and the data templates render with (every
+/// declared parameter present, absent ones as null so handlebars' strict mode sees them).
 struct Scope<'a> {
     given: &'a Map<String, Value>,
-    resolved: Map<String, Value>,
+    data: &'a Data,
     context: &'a Map<String, Value>,
     environment: &'a Environment,
 }
 
 impl Scope<'_> {
-    fn data(&self) -> Data {
-        Data::with_environment(&self.resolved, self.given, self.context, self.environment)
-    }
-
     /// The value of a name a group uses, if it counts as present (not absent, null or false).
     fn present(&self, r: &Ref) -> Option<&Value> {
         let v = match r {
-            Ref::Param(p) => self.resolved.get(p),
+            Ref::Param(p) => self.data.resolved(p),
             Ref::Context(k) => self.context.get(k),
             Ref::Env(n) => self.environment.env.get(n),
             Ref::Secret(n) => self.environment.secrets.get(n),
@@ -143,30 +176,28 @@ impl CommandTemplate {
     /// Compile every template of `cmd`; errors carry the field path of the template.
     pub(crate) fn compile(cmd: &Command, params: &[&str]) -> Result<Self, Vec<(FieldPath, TemplateError)>> {
         let mut errors = Vec::new();
-        let mut compile = |path: FieldPath, src: &str| match Template::parse(src, params) {
+        let mut compile = |site: Site<'_>, src: &str| match Template::parse(src, params) {
             Ok(t) => Some(t),
             Err(e) => {
-                errors.push((path, e));
+                errors.push((site.path(), e));
                 None
             }
         };
-        let base = FieldPath::dotted("command");
         let args: Vec<Option<ArgTemplate>> = cmd
             .args
             .iter()
             .enumerate()
             .map(|(i, a)| match a {
-                Arg::One(s) => compile(base.key("args").index(i), s).map(ArgTemplate::One),
+                Arg::One(s) => compile(Site::Arg(i), s).map(ArgTemplate::One),
                 Arg::Group(items) => {
                     let members: Vec<_> =
-                        items.iter().enumerate().map(|(j, s)| compile(base.key("args").index(i).index(j), s)).collect();
+                        items.iter().enumerate().map(|(j, s)| compile(Site::Member(i, j), s)).collect();
                     members.into_iter().collect::<Option<Vec<_>>>().map(ArgTemplate::Group)
                 }
             })
             .collect();
-        let env: Vec<_> =
-            cmd.env.iter().map(|(k, v)| compile(base.key("env").key(k), v).map(|t| (k.clone(), t))).collect();
-        let cwd = cmd.cwd.as_ref().map(|c| compile(base.key("cwd"), c));
+        let env: Vec<_> = cmd.env.iter().map(|(k, v)| compile(Site::Env(k), v).map(|t| (k.clone(), t))).collect();
+        let cwd = cmd.cwd.as_ref().map(|c| compile(Site::Cwd, c));
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -179,21 +210,23 @@ impl CommandTemplate {
         })
     }
 
-    /// Every template with its field path, in manifest order.
-    pub(crate) fn templates(&self) -> Vec<(FieldPath, &Template)> {
-        let base = FieldPath::dotted("command");
+    /// Every template with where it is written, in manifest order.
+    pub(crate) fn templates(&self) -> Vec<(Site<'_>, &Template)> {
         let mut all = Vec::new();
         for (i, a) in self.args.iter().enumerate() {
             match a {
-                ArgTemplate::One(t) => all.push((base.key("args").index(i), t)),
-                ArgTemplate::Group(ts) => {
-                    all.extend(ts.iter().enumerate().map(|(j, t)| (base.key("args").index(i).index(j), t)));
-                }
+                ArgTemplate::One(t) => all.push((Site::Arg(i), t)),
+                ArgTemplate::Group(ts) => all.extend(ts.iter().enumerate().map(|(j, t)| (Site::Member(i, j), t))),
             }
         }
-        all.extend(self.env.iter().map(|(k, t)| (base.key("env").key(k), t)));
-        all.extend(self.cwd.iter().map(|t| (base.key("cwd"), t)));
+        all.extend(self.env.iter().map(|(k, t)| (Site::Env(k), t)));
+        all.extend(self.cwd.iter().map(|t| (Site::Cwd, t)));
         all
+    }
+
+    /// Every name the templates read, in manifest order (may repeat).
+    pub(crate) fn refs(&self) -> impl Iterator<Item = &Ref> {
+        self.each_template().flat_map(Template::refs)
     }
 
     /// Every template, in manifest order (without building field paths).
@@ -209,29 +242,30 @@ impl CommandTemplate {
     /// from packs' own environment; a secret that is not set is an error when the render
     /// reads it (not in a branch that is not taken, nor in a group another absent name omits).
     pub(crate) fn render(&self, values: &Values<'_>) -> Result<Rendered, RenderFailure> {
-        let environment = Environment::read(self.each_template().flat_map(Template::refs));
+        let environment = Environment::read(self.refs());
         self.render_in(values, &environment)
     }
 
     /// Render with every `{{secret.NAME}}` as `***` (dry-run tests).
     pub(crate) fn render_with_placeholder_secrets(&self, values: &Values<'_>) -> Result<Rendered, RenderFailure> {
-        let environment = Environment::read_with_placeholder_secrets(self.each_template().flat_map(Template::refs));
+        let environment = Environment::read_with_placeholder_secrets(self.refs());
         self.render_in(values, &environment)
     }
 
     fn render_in(&self, values: &Values<'_>, environment: &Environment) -> Result<Rendered, RenderFailure> {
         let mut resolved = values.resolved.clone();
         for p in &self.params {
-            resolved.entry(p.clone()).or_insert(Value::Null);
+            if !resolved.contains_key(p) {
+                resolved.insert(p.clone(), Value::Null);
+            }
         }
-        let scope = Scope { given: values.given, resolved, context: values.context, environment };
-        let data = scope.data();
-        let mut out = Out { argv: vec![self.program.clone()], origins: Vec::new() };
+        let data = Data::of(resolved, values.given, values.context, environment);
+        let scope = Scope { given: values.given, data: &data, context: values.context, environment };
+        let mut out = Out { argv: vec![self.program.clone()], origins: Vec::with_capacity(self.args.len()) };
         for (i, arg) in self.args.iter().enumerate() {
-            let field = format!("command.args.{i}");
             match arg {
-                ArgTemplate::One(t) => render_one(t, &scope, &data, &field, &mut out)?,
-                ArgTemplate::Group(members) => render_group(members, &scope, &data, &field, &mut out)?,
+                ArgTemplate::One(t) => render_one(t, &scope, Site::Arg(i), &mut out)?,
+                ArgTemplate::Group(members) => render_group(members, &scope, i, &mut out)?,
             }
         }
         let Out { argv, origins } = out;
@@ -242,62 +276,58 @@ impl CommandTemplate {
             .into_iter()
             .take(options_end)
             .enumerate()
-            .filter_map(|(i, o)| o.lead.map(|(lead, params)| DashLead { index: i + 1, field: o.field, lead, params }))
+            .filter_map(|(i, o)| {
+                o.lead.map(|(lead, params)| DashLead { index: i + 1, field: o.site.to_string(), lead, params })
+            })
             .collect();
         let mut env = Vec::with_capacity(self.env.len());
         for (k, t) in &self.env {
-            let v = render(t, &data, &format!("command.env.{k}"))?;
+            let v = render(t, &data, Site::Env(k))?;
             if scope.keep(t, &v) {
                 env.push((k.clone(), v));
             }
         }
         let cwd = match &self.cwd {
-            Some(t) => Some(render(t, &data, "command.cwd")?).filter(|c| !c.is_empty()),
+            Some(t) => Some(render(t, &data, Site::Cwd)?).filter(|c| !c.is_empty()),
             None => None,
         };
         Ok(Rendered { argv, env, cwd, secrets: environment.secret_values(), dash_leads })
     }
 }
 
-fn render(t: &Template, data: &Data, field: &str) -> Result<String, RenderFailure> {
+fn render(t: &Template, data: &Data, site: Site<'_>) -> Result<String, RenderFailure> {
     t.render(data).map_err(|e| RenderFailure {
-        field: field.to_owned(),
+        field: site.to_string(),
         template: t.source().to_owned(),
         message: e.reason().to_string(),
     })
 }
 
-fn render_one(t: &Template, scope: &Scope<'_>, data: &Data, field: &str, out: &mut Out) -> Result<(), RenderFailure> {
+fn render_one(t: &Template, scope: &Scope<'_>, site: Site<'static>, out: &mut Out) -> Result<(), RenderFailure> {
     if let Some(p) = t.placeholder() {
         let given = scope.given.get(p).filter(|v| !v.is_null());
-        if let Some(Value::Array(items)) = given.or_else(|| scope.resolved.get(p)) {
+        if let Some(Value::Array(items)) = given.or_else(|| scope.data.resolved(p)) {
             for item in items {
                 let text = crate::template::value_text(item);
                 let lead = (given.is_some() && text.starts_with('-')).then(|| (Lead::Param(p.to_owned()), Vec::new()));
-                out.push(text, Origin { literal: false, field: field.to_owned(), lead });
+                out.push(text, Origin { literal: false, site, lead });
             }
             return Ok(());
         }
     }
-    let s = render(t, data, field)?;
+    let s = render(t, scope.data, site)?;
     if scope.keep(t, &s) {
         let lead = if s.starts_with('-') && !t.source().starts_with('-') {
-            t.lead(data, &s).map(|lead| (lead, t.params().map(str::to_owned).collect()))
+            t.lead(scope.data, &s).map(|lead| (lead, t.params().map(str::to_owned).collect()))
         } else {
             None
         };
-        out.push(s, Origin { literal: t.is_literal(), field: field.to_owned(), lead });
+        out.push(s, Origin { literal: t.is_literal(), site, lead });
     }
     Ok(())
 }
 
-fn render_group(
-    members: &[Template],
-    scope: &Scope<'_>,
-    data: &Data,
-    field: &str,
-    out: &mut Out,
-) -> Result<(), RenderFailure> {
+fn render_group(members: &[Template], scope: &Scope<'_>, i: usize, out: &mut Out) -> Result<(), RenderFailure> {
     let refs: Vec<&Ref> = members.iter().flat_map(|t| t.refs()).collect();
     // A group is omitted when a name it uses has no value; a secret is never optional.
     if refs.iter().any(|r| !matches!(r, Ref::Secret(_)) && scope.present(r).is_none()) {
@@ -309,13 +339,13 @@ fn render_group(
     });
     let Some((name, items)) = arrays.next() else {
         for (j, t) in members.iter().enumerate() {
-            render_one(t, scope, data, &format!("{field}.{j}"), out)?;
+            render_one(t, scope, Site::Member(i, j), out)?;
         }
         return Ok(());
     };
     if let Some((other, _)) = arrays.find(|(p, _)| *p != name) {
         return Err(RenderFailure {
-            field: field.to_owned(),
+            field: Site::Arg(i).to_string(),
             template: format!("{:?}", members.iter().map(Template::source).collect::<Vec<_>>()),
             message: format!("a group may repeat over one array parameter, but uses `{name}` and `{other}`"),
         });
@@ -323,12 +353,11 @@ fn render_group(
     for item in items {
         let mut given = scope.given.clone();
         given.insert(name.to_owned(), item.clone());
-        let mut resolved = scope.resolved.clone();
-        resolved.insert(name.to_owned(), item.clone());
-        let per_item = Scope { given: &given, resolved, context: scope.context, environment: scope.environment };
-        let item_data = data.with(name, item);
+        let item_data = scope.data.with(name, item);
+        let per_item =
+            Scope { given: &given, data: &item_data, context: scope.context, environment: scope.environment };
         for (j, t) in members.iter().enumerate() {
-            render_one(t, &per_item, &item_data, &format!("{field}.{j}"), out)?;
+            render_one(t, &per_item, Site::Member(i, j), out)?;
         }
     }
     Ok(())

@@ -337,10 +337,8 @@ fn manifest_of(name: &str, description: &str, schema: &Value) -> Result<(Value, 
     let mut parameters = Map::new();
     let mut kinds = Vec::new();
     for (pname, p) in root.get("properties").and_then(Value::as_object).into_iter().flatten() {
-        if !crate::names::is_identifier(pname) {
-            return Err(format!(
-                "parameter `{pname}` is not an identifier, which a manifest's parameter names must be"
-            ));
+        if let Some(problem) = crate::names::parameter_name_problem(pname) {
+            return Err(problem);
         }
         let Value::Object(p) = p else { return Err(format!("parameter `{pname}`'s schema is not an object")) };
         let mut decl = Map::new();

@@ -35,6 +35,28 @@ pub(crate) fn is_snake_case(s: &str) -> bool {
 }
 
 /// `^[A-Za-z_][A-Za-z0-9_]*$`
+/// Identifiers a parameter may not be named: a template reads them as something else
+/// (`{{env.HOME}}`, `{{secret.TOKEN}}`, `{{context.url}}` and their maps; `this`, the whole
+/// set of values; `true`, `false`, `null` and `else`, words of handlebars), so a parameter
+/// of that name would render the wrong value, or a map of the operator's environment or
+/// secrets.
+pub(crate) const RESERVED_PARAMETER_NAMES: &[&str] =
+    &["context", "env", "secret", "this", "true", "false", "null", "else"];
+
+/// Why `name` cannot name a parameter, if it cannot.
+pub(crate) fn parameter_name_problem(name: &str) -> Option<String> {
+    if !is_identifier(name) {
+        return Some(format!("parameter name `{name}` must be letters, digits and `_`, not starting with a digit"));
+    }
+    let reads = match name {
+        "context" | "env" | "secret" => format!("the map of `{{{{{name}.KEY}}}}` values"),
+        "this" => "the whole set of values".to_owned(),
+        _ if RESERVED_PARAMETER_NAMES.contains(&name) => "a word of the template language".to_owned(),
+        _ => return None,
+    };
+    Some(format!("parameter name `{name}` is reserved: a template reads `{name}` as {reads}"))
+}
+
 pub(crate) fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some('a'..='z' | 'A'..='Z' | '_')) && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')

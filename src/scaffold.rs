@@ -48,8 +48,8 @@ pub(crate) fn parse_param(text: &str) -> Result<ParamSpec, String> {
         Some(k) => (k, false),
         None => (kind, true),
     };
-    if !crate::names::is_identifier(name) {
-        return Err(format!("`{name}` is not a parameter name (letters, digits and `_`, not starting with a digit)"));
+    if let Some(problem) = crate::names::parameter_name_problem(name) {
+        return Err(problem);
     }
     if !PARAM_TYPES.contains(&kind) {
         return Err(format!("`{kind}` is not a parameter type; use one of {}", PARAM_TYPES.join(", ")));

@@ -26,8 +26,9 @@ use serde_json::{Map, Value};
 /// The context keys a template may read as `{{context.KEY}}`.
 pub(crate) const CONTEXT_KEYS: &[&str] = &["url", "selection", "clipboard", "file", "cwd", "transcript"];
 
-/// Key under which the render data holds the values the call (or context) gave.
-const GIVEN: &str = "__given";
+/// Key under which the render data holds the values the call (or context) gave: not an
+/// identifier, so no parameter has it.
+const GIVEN: &str = "packs:given";
 
 /// A name a template reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -353,7 +354,17 @@ impl Data {
         context: &Map<String, Value>,
         environment: &Environment,
     ) -> Self {
-        let mut root = resolved.clone();
+        Self::of(resolved.clone(), given, context, environment)
+    }
+
+    /// Like [`Data::with_environment`], taking `resolved` (which becomes the root: no
+    /// parameter is named like the other keys, see `names::RESERVED_PARAMETER_NAMES`).
+    pub(crate) fn of(
+        mut root: Map<String, Value>,
+        given: &Map<String, Value>,
+        context: &Map<String, Value>,
+        environment: &Environment,
+    ) -> Self {
         root.insert(GIVEN.into(), Value::Object(given.clone()));
         root.insert("context".into(), Value::Object(context.clone()));
         root.insert("env".into(), Value::Object(environment.env.clone()));
@@ -376,6 +387,11 @@ impl Data {
     /// The root object.
     pub(crate) fn root(&self) -> &Value {
         self.0.data()
+    }
+
+    /// A parameter's resolved value (after defaults; null when it has none), if declared.
+    pub(crate) fn resolved(&self, name: &str) -> Option<&Value> {
+        self.0.data().get(name)
     }
 }
 

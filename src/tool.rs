@@ -159,6 +159,7 @@ impl Tool {
         let hb_errors: Vec<Diagnostic> = command
             .templates()
             .into_iter()
+            .map(|(site, t)| (site.path(), t))
             .chain(output_template.iter().map(|t| (FieldPath::dotted("output.template"), t)))
             .filter_map(|(path, t)| t.check().err().map(|e| template_error(&path, e)))
             .collect();

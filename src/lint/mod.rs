@@ -255,11 +255,12 @@ fn lint_manifest(path: &Path, options: &Options, programs: &ProgramCache) -> (Op
     if diags.iter().any(|d| d.severity == Severity::Error) {
         return (None, diags);
     }
-    let (loaded, errors) = manifest::parse_checked(src.clone());
+    // Unknown keys are reported from the schema, with the same did-you-mean.
+    let (loaded, errors) = manifest::parse_checked(src, manifest::UnknownKeys::Skip);
     let mut loads = errors.is_empty();
     diags.extend(errors);
     let Some(loaded) = loaded else { return (None, diags) };
-    // Unknown keys are reported from the schema, with the same did-you-mean.
+    let src = &loaded.source;
     diags.extend(loaded.warnings.iter().filter(|w| w.code != Code::UnknownKey).cloned());
     let m = &loaded.manifest;
     let params: Vec<&str> = m.parameters.keys().map(String::as_str).collect();
@@ -277,7 +278,7 @@ fn lint_manifest(path: &Path, options: &Options, programs: &ProgramCache) -> (Op
                 let offset = src
                     .locate_in_string(&field, e.offset)
                     .or_else(|| src.locate_nearest(&field, Target::Value).map(|r| r.start));
-                let mut d = Diagnostic::file(Severity::Error, code, path, e.message).at_offset(&src, offset);
+                let mut d = Diagnostic::file(Severity::Error, code, path, e.message).at_offset(src, offset);
                 d.field = Some(field.to_string());
                 diags.push(d);
             }
@@ -286,13 +287,13 @@ fn lint_manifest(path: &Path, options: &Options, programs: &ProgramCache) -> (Op
     };
     loads &= command.is_some();
     if let Some(c) = &command {
-        for (field, t) in c.templates() {
+        for (site, t) in c.templates() {
             if let Err(e) = t.check() {
                 loads = false;
-                diags.push(Subject { m, src: &src, raw: &raw, command: None }.diag(
+                diags.push(Subject { m, src, raw: &raw, command: None }.diag(
                     Severity::Error,
                     Code::InvalidTemplate,
-                    &field,
+                    &site.path(),
                     Target::Value,
                     e.message,
                 ));
@@ -306,12 +307,12 @@ fn lint_manifest(path: &Path, options: &Options, programs: &ProgramCache) -> (Op
             let field = FieldPath::dotted("output.template");
             let offset = src.locate_in_string(&field, e.offset);
             let mut d =
-                Diagnostic::file(Severity::Error, Code::InvalidTemplate, path, e.message).at_offset(&src, offset);
+                Diagnostic::file(Severity::Error, Code::InvalidTemplate, path, e.message).at_offset(src, offset);
             d.field = Some(field.to_string());
             diags.push(d);
         }
     }
-    let subject = Subject { m, src: &src, raw: &raw, command: command.as_ref() };
+    let subject = Subject { m, src, raw: &raw, command: command.as_ref() };
     let mut rules = Vec::new();
     parameters::check(&subject, &mut rules);
     templates::check(&subject, &mut rules);

@@ -66,7 +66,11 @@ fn schema_error(src: &SourceFile, e: &jsonschema::ValidationError<'_>, out: &mut
     let path = pointer_path(&here);
     let dotted = path.to_string();
     // Fields with their own rules (and codes) are checked there.
-    let owned = dotted == "name"
+    // A reserved parameter name is reported by the manifest model, which says why.
+    let reserved_name = dotted == "parameters"
+        && matches!(e.kind(), Kind::PropertyNames { error } if matches!(error.kind(), Kind::Not { .. }));
+    let owned = reserved_name
+        || dotted == "name"
         || dotted == "description"
         || dotted.starts_with("policy.timeout_secs")
         || dotted.starts_with("policy.allowed_exit_codes");

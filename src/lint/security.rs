@@ -9,9 +9,9 @@ use super::Subject;
 use crate::code::Code;
 use serde_json::{Map, Value};
 
-use crate::argv::Values;
+use crate::argv::{Site, Values};
 use crate::manifest::{Arg, ParamType, Parameter};
-use crate::source::{Diagnostic, FieldPath, Seg, Severity, Target};
+use crate::source::{Diagnostic, FieldPath, Severity, Target};
 use crate::template::{Lead, Ref};
 
 /// Programs that interpret a string argument as code, with the flags that introduce it.
@@ -46,22 +46,21 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
     read_only_claims(s, out);
 }
 
-/// The argument list as plain strings (group members flattened), with their paths.
-fn elements<'m>(s: &Subject<'m>) -> Vec<(FieldPath, &'m str)> {
-    let base = FieldPath::dotted("command.args");
+/// The argument list as plain strings (group members flattened), with where each is.
+fn elements<'m>(s: &Subject<'m>) -> Vec<(Site<'m>, &'m str)> {
     let mut all = Vec::new();
     for (i, a) in s.m.command.args.iter().enumerate() {
         match a {
-            Arg::One(t) => all.push((base.index(i), t.as_str())),
-            Arg::Group(g) => all.extend(g.iter().enumerate().map(|(j, t)| (base.index(i).index(j), t.as_str()))),
+            Arg::One(t) => all.push((Site::Arg(i), t.as_str())),
+            Arg::Group(g) => all.extend(g.iter().enumerate().map(|(j, t)| (Site::Member(i, j), t.as_str()))),
         }
     }
     all
 }
 
-fn uses_outside_input(s: &Subject<'_>, path: &FieldPath) -> Option<String> {
+fn uses_outside_input(s: &Subject<'_>, site: Site<'_>) -> Option<String> {
     let command = s.command?;
-    let (_, t) = command.templates().into_iter().find(|(p, _)| p == path)?;
+    let (_, t) = command.templates().into_iter().find(|(at, _)| *at == site)?;
     t.refs().iter().find_map(|r| match r {
         Ref::Param(p) => Some(format!("parameter `{p}`")),
         Ref::Context(k) => Some(format!("context value `{k}`")),
@@ -115,8 +114,8 @@ fn first_operand(args: &[&str], value_options: &[&str], assignments: bool) -> Op
     None
 }
 
-fn injection(s: &Subject<'_>, path: &FieldPath, message: String, help: &str) -> Diagnostic {
-    s.diag(Severity::Error, Code::ShellInjection, path, Target::Value, message).with_help(help)
+fn injection(s: &Subject<'_>, site: Site<'_>, message: String, help: &str) -> Diagnostic {
+    s.diag(Severity::Error, Code::ShellInjection, &site.path(), Target::Value, message).with_help(help)
 }
 
 fn shell_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
@@ -127,12 +126,12 @@ fn shell_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
     while let Some(value_options) = wrapper_value_options(&program) {
         let args: Vec<&str> = elements[start..].iter().map(|(_, a)| *a).collect();
         let Some(i) = first_operand(&args, value_options, program == "env") else { return };
-        let (path, name) = &elements[start + i];
-        if let Some(what) = uses_outside_input(s, path) {
+        let (site, name) = elements[start + i];
+        if let Some(what) = uses_outside_input(s, site) {
             let message = format!("{what} chooses the program that `{program}` runs: any command can be run");
             out.push(injection(
                 s,
-                path,
+                site,
                 message,
                 "name the program in the manifest; pass values only as its arguments",
             ));
@@ -144,16 +143,16 @@ fn shell_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
     let Some(flags) = script_flags(&program) else { return };
     let shell = crate::operands::is_shell(&program);
     let rest = &elements[start..];
-    let script_elements: Vec<&FieldPath> = match flags {
-        None => rest.iter().map(|(p, _)| p).collect(),
-        Some(flags) => rest.windows(2).filter(|w| is_script_flag(w[0].1, flags, shell)).map(|w| &w[1].0).collect(),
+    let script_elements: Vec<Site<'_>> = match flags {
+        None => rest.iter().map(|(site, _)| *site).collect(),
+        Some(flags) => rest.windows(2).filter(|w| is_script_flag(w[0].1, flags, shell)).map(|w| w[1].0).collect(),
     };
-    for path in script_elements {
-        if let Some(what) = uses_outside_input(s, path) {
+    for site in script_elements {
+        if let Some(what) = uses_outside_input(s, site) {
             let message = format!(
                 "{what} is pasted into code that `{program}` runs: a value like `; rm -rf ~` becomes a command"
             );
-            out.push(injection(s, path, message, "run the program directly with each value as its own argument, or pass values as arguments to a fixed script (`sh -c 'do \"$1\"' sh {{value}}`)"));
+            out.push(injection(s, site, message, "run the program directly with each value as its own argument, or pass values as arguments to a fixed script (`sh -c 'do \"$1\"' sh {{value}}`)"));
         }
     }
 }
@@ -232,8 +231,14 @@ fn option_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
         if others_present {
             given.extend(offered().filter(|(n, _)| !dashes.contains_key(*n)).map(|(n, p)| (n.clone(), plain_value(p))));
         }
-        let mut context: Map<String, Value> =
-            crate::template::CONTEXT_KEYS.iter().map(|k| ((*k).to_owned(), Value::String("-x".into()))).collect();
+        // Only the context values the templates read (a render copies the whole map).
+        let mut context: Map<String, Value> = command
+            .refs()
+            .filter_map(|r| match r {
+                Ref::Context(k) => Some((k.clone(), Value::String("-x".into()))),
+                _ => None,
+            })
+            .collect();
         loop {
             let mut resolved = given.clone();
             for (n, p) in &s.m.parameters {
@@ -350,33 +355,51 @@ fn secret_patterns() -> &'static RegexSet {
 }
 
 fn hardcoded_secrets(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
-    for (path, _, message) in secrets(s) {
+    for (written, _, message) in secrets(s) {
         out.push(
-            s.diag(Severity::Error, Code::HardcodedSecret, &path, Target::Value, message)
+            s.diag(Severity::Error, Code::HardcodedSecret, &written.path(), Target::Value, message)
                 .with_help("read it from the environment with `{{secret.NAME}}` and rotate the one committed here"),
         );
     }
 }
 
+/// A text the manifest writes that could hold a credential.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Written<'m> {
+    /// In the command: an argument or an `env` value.
+    Command(Site<'m>),
+    /// A parameter's default.
+    Default(&'m str),
+}
+
+impl Written<'_> {
+    fn path(self) -> FieldPath {
+        match self {
+            Self::Command(site) => site.path(),
+            Self::Default(name) => FieldPath::dotted("parameters").key(name).key("default"),
+        }
+    }
+}
+
 /// Every text the manifest writes a credential into (an argument, an `env` value, a
 /// parameter's default), with where it is and why it looks like one.
-pub(super) fn secrets<'m>(s: &Subject<'m>) -> Vec<(FieldPath, &'m str, String)> {
-    let mut texts: Vec<(FieldPath, &'m str)> = elements(s);
-    let base = FieldPath::dotted("command");
-    texts.extend(s.m.command.env.iter().map(|(k, v)| (base.key("env").key(k), v.as_str())));
+pub(super) fn secrets<'m>(s: &Subject<'m>) -> Vec<(Written<'m>, &'m str, String)> {
+    let mut texts: Vec<(Written<'m>, &'m str)> =
+        elements(s).into_iter().map(|(site, text)| (Written::Command(site), text)).collect();
+    texts.extend(s.m.command.env.iter().map(|(k, v)| (Written::Command(Site::Env(k)), v.as_str())));
     for (name, p) in &s.m.parameters {
         if let Some(d) = p.default.as_ref().and_then(|d| d.as_str()) {
-            texts.push((FieldPath::dotted("parameters").key(name).key("default"), d));
+            texts.push((Written::Default(name), d));
         }
     }
     let mut found = Vec::new();
-    for (path, text) in texts {
+    for (written, text) in texts {
         if secret_patterns().is_match(text) {
-            found.push((path, text, "this looks like a credential written into the manifest".to_owned()));
-        } else if let Some(name) = secret_named_literal(&path, text) {
+            found.push((written, text, "this looks like a credential written into the manifest".to_owned()));
+        } else if let Some(name) = secret_named_literal(written, text) {
             let message =
                 format!("`{name}` looks like a credential's name, and its value is written into the manifest");
-            found.push((path, text, message));
+            found.push((written, text, message));
         }
     }
     found
@@ -386,15 +409,14 @@ pub(super) fn secrets<'m>(s: &Subject<'m>) -> Vec<(FieldPath, &'m str, String)> 
 /// variable (`DB_PASSWORD`), a parameter's default (`api_key`), or an argument
 /// `--token=VALUE` / `AWS_SECRET_ACCESS_KEY=VALUE`. A value with a placeholder, or empty,
 /// is not a literal.
-fn secret_named_literal<'t>(path: &'t FieldPath, text: &'t str) -> Option<&'t str> {
-    let (name, value) = match path.0.as_slice() {
-        [Seg::Key(c), Seg::Key(e), Seg::Key(name)] if c == "command" && e == "env" => (name.as_str(), text),
-        [Seg::Key(p), Seg::Key(name), Seg::Key(d)] if p == "parameters" && d == "default" => (name.as_str(), text),
-        [Seg::Key(c), Seg::Key(a), ..] if c == "command" && a == "args" => {
+fn secret_named_literal<'t>(written: Written<'t>, text: &'t str) -> Option<&'t str> {
+    let (name, value) = match written {
+        Written::Command(Site::Env(name)) | Written::Default(name) => (name, text),
+        Written::Command(Site::Arg(_) | Site::Member(..)) => {
             let (name, value) = text.split_once('=')?;
             (name.trim_start_matches('-'), value)
         }
-        _ => return None,
+        Written::Command(Site::Cwd) => return None,
     };
     let literal = !value.trim().is_empty() && !value.contains("{{");
     (literal && is_secret_name(name)).then_some(name)

@@ -4,8 +4,8 @@
 use std::collections::HashSet;
 
 use super::Subject;
+use crate::argv::Site;
 use crate::code::Code;
-use crate::manifest::Arg;
 use crate::source::{Diagnostic, FieldPath, Severity, Target};
 
 pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
@@ -27,10 +27,8 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
         }
     }
     // Plain (non-group) argument elements only: a group is left out as a whole when empty.
-    for (path, t) in &templates {
-        let plain = matches!(path.0.as_slice(), [_, _, crate::source::Seg::Index(i)]
-            if matches!(s.m.command.args.get(*i), Some(Arg::One(_))));
-        if !plain {
+    for (site, t) in &templates {
+        if !matches!(site, Site::Arg(_)) {
             continue;
         }
         for name in t.bare_params() {
@@ -43,7 +41,7 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
                 s.diag(
                     Severity::Warning,
                     Code::OptionalRendersEmpty,
-                    path,
+                    &site.path(),
                     Target::Value,
                     format!("optional parameter `{name}` has no default: without it, `{}` renders with an empty value", t.source()),
                 )

@@ -262,6 +262,38 @@ fn a_mistake_inside_a_command_object_is_named_not_a_one_of_failure() {
     assert!(!out.stdout().contains("oneOf"), "{}", out.stdout());
 }
 
+#[test]
+fn a_parameter_may_not_take_a_name_templates_read_as_something_else() {
+    // A parameter named `secret` rendered `{{secret}}` as the map of the secrets the
+    // templates read (`{"TOKEN":"..."}`) into argv; `env` and `context` likewise, and
+    // `{{#if null}}` was never true. Loading refuses these names, and lint says why.
+    for name in ["context", "env", "secret", "this", "true", "false", "null", "else"] {
+        let packs = Packs::new().manifest(
+            "t",
+            json!({
+                "name": "t", "description": "d",
+                "parameters": {name: {"type": "string", "default": "fallback"}},
+                "command": {"program": "echo", "args": [format!("{{{{{name}}}}}"), "{{secret.TOKEN}}"]}
+            }),
+        );
+        let run = Test::new().env("TOKEN", "hunter2").arg("--packs").arg(packs.path()).args(["run", "t"]).run();
+        run.no_panic().stderr_contains("invalid-parameter-name").stderr_contains("reserved");
+        run.stdout_lacks("hunter2").stderr_lacks("hunter2");
+        let lint = Test::new().args(["lint", "--format", "json"]).arg(packs.path()).run();
+        let first = &lint.json()["diagnostics"][0];
+        assert_eq!(first["code"], "invalid-parameter-name", "{name}: {}", lint.stdout());
+        assert_eq!(first["field"], format!("parameters.{name}"));
+        assert!(first["message"].as_str().unwrap().contains("is reserved"), "{}", first["message"]);
+    }
+    // Names that merely contain one are fine.
+    let packs = Packs::new().manifest(
+        "t",
+        json!({"name": "t", "description": "d", "parameters": {"env_name": {"type": "string", "default": "v"}},
+               "command": {"program": "echo", "args": ["{{env_name}}"]}}),
+    );
+    Test::new().arg("--packs").arg(packs.path()).args(["run", "t"]).run().success().stdout_contains("v");
+}
+
 /// The security codes lint reports for one manifest with this `command`.
 fn codes_for(command: serde_json::Value) -> Vec<String> {
     let packs = Packs::new().manifest(

@@ -82,6 +82,7 @@ fn the_manifest_schema_rejects_what_packs_rejects() {
         json!({"name": "ok", "description": "d", "command": {"program": "echo", "args": [[]]}}),
         json!({"name": "ok", "description": "d", "command": 5}),
         json!({"name": "ok", "description": "d", "command": "echo", "parameters": {"1x": {"type": "string"}}}),
+        json!({"name": "ok", "description": "d", "command": "echo", "parameters": {"secret": {"type": "string"}}}),
         json!({"name": "ok", "description": "d", "command": "echo", "parameters": {"x": {"type": "date"}}}),
         json!({"name": "ok", "description": "d", "command": "echo", "output": {"format": "yaml"}}),
     ] {
