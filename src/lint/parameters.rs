@@ -30,8 +30,9 @@ fn a(ty: &str) -> String {
 
 pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
     // A parameter's `schema` keywords must make a valid JSON Schema with its fields.
-    let offered = crate::describe::parameters_schema(s.m);
-    for (name, _) in s.m.parameters.iter().filter(|(_, p)| p.schema.is_some()) {
+    let with_schema = || s.m.parameters.iter().filter(|(_, p)| p.schema.is_some());
+    let offered = with_schema().next().map(|_| crate::describe::parameters_schema(s.m)).unwrap_or_default();
+    for (name, _) in with_schema() {
         let Some(merged) = offered.pointer(&format!("/properties/{}", name.replace('~', "~0").replace('/', "~1")))
         else {
             continue;
@@ -57,14 +58,15 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
         ));
     }
     for (name, p) in &s.m.parameters {
-        let at = FieldPath::dotted("parameters").key(name);
+        // Built only for a diagnostic.
+        let at = || FieldPath::dotted("parameters").key(name);
         let ty = p.kind.as_str();
         if let Some(d) = &p.default {
             if !is_of_type(d, p.kind) {
                 out.push(s.diag(
                     Severity::Error,
                     Code::DefaultTypeMismatch,
-                    &at.key("default"),
+                    &at().key("default"),
                     Target::Value,
                     format!("the default of `{name}` is {d}, which is not {}", a(ty)),
                 ));
@@ -72,7 +74,7 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
                 out.push(s.diag(
                     Severity::Error,
                     Code::DefaultNotInEnum,
-                    &at.key("default"),
+                    &at().key("default"),
                     Target::Value,
                     format!(
                         "the default of `{name}` is {d}, which is not one of its `enum` values {}",
@@ -85,7 +87,7 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
                     s.diag(
                         Severity::Warning,
                         Code::RequiredWithDefault,
-                        &at.key("required"),
+                        &at().key("required"),
                         Target::Key,
                         format!("`{name}` is required and has a default: the default is never used"),
                     )
@@ -98,7 +100,7 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
                 out.push(s.diag(
                     Severity::Error,
                     Code::EnumTypeMismatch,
-                    &at.key("enum").index(i),
+                    &at().key("enum").index(i),
                     Target::Value,
                     format!("`enum` value {v} of `{name}` is not {}", a(ty)),
                 ));
@@ -110,7 +112,7 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
             out.push(s.diag(
                 Severity::Error,
                 Code::InvalidPattern,
-                &at.key("pattern"),
+                &at().key("pattern"),
                 Target::Value,
                 format!("`pattern` of `{name}` is not a valid regular expression: {pattern}"),
             ));
@@ -119,7 +121,7 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
             out.push(s.diag(
                 Severity::Warning,
                 Code::PatternOnNonString,
-                &at.key("pattern"),
+                &at().key("pattern"),
                 Target::Key,
                 format!("`pattern` only applies to strings, and `{name}` is {}", a(ty)),
             ));
