@@ -110,9 +110,45 @@ pub struct SourceFile {
     pub syntax: Syntax,
     /// Where each line starts, computed on first use.
     line_starts: std::sync::OnceLock<Vec<usize>>,
-    /// The key and value range of every field, parsed once on first use (None when
-    /// the text does not parse).
+    /// The key and value range of every field, indexed once a file is looked up often
+    /// (None when the text does not parse).
     fields: std::sync::OnceLock<Option<Fields>>,
+    /// Lookups so far, to tell when to index.
+    lookups: Lookups,
+}
+
+/// A count of lookups (a clone starts again from nothing).
+#[derive(Debug, Default)]
+struct Lookups(std::sync::atomic::AtomicUsize);
+
+impl Clone for Lookups {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+/// Lookups of a JSON file that scan its text, before its fields are indexed: a file with
+/// a diagnostic or two is read once per lookup, building nothing; one with many is
+/// indexed, so that each later lookup is a hash lookup per step and the whole stays linear.
+const SCANS_BEFORE_INDEX: usize = 4;
+
+/// Where a path leads in a document: the deepest field of its longest prefix that exists.
+struct Found {
+    /// The field's key range (none for an array element or the root).
+    key: Option<Range<usize>>,
+    /// Its value's range.
+    value: Range<usize>,
+    /// How many steps of the path it is.
+    depth: usize,
+}
+
+impl Found {
+    fn range(self, target: Target) -> Range<usize> {
+        match (target, self.key) {
+            (Target::Key, Some(k)) => k,
+            _ => self.value,
+        }
+    }
 }
 
 /// Every field of a document: its key and value ranges, and each field's children by the
@@ -138,6 +174,13 @@ impl Fields {
         node
     }
 
+    /// The field at the longest prefix of `path` that exists.
+    fn find(&self, path: &[Seg]) -> Option<Found> {
+        let (node, depth) = self.deepest(path)?;
+        let (key, value) = self.ranges[node].clone();
+        Some(Found { key, value, depth })
+    }
+
     /// The field at the longest prefix of `path` that exists, and how many steps that is.
     fn deepest(&self, path: &[Seg]) -> Option<(usize, usize)> {
         if self.ranges.is_empty() {
@@ -152,14 +195,6 @@ impl Fields {
         }
         Some((node, path.len()))
     }
-
-    /// The key's or the value's range of a field.
-    fn range(&self, node: usize, target: Target) -> Range<usize> {
-        match (target, &self.ranges[node]) {
-            (Target::Key, (Some(k), _)) => k.clone(),
-            (_, (_, v)) => v.clone(),
-        }
-    }
 }
 
 impl SourceFile {
@@ -170,7 +205,14 @@ impl SourceFile {
             let end = text.find('\n').unwrap_or(text.len());
             text.replace_range(..end, &" ".repeat(end));
         }
-        Self { path, text, syntax, line_starts: std::sync::OnceLock::new(), fields: std::sync::OnceLock::new() }
+        Self {
+            path,
+            text,
+            syntax,
+            line_starts: std::sync::OnceLock::new(),
+            fields: std::sync::OnceLock::new(),
+            lookups: Lookups::default(),
+        }
     }
 
     /// 1-based line and column (in characters) of a byte offset.
@@ -187,28 +229,36 @@ impl SourceFile {
     /// The byte range of the key or value at `path`, if the document has it.
     /// An empty path is the whole document.
     pub fn locate(&self, path: &FieldPath, target: Target) -> Option<Range<usize>> {
-        let fields = self.fields()?;
-        let (node, depth) = fields.deepest(&path.0)?;
-        (depth == path.0.len()).then(|| fields.range(node, target))
+        let found = self.find(&path.0)?;
+        (found.depth == path.0.len()).then(|| found.range(target))
     }
 
     /// Like [`SourceFile::locate`], falling back to the nearest enclosing field that
     /// exists in the text (`command.args.2` of a one-line `command` string is `command`).
     pub fn locate_nearest(&self, path: &FieldPath, target: Target) -> Option<Range<usize>> {
-        let fields = self.fields()?;
-        let (node, depth) = fields.deepest(&path.0)?;
-        Some(fields.range(node, if depth == path.0.len() { target } else { Target::Value }))
+        let found = self.find(&path.0)?;
+        let whole = found.depth == path.0.len();
+        Some(found.range(if whole { target } else { Target::Value }))
     }
 
-    /// The fields of the text, parsed once per file on first use: a file with
-    /// thousands of diagnostics stays linear.
-    fn fields(&self) -> Option<&Fields> {
+    /// The field at the longest prefix of `path` that exists in the text (None when the
+    /// text does not parse). The first few lookups of a JSON file scan it; after them its
+    /// fields are indexed, once.
+    fn find(&self, path: &[Seg]) -> Option<Found> {
+        use std::sync::atomic::Ordering;
+        let scan = self.syntax == Syntax::Json
+            && self.fields.get().is_none()
+            && self.lookups.0.fetch_add(1, Ordering::Relaxed) < SCANS_BEFORE_INDEX;
+        if scan {
+            return json_find(&self.text, path);
+        }
         self.fields
             .get_or_init(|| match self.syntax {
                 Syntax::Json => json_fields(&self.text),
                 Syntax::Toml => toml_fields(&self.text),
             })
-            .as_ref()
+            .as_ref()?
+            .find(path)
     }
 
     /// The position of `offset` inside the string value at `path`, mapped back
@@ -231,13 +281,43 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-/// Deepest nesting [`json_fields`] follows (serde_json, which reads manifests, refuses
+/// Deepest nesting [`json_walk`] follows (serde_json, which reads manifests, refuses
 /// deeper documents too): a hostile file cannot exhaust the stack.
 const MAX_JSON_DEPTH: usize = 128;
 
-/// The fields of a JSON text, from `jsonc-parser`'s tokens (strict JSON: no comments,
-/// trailing commas or single quotes). Only ranges and keys are kept; no tree is built.
-fn json_fields(text: &str) -> Option<Fields> {
+/// One step of [`json_walk`] into a document.
+enum Step<'t> {
+    /// The document itself.
+    Root,
+    /// An object's member, by its key (decoded).
+    Key(std::borrow::Cow<'t, str>),
+    /// An array's element.
+    Index(usize),
+}
+
+impl Step<'_> {
+    fn is(&self, seg: &Seg) -> bool {
+        match (self, seg) {
+            (Self::Key(k), Seg::Key(s)) => k == s,
+            (Self::Index(i), Seg::Index(j)) => i == j,
+            _ => false,
+        }
+    }
+}
+
+/// What [`json_walk`] meets, in document order.
+enum Event<'t> {
+    /// A value: its step, key range (members only) and range. For an object or an array
+    /// the range is its start only; its end comes with [`Event::Close`].
+    Value { step: Step<'t>, key: Option<Range<usize>>, range: Range<usize>, container: bool },
+    /// The end of the innermost object or array (the offset after its closing bracket).
+    Close(usize),
+}
+
+/// Walk a strict JSON text (no comments, trailing commas or single quotes) with
+/// `jsonc-parser`'s scanner, telling `visit` each value; None when the text is not strict
+/// JSON or nests too deeply. No tree is built.
+fn json_walk<'t>(text: &'t str, mut visit: impl FnMut(Event<'t>)) -> Option<()> {
     use jsonc_parser::{Scanner, ScannerOptions};
     let options = ScannerOptions {
         allow_single_quoted_strings: false,
@@ -248,32 +328,26 @@ fn json_fields(text: &str) -> Option<Fields> {
         allow_extended_string_escapes: false,
     };
     let mut scanner = Scanner::new(text, &options);
-    // About one field per 16 bytes of text (a manifest has one per 30 or so): the map
-    // is sized once instead of rehashed as it grows.
-    let estimate = text.len() / 16 + 1;
-    let mut fields =
-        Fields { ranges: Vec::with_capacity(estimate), children: std::collections::HashMap::with_capacity(estimate) };
     let first = scanner.scan().ok()??;
-    json_value(&mut scanner, first, None, Seg::Index(0), None, &mut fields, 0)?;
+    json_value(&mut scanner, first, Step::Root, None, &mut visit, 0)?;
     // Nothing may follow the document.
-    scanner.scan().ok()?.is_none().then_some(fields)
+    scanner.scan().ok()?.is_none().then_some(())
 }
 
-/// Add the value that starts with `token` (and everything in it) under `parent`.
-fn json_value(
-    scanner: &mut jsonc_parser::Scanner<'_>,
-    token: jsonc_parser::tokens::Token<'_>,
-    parent: Option<usize>,
-    seg: Seg,
+/// Walk the value that starts with `token` (and everything in it).
+fn json_value<'t>(
+    scanner: &mut jsonc_parser::Scanner<'t>,
+    token: jsonc_parser::tokens::Token<'t>,
+    step: Step<'t>,
     key: Option<Range<usize>>,
-    fields: &mut Fields,
+    visit: &mut impl FnMut(Event<'t>),
     depth: usize,
 ) -> Option<()> {
     use jsonc_parser::tokens::Token;
     let start = scanner.token_start();
     let close = match token {
         Token::String(_) | Token::Number(_) | Token::Boolean(_) | Token::Null => {
-            fields.add(parent, seg, key, start..scanner.token_end());
+            visit(Event::Value { step, key, range: start..scanner.token_end(), container: false });
             return Some(());
         }
         Token::OpenBrace => Token::CloseBrace,
@@ -283,7 +357,7 @@ fn json_value(
     if depth >= MAX_JSON_DEPTH {
         return None;
     }
-    let node = fields.add(parent, seg, key, start..start);
+    visit(Event::Value { step, key, range: start..start, container: true });
     let mut next = scanner.scan().ok()??;
     let mut index = 0;
     while next != close {
@@ -301,15 +375,75 @@ fn json_value(
                 return None;
             }
             let value = scanner.scan().ok()??;
-            json_value(scanner, value, Some(node), Seg::Key(name.into_owned()), Some(key), fields, depth + 1)?;
+            json_value(scanner, value, Step::Key(name), Some(key), visit, depth + 1)?;
         } else {
-            json_value(scanner, next, Some(node), Seg::Index(index), None, fields, depth + 1)?;
+            json_value(scanner, next, Step::Index(index), None, visit, depth + 1)?;
         }
         index += 1;
         next = scanner.scan().ok()??;
     }
-    fields.ranges[node].1.end = scanner.token_end();
+    visit(Event::Close(scanner.token_end()));
     Some(())
+}
+
+/// Every field of a JSON text, indexed.
+fn json_fields(text: &str) -> Option<Fields> {
+    // About one field per 16 bytes of text (a manifest has one per 30 or so): the map
+    // is sized once instead of rehashed as it grows.
+    let estimate = text.len() / 16 + 1;
+    let mut fields =
+        Fields { ranges: Vec::with_capacity(estimate), children: std::collections::HashMap::with_capacity(estimate) };
+    let mut open: Vec<usize> = Vec::new();
+    json_walk(text, |event| match event {
+        Event::Value { step, key, range, container } => {
+            let seg = match step {
+                Step::Root => Seg::Index(0),
+                Step::Key(k) => Seg::Key(k.into_owned()),
+                Step::Index(i) => Seg::Index(i),
+            };
+            let node = fields.add(open.last().copied(), seg, key, range);
+            if container {
+                open.push(node);
+            }
+        }
+        Event::Close(end) => {
+            if let Some(node) = open.pop() {
+                fields.ranges[node].1.end = end;
+            }
+        }
+    })?;
+    Some(fields)
+}
+
+/// The field at the longest prefix of `path` in a JSON text, found by one scan that keeps
+/// nothing else. Of two equal keys the later is used, as with the index.
+fn json_find(text: &str, path: &[Seg]) -> Option<Found> {
+    let mut found: Option<Found> = None;
+    // Per open object or array: its start and, when the path leads to it, its depth.
+    let mut open: Vec<(usize, Option<usize>)> = Vec::new();
+    json_walk(text, |event| match event {
+        Event::Value { step, key, range, container } => {
+            let on_path = match (&step, open.last()) {
+                (Step::Root, _) => Some(0),
+                (_, Some((_, Some(depth)))) if path.get(*depth).is_some_and(|seg| step.is(seg)) => Some(depth + 1),
+                _ => None,
+            };
+            if let Some(depth) = on_path {
+                found = Some(Found { key, value: range.clone(), depth });
+            }
+            if container {
+                open.push((range.start, on_path));
+            }
+        }
+        Event::Close(end) => {
+            if let Some((start, Some(depth))) = open.pop()
+                && let Some(f) = found.as_mut().filter(|f| f.depth == depth && f.value.start == start)
+            {
+                f.value.end = end;
+            }
+        }
+    })?;
+    found
 }
 
 fn toml_fields(text: &str) -> Option<Fields> {
@@ -530,6 +664,36 @@ mod tests {
         assert!(src(&deep, Syntax::Json).locate(&FieldPath::dotted("0"), Target::Value).is_none());
         let ok = format!("{}{}", "[".repeat(100), "]".repeat(100));
         assert!(src(&ok, Syntax::Json).locate(&FieldPath::dotted("0.0.0"), Target::Value).is_some());
+    }
+
+    #[test]
+    fn a_scan_finds_what_the_index_finds() {
+        // The first lookups of a file scan it; later ones use the index: they must agree,
+        // duplicate keys, missing steps and containers included.
+        let docs = [
+            "{\"a\": {\"b\": 1, \"x\": {}}, \"a\": {\"b\": [2, {\"c\": 3}]}, \"d\": [[], [4]]}",
+            "[{\"k\": \"v\"}, {\"k\": {\"k\": null}}, 5]",
+            "{\"a\": {\"b\": {\"c\": 1}}, \"a\": {\"b\": 2}}",
+            "\"just a string\"",
+        ];
+        let steps = ["a", "b", "c", "d", "k", "x", "0", "1", "2"];
+        for doc in docs {
+            let fields = json_fields(doc).unwrap();
+            // Every path of up to four of these steps.
+            let mut level: Vec<Vec<&str>> = vec![vec![]];
+            let mut paths = level.clone();
+            for _ in 0..4 {
+                level = level.iter().flat_map(|p| steps.iter().map(move |s| [p.as_slice(), &[*s]].concat())).collect();
+                paths.extend(level.iter().cloned());
+            }
+            for p in paths {
+                let path = FieldPath::dotted(&p.join("."));
+                let scanned = json_find(doc, &path.0).unwrap();
+                let indexed = fields.find(&path.0).unwrap();
+                let show = |f: &Found| (f.key.clone(), f.value.clone(), f.depth);
+                assert_eq!(show(&scanned), show(&indexed), "{doc} at {path}");
+            }
+        }
     }
 
     #[test]
