@@ -94,7 +94,8 @@ pub(crate) struct DashLead {
     pub field: String,
     /// Whose value leads.
     pub lead: Lead,
-    /// The parameters the element's template reads (for [`Lead::Block`]).
+    /// The parameters and `context.KEY` values the element's template reads (for
+    /// [`Lead::Block`]).
     pub params: Vec<String>,
 }
 
@@ -318,13 +319,25 @@ fn render_one(t: &Template, scope: &Scope<'_>, site: Site<'static>, out: &mut Ou
     let s = render(t, scope.data, site)?;
     if scope.keep(t, &s) {
         let lead = if s.starts_with('-') && !t.source().starts_with('-') {
-            t.lead(scope.data, &s).map(|lead| (lead, t.params().map(str::to_owned).collect()))
+            t.lead(scope.data, &s).map(|lead| (lead, read_values(t)))
         } else {
             None
         };
         out.push(s, Origin { literal: t.is_literal(), site, lead });
     }
     Ok(())
+}
+
+/// The parameters and `context.KEY` values a template reads, for a [`Lead::Block`].
+fn read_values(t: &Template) -> Vec<String> {
+    t.refs()
+        .iter()
+        .filter_map(|r| match r {
+            Ref::Param(p) => Some(p.clone()),
+            Ref::Context(k) => Some(format!("context.{k}")),
+            Ref::Env(_) | Ref::Secret(_) => None,
+        })
+        .collect()
 }
 
 fn render_group(members: &[Template], scope: &Scope<'_>, i: usize, out: &mut Out) -> Result<(), RenderFailure> {

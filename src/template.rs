@@ -671,6 +671,7 @@ fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
                 if helper.is_empty() {
                     return Err(err(format!("block `{raw}` names no helper")));
                 }
+                helper_name(&helper).map_err(err)?;
                 collect_refs(&words, params, iter_depth > 0, &mut refs).map_err(err)?;
                 if matches!(helper.as_str(), "each" | "with") {
                     iter_depth += 1;
@@ -694,7 +695,9 @@ fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
                 if open_blocks.is_empty() && default.is_none() {
                     bare.push(name.to_owned());
                 }
-            } else if iter_depth > 0 || name == "this" {
+            } else if name == "this" && iter_depth == 0 {
+                return Err(err(WHOLE_DATA.into()));
+            } else if iter_depth > 0 {
                 out.push_str(&expression);
                 pieces = None;
                 continue;
@@ -721,7 +724,7 @@ fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
             words.remove(0);
         }
         if words.len() > 1 {
-            words.remove(0); // the helper's name
+            helper_name(&words.remove(0)).map_err(err)?;
         }
         collect_refs(&words, params, iter_depth > 0, &mut refs).map_err(err)?;
         out.push_str(&expression);
@@ -812,7 +815,26 @@ fn tokens(body: &str) -> Vec<String> {
     words
 }
 
+/// A helper's name is a plain name: a path there (`[a b]`, `@root.x`, `../x`) would be
+/// read as a value that [`collect_refs`] never saw.
+fn helper_name(word: &str) -> Result<(), String> {
+    if word.split(['-', '_']).all(|part| part.chars().all(|c| c.is_ascii_alphanumeric())) && !word.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("`{word}` is not a helper's name"))
+    }
+}
+
+/// Why `{{this}}` (or `.`, `..`) is refused where it names the whole set of values.
+const WHOLE_DATA: &str = "`this` outside `{{#each}}` or `{{#with}}` is every value at once (the context, the environment and secrets the command reads included); name the value instead (`{{name}}`, `{{context.url}}`)";
+
 /// Record the names a helper's arguments read; a word right after `(` is a helper name.
+///
+/// Every path that could reach the values is either recorded or refused, since what a
+/// template reads decides which values can lead an argument (and so what is refused at run
+/// time): `../name` is recorded as `name` (from inside a block, the name beside the
+/// parameters); `@root`, segment literals (`[name]`), and `this`, `.` or `..` where they
+/// mean every value are refused.
 fn collect_refs(words: &[String], params: &[&str], lenient: bool, refs: &mut Vec<Ref>) -> Result<(), String> {
     let mut after_paren = false;
     for w in words {
@@ -824,10 +846,40 @@ fn collect_refs(words: &[String], params: &[&str], lenient: bool, refs: &mut Vec
             continue;
         }
         let w = w.rsplit_once('=').map_or(w.as_str(), |(_, v)| v); // hash argument key=value
-        let literal =
-            w.starts_with(['"', '\'', '@', '.', '[', '{', '-']) || w.starts_with(|c: char| c.is_ascii_digit());
-        if literal || matches!(w, "true" | "false" | "null" | "this" | "as" | "|") || w.starts_with("this.") {
+        let literal = w.starts_with(['"', '\'', '{', '-']) || w.starts_with(|c: char| c.is_ascii_digit());
+        if literal || matches!(w, "true" | "false" | "null" | "as" | "|") {
             continue;
+        }
+        if w.contains('[') {
+            return Err(format!("`{w}`: segment literals (`[name]`) are not supported in tool templates"));
+        }
+        if let Some(var) = w.strip_prefix('@') {
+            if matches!(var, "index" | "key" | "first" | "last") {
+                continue;
+            }
+            return Err(format!(
+                "`{w}` is not supported in tool templates (only `@index`, `@key`, `@first` and `@last`); name the value instead (`{{{{name}}}}`, `{{{{context.url}}}}`)"
+            ));
+        }
+        // `../`: a scope further out, up to the values themselves; `./` and `this.`: this one.
+        let mut up = false;
+        let mut w = w;
+        loop {
+            if let Some(rest) = w.strip_prefix("../") {
+                (w, up) = (rest, true);
+            } else if let Some(rest) =
+                w.strip_prefix("./").or_else(|| w.strip_prefix("this.")).or_else(|| w.strip_prefix("this/"))
+            {
+                w = rest;
+            } else {
+                break;
+            }
+        }
+        if matches!(w, "" | "." | ".." | "this") {
+            if up || w == ".." || !lenient {
+                return Err(WHOLE_DATA.into());
+            }
+            continue; // the item of `{{#each}}` / `{{#with}}`
         }
         let root = w.split(['.', '/']).next().unwrap_or_default();
         if let Some(r) = namespaced(w)? {
@@ -932,6 +984,35 @@ mod tests {
         assert!(t.check().is_ok());
         let t = Template::parse("{{#if x}}{{lookup x ))}}{{/if}}", &["x"]).unwrap();
         assert!(t.check().unwrap_err().message.contains("invalid template"));
+    }
+
+    #[test]
+    fn every_path_to_the_values_is_seen_or_refused() {
+        // What a template reads decides which values can lead an argument: a path around
+        // the names (`@root`, `../`, `this`, `[..]`) must be recorded or refused.
+        let p = &["tags", "p"];
+        for refused in [
+            "{{@root.context.url}}",
+            "{{#if @root.context.url}}-x{{/if}}",
+            "{{this}}",
+            "{{#each this}}{{@key}}{{/each}}",
+            "{{lookup this \"secret\"}}",
+            "{{#with .}}{{url}}{{/with}}",
+            "{{[secret]}}",
+            "{{#each tags}}{{[a b]}}{{/each}}",
+            "{{#each tags}}{{lookup ../this \"secret\"}}{{/each}}",
+            "{{#each tags}}{{json ..}}{{/each}}",
+            "{{#each tags}}{{@partial-block}}{{/each}}",
+        ] {
+            assert!(Template::parse(refused, p).is_err(), "{refused} parsed");
+        }
+        let refs = |src: &str| Template::parse(src, p).unwrap_or_else(|e| panic!("{src}: {}", e.message)).refs;
+        assert!(refs("{{#each tags}}{{../context.url}}{{/each}}").contains(&Ref::Context("url".into())));
+        assert!(refs("{{#each tags}}{{../p}}{{/each}}").contains(&Ref::Param("p".into())));
+        assert!(refs("{{#if this.p}}x{{/if}}").contains(&Ref::Param("p".into())));
+        for fine in ["{{#each tags}}{{this}}{{/each}}", "{{#each tags}}{{#if @index}},{{/if}}{{.}}{{/each}}"] {
+            assert!(Template::parse(fine, p).is_ok(), "{fine}");
+        }
     }
 
     #[test]

@@ -192,7 +192,9 @@ fn refuse_options(
         let field = match &lead.lead {
             Lead::Param(p) => hostile(p).then(|| p.clone()),
             Lead::Context(key) => Some(format!("context.{key}")),
-            Lead::Block => lead.params.iter().find(|p| hostile(p)).cloned(),
+            // A value a block wrote leads: refused when the block reads a value the call
+            // gave, or any context value (the context is the client's, as with `Lead::Context`).
+            Lead::Block => lead.params.iter().find(|p| p.starts_with("context.") || hostile(p)).cloned(),
         };
         let Some(field) = field else { continue };
         if errors.iter().any(|e| e.field == field) {

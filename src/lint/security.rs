@@ -222,6 +222,11 @@ fn plain_value(p: &Parameter) -> Value {
 /// too. Each round finds something new or ends the search: linear for ordinary manifests.
 fn option_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
     let Some(command) = s.command else { return };
+    // A parameter named like a key of the render's data (`env`) renders the wrong values:
+    // its `invalid-parameter-name` error comes first, the probes once it is renamed.
+    if s.m.parameters.keys().any(|n| crate::names::parameter_name_problem(n).is_some()) {
+        return;
+    }
     let program = crate::operands::program_name(&s.m.command.program);
     let offered = || s.m.parameters.iter().filter(|(_, p)| p.is_offered());
     let dashes: Map<String, Value> = offered().filter_map(|(n, p)| Some((n.clone(), dash_value(p)?))).collect();
@@ -253,7 +258,12 @@ fn option_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
                 let names: Vec<String> = match &lead.lead {
                     Lead::Param(p) => vec![p.clone()],
                     Lead::Context(k) => vec![format!("context.{k}")],
-                    Lead::Block => lead.params.iter().filter(|p| dashes.contains_key(*p)).cloned().collect(),
+                    Lead::Block => lead
+                        .params
+                        .iter()
+                        .filter(|p| dashes.contains_key(*p) || p.starts_with("context."))
+                        .cloned()
+                        .collect(),
                 };
                 for name in names {
                     if found.iter().any(|(f, n)| *f == lead.field && *n == name) {

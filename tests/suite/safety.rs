@@ -179,6 +179,25 @@ fn a_value_never_becomes_an_option_whatever_the_shape() {
         .args(["run", "context", "--context", "selection=-rf", "--dry-run", "--json"])
         .run();
     assert_eq!(out.code(1).json()["error"]["errors"][0]["field"], "context.selection");
+    // A context value a block writes (`../context.KEY` from inside `{{#each}}`) is the
+    // client's too; `@root` and the like, which reached it unseen, are refused at load.
+    let dashed = json!({"type": "array", "items": {"type": "string"}, "allow_leading_dash": true});
+    let packs = Packs::new()
+        .manifest(
+            "outer",
+            tool("outer", json!({"vs": dashed}), json!(["{{#each vs}}{{../context.selection}}{{/each}}"])),
+        )
+        .manifest(
+            "root",
+            tool("root", json!({}), json!(["{{#if @root.context.url}}{{@root.context.selection}}{{/if}}"])),
+        );
+    let out = Test::new()
+        .packs_dir(&packs)
+        .args(["run", "outer", "--context", "selection=-rf", "--dry-run", "--json", r#"{"vs": ["a"]}"#])
+        .run();
+    assert_eq!(out.code(1).json()["error"]["errors"][0]["field"], "context.selection", "{}", out.stdout());
+    let out = Test::new().packs_dir(&packs).args(["run", "root", "--context", "selection=-rf", "--dry-run"]).run();
+    out.no_panic().stderr_contains("`@root.context.url` is not supported in tool templates");
 }
 
 #[test]
