@@ -34,7 +34,6 @@ pub(crate) fn is_snake_case(s: &str) -> bool {
     matches!(chars.next(), Some('a'..='z')) && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
 }
 
-/// `^[A-Za-z_][A-Za-z0-9_]*$`
 /// Identifiers a parameter may not be named: a template reads them as something else
 /// (`{{env.HOME}}`, `{{secret.TOKEN}}`, `{{context.url}}` and their maps; `this`, the whole
 /// set of values; `true`, `false`, `null` and `else`, words of handlebars), so a parameter
@@ -57,6 +56,7 @@ pub(crate) fn parameter_name_problem(name: &str) -> Option<String> {
     Some(format!("parameter name `{name}` is reserved: a template reads `{name}` as {reads}"))
 }
 
+/// `^[A-Za-z_][A-Za-z0-9_]*$`
 pub(crate) fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some('a'..='z' | 'A'..='Z' | '_')) && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')

@@ -390,7 +390,8 @@ fn json_value<'t>(
 fn json_fields(text: &str) -> Option<Fields> {
     // About one field per 16 bytes of text (a manifest has one per 30 or so): the map
     // is sized once instead of rehashed as it grows.
-    let estimate = text.len() / 16 + 1;
+    // (At most 65,536 up front: a huge file of padding reserves no gigabyte.)
+    let estimate = (text.len() / 16 + 1).min(1 << 16);
     let mut fields =
         Fields { ranges: Vec::with_capacity(estimate), children: std::collections::HashMap::with_capacity(estimate) };
     let mut open: Vec<usize> = Vec::new();
