@@ -632,28 +632,18 @@ fn check(m: &Manifest, src: &SourceFile, warnings: &mut Vec<Diagnostic>) -> Vec<
     if m.command.program.trim().is_empty() {
         err("command.program", Code::EmptyProgram, "`command.program` may not be empty".into());
     }
-    for name in m.parameters.keys() {
-        let Some(message) = crate::names::parameter_name_problem(name) else { continue };
-        errors.push(Diagnostic::at(
-            src,
-            Severity::Error,
-            Code::InvalidParameterName,
-            &FieldPath::dotted("parameters").key(name),
-            Target::Key,
-            message,
-        ));
-    }
-    for (name, p) in &m.parameters {
-        if p.source == Some(ParamSource::Literal) && p.default.is_none() {
-            errors.push(Diagnostic::at(
-                src,
-                Severity::Error,
-                Code::LiteralWithoutDefault,
-                &FieldPath::dotted("parameters").key(name),
-                Target::Key,
-                format!("parameter `{name}` has `source: literal` but no `default` to take its value from"),
-            ));
-        }
+    // Every name problem, then every literal without a default (the order they were reported in).
+    let names = m.parameters.keys().filter_map(|name| {
+        crate::names::parameter_name_problem(name).map(|message| (name, Code::InvalidParameterName, message))
+    });
+    let literals = m.parameters.iter().filter(|(_, p)| p.source == Some(ParamSource::Literal) && p.default.is_none());
+    let literals = literals.map(|(name, _)| {
+        let message = format!("parameter `{name}` has `source: literal` but no `default` to take its value from");
+        (name, Code::LiteralWithoutDefault, message)
+    });
+    for (name, code, message) in names.chain(literals) {
+        let at = FieldPath::dotted("parameters").key(name);
+        errors.push(Diagnostic::at(src, Severity::Error, code, &at, Target::Key, message));
     }
     errors
 }
