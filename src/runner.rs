@@ -944,7 +944,7 @@ mod tests {
             Ok(stat) => stat.rsplit(')').next().is_some_and(|s| s.trim_start().starts_with('Z')),
         };
         let t = Instant::now();
-        while !dead() && t.elapsed() < Duration::from_secs(2) {
+        while !dead() && t.elapsed() < Duration::from_secs(10) {
             thread::sleep(Duration::from_millis(20));
         }
         assert!(dead(), "grandchild {pid} survived");
@@ -959,7 +959,8 @@ mod tests {
         let elapsed = t.elapsed();
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         for pid in text.lines().filter(|l| l.parse::<u32>().is_ok()) {
-            let _ = Command::new("kill").args(["-KILL", pid]).status();
+            // SAFETY: kill(2) on a pid the escaped child printed; it is still ours (a sleep).
+            unsafe { libc::kill(pid.parse().expect("a pid"), libc::SIGKILL) };
         }
         assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
         assert!(!out.timed_out);
@@ -1114,16 +1115,14 @@ mod tests {
     #[test]
     fn an_escaped_writer_that_never_stops_costs_at_most_the_grace() {
         // setsid leaves the group: only the drain grace bounds the wait.
-        if !std::path::Path::new("/usr/bin/setsid").exists() {
-            return;
-        }
         let mut i = inv(&["sh", "-c", "setsid yes & sleep 0.1; exit 0"]);
         i.max_output_bytes = 1024;
         let started = Instant::now();
         let out = run(&i).unwrap();
         let took = started.elapsed();
         assert_eq!(out.exit_code, Some(0));
-        assert!(took < DRAIN_GRACE + Duration::from_secs(3), "took {took:?}");
+        // Not the 30 s `yes` could go on for: the grace, with a margin that only bounds it.
+        assert!(took < DRAIN_GRACE * 10, "took {took:?}");
         assert_eq!(out.stdout.len(), 1024);
         // The escaped `yes` dies of SIGPIPE once the pipe's last reader is gone.
     }
@@ -1139,9 +1138,6 @@ mod tests {
     #[test]
     fn a_child_that_leaves_its_group_is_still_killed_on_timeout() {
         // perl's setpgrp moves the child itself into a new group.
-        if !std::path::Path::new("/usr/bin/perl").exists() {
-            return;
-        }
         let out = run_past(&["perl", "-e", "setpgrp(0, 0); sleep 30"], 300);
         assert_eq!(out.signal, Some(libc::SIGKILL));
     }

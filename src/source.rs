@@ -643,6 +643,11 @@ mod tests {
             let r = s.locate(&FieldPath::dotted(&format!("k{i}.v.0")), Target::Value).unwrap();
             assert_eq!(s.text[r].parse::<usize>().unwrap(), i);
         }
+        // The text was scanned by the first lookups only, then indexed once: thousands of
+        // diagnostics in one file cost one pass each, not one scan each (lint's rendering was
+        // quadratic once).
+        assert_eq!(s.lookups.0.load(std::sync::atomic::Ordering::Relaxed), SCANS_BEFORE_INDEX + 1);
+        assert!(s.fields.get().is_some_and(Option::is_some), "the fields were indexed");
     }
 
     #[test]

@@ -139,7 +139,7 @@ impl Test {
         self
     }
 
-    /// Run `packs` under another program (`/usr/bin/time -v`).
+    /// Run `packs` under another program (`python3 -c SCRIPT`, which runs its arguments).
     pub(crate) fn wrapper<I, S>(mut self, argv: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -417,16 +417,20 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Whether the time zone database knows `zone` (some minimal systems have none).
-/// Fails the test when the time zone `zone` is not installed (`.ci/run` installs tzdata).
-pub(crate) fn require_zone(zone: &str) {
-    let known = Path::new("/usr/share/zoneinfo").join(zone).is_file();
-    assert!(known, "this test needs tzdata for {zone} (`apt-get install tzdata`; .ci/run installs it)");
-}
-
 /// Fails the test when `program` is not on `PATH` (`.ci/run` installs what the tests need).
 pub(crate) fn require(program: &str) {
     assert!(on_path(program), "this test needs `{program}` on PATH (.ci/run installs it)");
+}
+
+/// Whether some process's argv is exactly `argv` (read from `/proc`, as `pgrep -fx` would,
+/// without needing procps).
+pub(crate) fn a_process_runs(argv: &[&str]) -> bool {
+    let want: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    std::fs::read_dir("/proc")
+        .expect("read /proc")
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())))
+        .any(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == want))
 }
 
 /// The directory holding the built binary.

@@ -5,7 +5,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::common::{BUNDLED, Packs, REPO, Test, path_with_packs, require_zone};
+use crate::common::{BUNDLED, Packs, REPO, Test, path_with_packs};
 
 fn now_toml() -> String {
     format!("{BUNDLED}/now.tool.toml")
@@ -25,9 +25,9 @@ fn exec_describe_prints_the_describe_json() {
 
 #[test]
 fn exec_runs_with_one_json_argument() {
-    require_zone("Asia/Tokyo");
+    // A POSIX TZ string: the C library needs no time zone database for it.
     Test::new()
-        .args(["exec", &now_toml(), r#"{"timezone": "Asia/Tokyo", "format": "%Z|%z"}"#])
+        .args(["exec", &now_toml(), r#"{"timezone": "JST-9", "format": "%Z|%z"}"#])
         .run()
         .success()
         .stdout_eq("JST|+0900\n")
@@ -164,9 +164,8 @@ fn now_tool_runs_through_its_shebang() {
 #[test]
 fn now_tool_defaults_to_the_callers_time_zone() {
     // Without `timezone`, `TZ` is not set to "" (which the C library reads as UTC).
-    require_zone("Asia/Tokyo");
     Test::new()
-        .env("TZ", "Asia/Tokyo")
+        .env("TZ", "JST-9")
         .args(["exec", &now_toml(), r#"{"format": "%Z"}"#])
         .run()
         .success()

@@ -28,7 +28,8 @@ fn timeout_kills_the_tool_and_its_grandchildren() {
     let packs = sh_tool("slow", "sleep 30 & echo $! >&2; sleep 30", json!({"timeout_secs": 1}));
     let out = Test::new().packs_dir(&packs).args(["run", "slow", "--json"]).run();
     out.code(124).stderr_eq("");
-    assert!(out.elapsed < Duration::from_secs(6), "took {:?}", out.elapsed);
+    // Ended by the timeout (1 s), not by `sleep 30`.
+    assert!(out.elapsed < Duration::from_secs(20), "took {:?}", out.elapsed);
     let r = out.json();
     assert_eq!(r["timed_out"], true);
     assert_eq!(r["ok"], false);
@@ -37,7 +38,7 @@ fn timeout_kills_the_tool_and_its_grandchildren() {
     assert!(r["duration_ms"].as_u64().unwrap() >= 1000, "{r}");
     let pid: u32 = r["stderr"].as_str().unwrap().trim().parse().expect("the grandchild's pid");
     let start = Instant::now();
-    while !dead(pid) && start.elapsed() < Duration::from_secs(3) {
+    while !dead(pid) && start.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(dead(pid), "grandchild {pid} survived the timeout");
@@ -55,34 +56,31 @@ fn timeout_without_json() {
         .stderr_eq("error: tool `slow`: timed out after 1s\n");
 }
 
-/// Peak resident set size of the command `/usr/bin/time -v` reported, in KiB.
+/// Runs its arguments as a command, then reports the peak resident set size of that
+/// process (what GNU `time -v` reports, with only python3, which every machine here has).
+const PEAK_RSS: &str = "import resource, subprocess, sys\n\
+    code = subprocess.run(sys.argv[1:]).returncode\n\
+    print('peak RSS (KiB):', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n\
+    sys.exit(code)";
+
+/// The peak resident set size [`PEAK_RSS`] reported, in KiB.
 fn max_rss_kib(stderr: &str) -> Option<u64> {
-    stderr.lines().find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes): ")?.parse().ok())
+    stderr.lines().find_map(|l| l.trim().strip_prefix("peak RSS (KiB): ")?.parse().ok())
 }
 
 #[test]
 fn two_hundred_megabytes_of_stdout_are_capped() {
     let packs = Packs::new()
         .manifest("flood", json!({"name": "flood", "description": "d", "command": "head -c 200000000 /dev/zero"}));
-    let gnu_time = Path::new("/usr/bin/time").exists()
-        && std::process::Command::new("/usr/bin/time").args(["-v", "true"]).output().is_ok_and(|o| o.status.success());
-    let mut test = Test::new().packs_dir(&packs).args(["run", "flood", "--json"]);
-    if gnu_time {
-        test = test.wrapper(["/usr/bin/time", "-v"]);
-    } else {
-        eprintln!("GNU /usr/bin/time is not available: not measuring peak memory");
-    }
-    let out = test.run();
+    let out = Test::new().packs_dir(&packs).args(["run", "flood", "--json"]).wrapper(["python3", "-c", PEAK_RSS]).run();
     out.success();
     let r = out.json();
     assert_eq!(r["truncated"], true);
     assert_eq!(r["ok"], true);
     assert_eq!(r["timed_out"], false);
     assert_eq!(r["output"].as_str().unwrap().len(), 1024 * 1024, "the default cap is 1 MiB");
-    if gnu_time {
-        let kib = max_rss_kib(&out.stderr).expect("time -v reports the peak RSS");
-        assert!(kib < 100 * 1024, "packs held {kib} KiB at its peak for 200 MB of output");
-    }
+    let kib = max_rss_kib(&out.stderr).unwrap_or_else(|| panic!("no peak RSS in {}", out.stderr));
+    assert!(kib < 100 * 1024, "packs held {kib} KiB at its peak for 200 MB of output");
 }
 
 #[test]
@@ -209,8 +207,8 @@ fn stdin_is_not_passed_to_the_tool() {
         json!({"name": "reader", "description": "d", "command": "cat", "policy": {"timeout_secs": 5}}),
     );
     let out = Test::new().packs_dir(&packs).args(["run", "reader"]).stdin("secret input\n").run();
+    // `cat` that waited for input would be ended by the timeout (exit 124), not succeed.
     out.success().stdout_eq("");
-    assert!(out.elapsed < Duration::from_secs(4), "cat waited for input: {:?}", out.elapsed);
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::common::{BUNDLED, Packs, REPO, Test, on_path};
+use crate::common::{BUNDLED, Packs, REPO, Test};
 
 fn validator(file: &str) -> jsonschema::Validator {
     let text = std::fs::read_to_string(Path::new(REPO).join("schemas").join(file)).expect("read schema");
@@ -108,10 +108,8 @@ fn bundled_catalog_loads_without_errors() {
     ] {
         assert!(names.contains(&expected), "{expected} not in {names:?}");
     }
-    if on_path("python3") {
-        assert!(names.contains(&"word_count"), "{names:?}\n{}", out.stderr);
-        out.stderr_eq("");
-    }
+    assert!(names.contains(&"word_count"), "{names:?}\n{}", out.stderr);
+    out.stderr_eq("");
 }
 
 #[test]
@@ -146,10 +144,7 @@ fn exec_describe_matches_the_describe_schema() {
 
 #[test]
 fn word_count_describe_matches_the_describe_schema() {
-    if !on_path("python3") {
-        eprintln!("python3 is not on PATH: skipping word_count");
-        return;
-    }
+    crate::common::require("python3"); // the bundled word_count is a Python script
     let out = std::process::Command::new(format!("{BUNDLED}/word_count")).arg("--describe").output().unwrap();
     assert!(out.status.success());
     let d: Value = serde_json::from_slice(&out.stdout).expect("word_count --describe prints JSON");

@@ -239,7 +239,8 @@ fn a_client_that_hangs_up_ends_waiting_approvals_and_running_tools() {
     let hung_up = std::time::Instant::now();
     drop(stdin);
     assert!(child.wait().unwrap().success());
-    assert!(hung_up.elapsed() < std::time::Duration::from_secs(5), "took {:?}", hung_up.elapsed());
+    // Calls get 2 s to answer after a hang-up; fifteen only bounds that it ended.
+    assert!(hung_up.elapsed() < std::time::Duration::from_secs(15), "took {:?}", hung_up.elapsed());
     assert!(!ran.exists(), "an approval nobody gave ran the tool");
 }
 
@@ -281,6 +282,7 @@ fn session_with_nproc(packs: &Packs, nproc: u32, requests: &[Value]) -> (Vec<Val
 }
 
 #[test]
+#[ignore = "needs root (runs packs as another user, whom RLIMIT_NPROC binds)"]
 fn without_threads_or_processes_a_call_fails_clearly_and_the_server_goes_on() {
     let packs = tools().executable(
         "described",
