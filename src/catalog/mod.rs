@@ -58,18 +58,21 @@ impl SearchPath {
         Self { implicit: true, ..Self::dirs(std::iter::once(PathBuf::from("packs")).chain(user)) }
     }
 
+    /// The user's configuration directory: `config_home` (`XDG_CONFIG_HOME`) when it is an
+    /// absolute path, else `home/.config` (none without an absolute `home`).
+    pub(crate) fn config_dir(config_home: Option<&OsStr>, home: Option<&OsStr>) -> Option<PathBuf> {
+        match config_home.map(Path::new).filter(|p| p.is_absolute()) {
+            Some(dir) => Some(dir.to_owned()),
+            None => home.map(Path::new).filter(|p| p.is_absolute()).map(|home| home.join(".config")),
+        }
+    }
+
     /// The user's pack directories, in precedence order: `CONFIG/packs/tools`, then each
     /// directory in `CONFIG/packs/tools.d/` in name order (hidden entries skipped), where
     /// CONFIG is `config_home` (`XDG_CONFIG_HOME`) when it is an absolute path, else
     /// `home/.config`. Only directories that exist are listed.
     pub fn user_dirs(config_home: Option<&OsStr>, home: Option<&OsStr>) -> Vec<PathBuf> {
-        let config = match config_home.map(Path::new).filter(|p| p.is_absolute()) {
-            Some(dir) => dir.to_owned(),
-            None => match home.map(Path::new).filter(|p| p.is_absolute()) {
-                Some(home) => home.join(".config"),
-                None => return Vec::new(),
-            },
-        };
+        let Some(config) = Self::config_dir(config_home, home) else { return Vec::new() };
         let root = config.join("packs");
         let mut dirs: Vec<PathBuf> = std::iter::once(root.join("tools")).filter(|d| d.is_dir()).collect();
         let mut more: Vec<PathBuf> = std::fs::read_dir(root.join("tools.d"))
@@ -379,6 +382,12 @@ impl Catalog {
                 })
             }
         }
+    }
+
+    /// Whether the search found nothing at all: no tool, no broken or refused one, and no
+    /// manifest passed over for another name.
+    pub(crate) fn found_nothing(&self) -> bool {
+        self.entries.is_empty() && self.skipped.is_empty() && self.diagnostics.is_empty()
     }
 
     /// Every usable tool, in search order (directory, then path).

@@ -71,6 +71,46 @@ pub(super) fn list(
     Ok(())
 }
 
+/// Where packs looked for tools (for `dirs`, as `--packs` or an agent gave them; else
+/// `PACKS_PATH`; else the defaults), and how to add one: printed on stderr when a listing
+/// finds no tool, or a call names one that is not there.
+pub(super) fn where_tools_come_from(dirs: &[std::path::PathBuf]) -> String {
+    use std::fmt::Write as _;
+    const DEFAULTS: &str = "the default search path";
+    let packs_path = std::env::var_os("PACKS_PATH").filter(|v| !v.is_empty());
+    let (from, searched) = match (dirs.is_empty(), &packs_path) {
+        (false, _) => ("--packs", dirs.to_vec()),
+        (true, Some(var)) => ("PACKS_PATH", std::env::split_paths(var).filter(|p| !p.as_os_str().is_empty()).collect()),
+        (true, None) => {
+            let config = crate::catalog::SearchPath::config_dir(
+                std::env::var_os("XDG_CONFIG_HOME").as_deref(),
+                std::env::var_os("HOME").as_deref(),
+            );
+            let mut defaults = vec![std::path::PathBuf::from("./packs")];
+            if let Some(config) = config {
+                defaults.push(config.join("packs/tools"));
+                defaults.push(config.join("packs/tools.d"));
+            }
+            (DEFAULTS, defaults)
+        }
+    };
+    let mut text = format!("packs looked for tools in {from}:\n");
+    for dir in &searched {
+        let each_in_it = from == DEFAULTS && dir.ends_with("tools.d");
+        let state = match (dir.is_dir(), each_in_it) {
+            (false, _) => " (no such directory)",
+            (true, true) => " (each directory in it)",
+            (true, false) => "",
+        };
+        let _ = writeln!(text, "  {}{state}", visible::prose(&dir.to_string_lossy()));
+    }
+    text.push_str(
+        "add a tool with `packs new NAME --program PROGRAM` (it writes packs/NAME.tool.json), or name a pack \
+         directory with `--packs DIR` or PACKS_PATH",
+    );
+    text
+}
+
 pub(super) fn describe(catalog: &Catalog, name: &str, prompt_entry: bool) -> Result<i32> {
     let tool = catalog.get(name)?;
     if prompt_entry {

@@ -408,14 +408,24 @@ pub(crate) fn main() -> i32 {
                 }
             }
             let result = match command {
-                Command::List { json } => listing(snapshot, &catalog, |out| {
-                    list::list(&catalog, *json, &search_path(&dirs).dirs, out).map(|()| true)
-                }),
+                Command::List { json } => {
+                    // No tool at all: say where packs looked (and keep no snapshot of that).
+                    let empty = catalog.found_nothing();
+                    if empty && !cli.quiet {
+                        eprintln!("no tools found; {}", list::where_tools_come_from(&dirs));
+                    }
+                    listing(snapshot.filter(|_| !empty), &catalog, |out| {
+                        list::list(&catalog, *json, &search_path(&dirs).dirs, out).map(|()| true)
+                    })
+                }
                 Command::Describe { name, prompt } => list::describe(&catalog, name, *prompt),
                 Command::Catalog { format } => {
                     listing(snapshot, &catalog, |out| list::catalog(&catalog, *format, &base, out))
                 }
-                Command::Run(args) => run::run(&catalog, args, &base),
+                Command::Run(args) => {
+                    let hint = (catalog.found_nothing() && !cli.quiet).then(|| list::where_tools_come_from(&dirs));
+                    run::run(&catalog, args, &base, hint.as_deref())
+                }
                 Command::Call(args) => call::call(&catalog, args, &base),
                 Command::Prompt(args) => prompt::prompt(&catalog, args, &base),
                 Command::Test(args) => test::test(&catalog, args),

@@ -108,7 +108,9 @@ impl Approver for TerminalApprover {
     }
 }
 
-pub(super) fn run(catalog: &Catalog, a: &RunArgs, base: &Context) -> Result<i32> {
+/// Run (or dry-run) one call; `no_tool_hint` is printed after a not-found error when the
+/// search found no tool at all (where packs looked, and how to add one).
+pub(super) fn run(catalog: &Catalog, a: &RunArgs, base: &Context, no_tool_hint: Option<&str>) -> Result<i32> {
     // A bad --context is the caller's mistake, like a bad argument: the pipeline reports
     // (and records) it once it has found the tool.
     let (context, context_error) = match args::context(&a.context, base) {
@@ -140,6 +142,11 @@ pub(super) fn run(catalog: &Catalog, a: &RunArgs, base: &Context) -> Result<i32>
                 print(&format!("{:#}\n", e.to_json()))?;
             } else {
                 eprintln!("error: {e}");
+                if let (ToolError::NotFound(crate::catalog::LookupError::NotFound { .. }), Some(hint)) =
+                    (&e, no_tool_hint)
+                {
+                    eprintln!("{hint}");
+                }
             }
             Ok(error_code(&e))
         }

@@ -212,8 +212,16 @@ fn default_search_path_is_packs_in_the_working_directory() {
     let out = Test::new().current_dir(crate::common::REPO).args(["-q", "list", "--json"]).run();
     out.success();
     assert!(names(&out).contains(&"disk_usage".to_owned()), "{}", out.stdout());
-    // No ./packs and nothing configured: no tools, and no warning about it.
-    Test::new().args(["list", "--json"]).run().success().stdout_eq("[]\n").stderr_eq("");
+    // No ./packs and nothing configured: no tools and no warning, only a hint on stderr of
+    // where packs looked (cli.rs has its text).
+    let out = Test::new().args(["list", "--json"]).run();
+    out.success().stdout_eq("[]\n");
+    assert!(
+        out.stderr.starts_with("no tools found; packs looked for tools in the default search path:\n"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
 }
 
 #[test]

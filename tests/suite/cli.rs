@@ -429,3 +429,41 @@ fn test_results_as_json_and_junit() {
     assert!(out.status.success(), "{xml}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "2 1 say 2 fails <&> \"quoted\" True\n", "{xml}");
 }
+
+#[test]
+fn finding_no_tools_says_where_packs_looked_and_how_to_add_one() {
+    // The default search path, from a directory with no ./packs and a home with no pack
+    // directories: stdout stays a listing (an empty one); the hint is on stderr.
+    let home = tempfile::tempdir().unwrap();
+    let out =
+        Test::new().env("HOME", home.path()).env_remove("XDG_CONFIG_HOME").env_remove("PACKS_PATH").arg("list").run();
+    out.success().stdout_eq("NAME  KIND  READ-ONLY  DESCRIPTION  SOURCE\n");
+    let config = home.path().join(".config/packs");
+    out.stderr_eq(&format!(
+        "no tools found; packs looked for tools in the default search path:\n  ./packs (no such directory)\n  \
+         {0}/tools (no such directory)\n  {0}/tools.d (no such directory)\nadd a tool with `packs new NAME \
+         --program PROGRAM` (it writes packs/NAME.tool.json), or name a pack directory with `--packs DIR` or \
+         PACKS_PATH\n",
+        config.display()
+    ));
+    // A tool that is not there: the error, then where packs looked (here PACKS_PATH).
+    let empty = tempfile::tempdir().unwrap();
+    let out = Test::new().env("PACKS_PATH", empty.path()).args(["run", "greet"]).run();
+    out.code(1);
+    assert!(
+        out.stderr.starts_with(&format!(
+            "error: no tool named `greet`\npacks looked for tools in PACKS_PATH:\n  {}\nadd a tool with `packs new",
+            empty.path().display()
+        )),
+        "{}",
+        out.stderr
+    );
+    // -q keeps stderr quiet for a listing.
+    Test::new()
+        .env("HOME", home.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .args(["-q", "list"])
+        .run()
+        .success()
+        .stderr_eq("");
+}
