@@ -59,6 +59,9 @@ pub enum AgentError {
     /// The id is not a plain name.
     #[error("agent id `{0}` is not a name (letters, digits, `-`, `_`)")]
     BadId(String),
+    /// The id is `none`, which means no agent ([`Agent::NONE`]), and names no directory.
+    #[error("agent id `none` is reserved: it means no agent (`--agent none`)")]
+    Reserved,
     /// No such directory.
     #[error("no agent `{id}`: {} is not a directory", dir.display())]
     NotFound {
@@ -78,8 +81,17 @@ pub enum AgentError {
 }
 
 impl Agent {
+    /// The agent a model is served for when no agent is named ([`Agent::for_model`]).
+    pub const DEFAULT: &str = "default";
+
+    /// The id that names no agent (`--agent none`); no agent directory may have it.
+    pub const NONE: &str = "none";
+
     /// Load agent `id` from `root` (`PACKS_AGENTS`, else `./agents`).
     pub fn load(root: &Path, id: &str) -> Result<Self, AgentError> {
+        if id == Self::NONE {
+            return Err(AgentError::Reserved);
+        }
         if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
             return Err(AgentError::BadId(id.to_owned()));
         }
@@ -129,6 +141,27 @@ impl Agent {
             .transpose()
             .map_err(|e| AgentError::BadConfig { path: path.clone(), message: format!("`sandbox`: {e}") })?;
         Ok(Self { id: id.to_owned(), dir, config, allow, deny, ask, max_tier, sandbox })
+    }
+
+    /// The agent the operator named, if any: `id` loaded from `root`; no agent for `None` or
+    /// [`Agent::NONE`]. The operator's own commands (`packs run`, `test`, `list`, `describe`,
+    /// `help`) act for this agent: without `--agent` they can run any tool.
+    pub fn named(root: &Path, id: Option<&str>) -> Result<Option<Self>, AgentError> {
+        match id {
+            None | Some(Self::NONE) => Ok(None),
+            Some(id) => Self::load(root, id).map(Some),
+        }
+    }
+
+    /// The agent a model is served for (`packs prompt`, `catalog`, `call`, `serve`, and what
+    /// `packs lint` checks): the one named ([`Agent::named`]; [`Agent::NONE`] is none); when none
+    /// is named, [`Agent::DEFAULT`] if `root` has a directory of that name, else no agent. One
+    /// rule, so what a model is offered and what its calls may run come from one decision.
+    pub fn for_model(root: &Path, id: Option<&str>) -> Result<Option<Self>, AgentError> {
+        match id {
+            None if root.join(Self::DEFAULT).is_dir() => Self::load(root, Self::DEFAULT).map(Some),
+            id => Self::named(root, id),
+        }
     }
 
     /// The sandbox mode `agent.toml` sets, if it does.

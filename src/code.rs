@@ -121,6 +121,8 @@ codes! {
     MissingPackDir = "missing-pack-dir", "a pack directory does not exist";
     /// An Agent Skill's `SKILL.md` breaks the Agent Skills rules.
     InvalidSkill = "invalid-skill", "an Agent Skill's `SKILL.md` breaks the Agent Skills rules";
+    /// An agent's soul or context module names a tool the agent is not offered.
+    UnofferedTool = "unoffered-tool", "an agent's soul or context module names a tool the agent is not offered";
     /// A tool is not pinned in the lock file.
     LockUnpinned = "lock-unpinned", "a tool is not pinned in the lock file";
     /// A tool differs from its pin in the lock file.

@@ -20,8 +20,20 @@ pub struct Context {
     agent: Option<Arc<Agent>>,
     workspace: Option<PathBuf>,
     audit: Option<Arc<AuditLog>>,
+    /// The settings in effect: the operator's (`with_*`), else the agent's.
     pass_env: Vec<String>,
     sandbox: SandboxMode,
+    mode: Option<String>,
+    /// The operator's own settings, kept apart so that another agent replaces the first
+    /// one's settings instead of adding to them (a token's agent in `packs serve --http`).
+    operator: Operator,
+}
+
+/// What the front-end set itself, before any agent's settings.
+#[derive(Debug, Clone, Default)]
+struct Operator {
+    pass_env: Vec<String>,
+    sandbox: Option<SandboxMode>,
     mode: Option<String>,
 }
 
@@ -60,18 +72,26 @@ impl Context {
     }
 
     /// Calls are made on behalf of `agent`: its allow/deny/ask lists and `max_tier` apply,
-    /// and its `pass_env`, `sandbox` and `mode` settings (a later [`Context::with_sandbox`]
-    /// or [`Context::with_mode`] wins).
+    /// and its `pass_env` (added to the context's), `sandbox` and `mode` settings, unless
+    /// [`Context::with_sandbox`] or [`Context::with_mode`] set them (before or after). An
+    /// agent set earlier is replaced, its settings with it.
     #[must_use]
     pub fn with_agent(mut self, agent: Agent) -> Self {
-        self = self.with_pass_env(agent.config.pass_env.iter().cloned());
-        if let Some(mode) = &agent.config.mode {
-            self.mode = Some(mode.clone());
-        }
-        if let Some(mode) = agent.sandbox() {
-            self.sandbox = mode;
-        }
         self.agent = Some(Arc::new(agent));
+        self.settle()
+    }
+
+    /// The settings in effect from the operator's and the agent's (the operator's win).
+    fn settle(mut self) -> Self {
+        let agent = self.agent.as_deref();
+        self.pass_env.clone_from(&self.operator.pass_env);
+        for name in agent.map(|a| a.config.pass_env.as_slice()).unwrap_or_default() {
+            if !self.pass_env.contains(name) {
+                self.pass_env.push(name.clone());
+            }
+        }
+        self.mode = self.operator.mode.clone().or_else(|| agent.and_then(|a| a.config.mode.clone()));
+        self.sandbox = self.operator.sandbox.or_else(|| agent.and_then(Agent::sandbox)).unwrap_or_default();
         self
     }
 
@@ -84,11 +104,11 @@ impl Context {
     pub fn with_pass_env(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
         for name in names {
             let name = name.into();
-            if !self.pass_env.contains(&name) {
-                self.pass_env.push(name);
+            if !self.operator.pass_env.contains(&name) {
+                self.operator.pass_env.push(name);
             }
         }
-        self
+        self.settle()
     }
 
     /// The variables passed to every tool.
@@ -100,8 +120,8 @@ impl Context {
     /// refuses a call the kernel cannot confine; docs/SANDBOX.md).
     #[must_use]
     pub fn with_sandbox(mut self, mode: SandboxMode) -> Self {
-        self.sandbox = mode;
-        self
+        self.operator.sandbox = Some(mode);
+        self.settle()
     }
 
     /// The sandbox mode.
@@ -143,8 +163,8 @@ impl Context {
     /// offered (exports, prompts, `tools/list`) and may be called.
     #[must_use]
     pub fn with_mode(mut self, mode: impl Into<String>) -> Self {
-        self.mode = Some(mode.into());
-        self
+        self.operator.mode = Some(mode.into());
+        self.settle()
     }
 
     /// The mode in effect, if any.
@@ -161,5 +181,42 @@ impl Context {
     /// The agent calls are made for, if any.
     pub fn agent(&self) -> Option<&Agent> {
         self.agent.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(root: &std::path::Path, id: &str, toml: &str) -> Agent {
+        std::fs::create_dir_all(root.join(id)).unwrap();
+        std::fs::write(root.join(id).join("agent.toml"), toml).unwrap();
+        Agent::load(root, id).unwrap()
+    }
+
+    #[test]
+    fn another_agent_replaces_the_first_ones_settings_and_the_operators_win() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = agent(dir.path(), "first", "mode = \"Coding\"\nsandbox = \"off\"\npass_env = [\"A\"]\n");
+        let second = agent(dir.path(), "second", "pass_env = [\"B\"]\n");
+        let base = Context::new().with_pass_env(["OP"]).with_agent(first);
+        assert_eq!(
+            (base.mode(), base.sandbox(), base.pass_env()),
+            (Some("Coding"), SandboxMode::Off, &["OP".to_owned(), "A".to_owned()][..])
+        );
+        // A token's agent in `packs serve --http`: nothing of the first agent stays.
+        let token = base.clone().with_agent(second.clone());
+        assert_eq!(
+            (token.mode(), token.sandbox(), token.pass_env()),
+            (None, SandboxMode::default(), &["OP".to_owned(), "B".to_owned()][..])
+        );
+        // The operator's mode and sandbox win over an agent's, set before or after it.
+        let op = Context::new().with_mode("Dictation").with_sandbox(SandboxMode::BestEffort);
+        for c in [
+            op.clone().with_agent(agent(dir.path(), "third", "mode = \"Coding\"\nsandbox = \"off\"\n")),
+            op.with_agent(second),
+        ] {
+            assert_eq!((c.mode(), c.sandbox()), (Some("Dictation"), SandboxMode::BestEffort));
+        }
     }
 }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::print;
+use crate::agent::Agent;
 use crate::catalog::SearchPath;
 use crate::lint::{self, Options, render};
 
@@ -26,13 +27,30 @@ pub(super) struct LintArgs {
     strict: bool,
 }
 
-pub(super) fn lint(a: &LintArgs, packs: &[PathBuf], color: bool) -> i32 {
+/// Lint the PATHs; without any, the pack directories and the agent that `prompt`, `catalog`,
+/// `call` and `serve` act for (`agent`: `--agent`, else the default agent when it exists).
+pub(super) fn lint(a: &LintArgs, packs: &[PathBuf], agent: Option<&str>, color: bool) -> i32 {
     let paths = if a.paths.is_empty() {
-        SearchPath::resolve(packs, std::env::var_os("PACKS_PATH").as_deref()).dirs
+        let agent = match Agent::for_model(&Agent::root(), agent) {
+            Ok(agent) => agent,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return CANNOT_RUN;
+            }
+        };
+        // The directories those commands load: `--packs`, else the agent's, else the search path.
+        let dirs = match &agent {
+            Some(agent) if packs.is_empty() => agent.pack_dirs(),
+            _ => packs.to_vec(),
+        };
+        let mut paths = SearchPath::resolve(&dirs, std::env::var_os("PACKS_PATH").as_deref()).dirs;
+        paths.extend(agent.map(|agent| agent.dir));
+        paths
     } else {
         a.paths.clone()
     };
-    let report = match lint::lint(&paths, &Options { strict: a.strict }) {
+    let options = Options { strict: a.strict, packs: packs.to_vec() };
+    let report = match lint::lint(&paths, &options) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");

@@ -94,7 +94,9 @@ struct Cli {
     #[arg(long, value_name = "MODE", global = true, env = "PACKS_SANDBOX", value_parser = sandbox_mode)]
     sandbox: Option<crate::sandbox::SandboxMode>,
 
-    /// Act as this agent (agents/ID, or $PACKS_AGENTS/ID): its pack directories and tool rules
+    /// Act as this agent (agents/ID, or $PACKS_AGENTS/ID): its pack directories and tool rules.
+    /// Without it, prompt, catalog, call, serve and lint act for the agent `default` when it exists;
+    /// `none`: no agent
     #[arg(long, value_name = "ID", global = true, env = "PACKS_AGENT")]
     agent: Option<String>,
 
@@ -267,7 +269,7 @@ pub(crate) fn main() -> i32 {
     }
     let result = match cli.command {
         Command::Exec(args) => run::exec(&args),
-        Command::Lint(args) => Ok(lint::lint(&args, &cli.packs, cli.color.stdout())),
+        Command::Lint(args) => Ok(lint::lint(&args, &cli.packs, cli.agent.as_deref(), cli.color.stdout())),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             let mut out = Vec::new();
@@ -304,7 +306,7 @@ pub(crate) fn main() -> i32 {
             Ok(exit::OK)
         }
         ref command => {
-            let agent = match load_agent(cli.agent.as_deref(), matches!(command, Command::Prompt(_))) {
+            let agent = match load_agent(cli.agent.as_deref(), command.serves_model()) {
                 Ok(a) => a,
                 Err(e) => {
                     report(&e);
@@ -376,13 +378,14 @@ pub(crate) fn main() -> i32 {
                 _ => None,
             };
             let locked = cli.locked || agent.as_ref().is_some_and(|a| a.config.locked);
-            // A listing whose inputs are all in the fingerprint, printed to a file or pipe.
+            // A listing whose inputs are all in the fingerprint, printed to a file or pipe: the
+            // pack directories, and the agent's directory (its `agent.toml`) when one applies.
             let mut snapshot = match command {
-                Command::List { .. } | Command::Catalog { .. }
-                    if agent.is_none() && !locked && !snapshot::stdout_is_terminal() =>
-                {
+                Command::List { .. } | Command::Catalog { .. } if !locked && !snapshot::stdout_is_terminal() => {
                     let path = search_path(&dirs);
-                    path.describe_cache.as_ref().and_then(|c| snapshot::Snapshot::of_this_process(c, &path.dirs))
+                    let mut inputs = path.dirs.clone();
+                    inputs.extend(agent.as_ref().map(|a| a.dir.clone()));
+                    path.describe_cache.as_ref().and_then(|c| snapshot::Snapshot::of_this_process(c, &inputs))
                 }
                 _ => None,
             };
@@ -531,14 +534,20 @@ fn load_secrets(path: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The agent named by `--agent` (for `packs prompt`, `default` when none is named).
-fn load_agent(id: Option<&str>, want_default: bool) -> anyhow::Result<Option<Agent>> {
-    let id = match (id, want_default) {
-        (Some(id), _) => id,
-        (None, true) => "default",
-        (None, false) => return Ok(None),
-    };
-    Ok(Some(Agent::load(&Agent::root(), id)?))
+impl Command {
+    /// Whether the command serves a model (what it is offered, what its calls may run): it
+    /// then acts for the default agent when `--agent` names none ([`Agent::for_model`]). The
+    /// operator's own commands act only for an agent named.
+    fn serves_model(&self) -> bool {
+        matches!(self, Self::Prompt(_) | Self::Catalog { .. } | Self::Call(_) | Self::Serve(_) | Self::Lint(_))
+    }
+}
+
+/// The agent a command acts for: `--agent ID` (`none`: no agent); without it, for a command
+/// that serves a model, the default agent when it exists.
+fn load_agent(id: Option<&str>, serves_model: bool) -> anyhow::Result<Option<Agent>> {
+    let root = Agent::root();
+    Ok(if serves_model { Agent::for_model(&root, id)? } else { Agent::named(&root, id)? })
 }
 
 /// `--packs` directories, else `$PACKS_PATH`, else `./packs`; describes cached

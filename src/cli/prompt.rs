@@ -30,7 +30,10 @@ pub(super) struct PromptArgs {
 }
 
 pub(super) fn prompt(catalog: &Catalog, a: &PromptArgs, base: &crate::call::Context) -> Result<i32> {
-    let Some(agent) = base.agent() else { anyhow::bail!("no agent") };
+    let Some(agent) = base.agent() else {
+        let default = crate::agent::Agent::root().join(crate::agent::Agent::DEFAULT);
+        anyhow::bail!("no agent to prompt for: name one with --agent ID, or make {}/", default.display())
+    };
     // The agent's rules and the mode in effect (`--mode`, else the agent's `mode`).
     let tools: Vec<&Tool> = catalog.tools().filter(|t| base.offers(t)).collect();
     let context = args::context(&a.context, &crate::call::Context::new())?;

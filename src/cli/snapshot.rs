@@ -15,7 +15,8 @@
 //!
 //! A snapshot is written only when the output is a clean answer: the load and the export
 //! printed nothing on stderr (no diagnostics, no warnings), the command succeeded, no
-//! agent or lock file was involved (their files are not in the fingerprint), stdout is
+//! lock file was involved (its files are not in the fingerprint; an agent's directory is,
+//! the caller lists it with the pack directories), stdout is
 //! not a terminal, and the fingerprint taken after the load equals the one taken before
 //! it with nothing in it changed within [`DescribeCache::SETTLE`] of the load's start (a
 //! change during the load, or in the same clock tick, would not show in a later

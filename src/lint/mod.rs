@@ -6,6 +6,7 @@
 //! families (one file each): parameters, templates, security, runtime.
 
 pub use crate::code::{Code, UnknownCode};
+mod agent;
 mod parameters;
 pub mod render;
 mod runtime;
@@ -28,6 +29,10 @@ use crate::source::{Diagnostic, FieldPath, Severity, SourceFile, Syntax, Target}
 pub struct Options {
     /// Make runtime warnings (program not on PATH) errors.
     pub strict: bool,
+    /// `--packs`: the pack directories an agent directory's tools come from. Empty: the
+    /// `packs` its `agent.toml` names, else `$PACKS_PATH`, else the default search path
+    /// (`./packs`, the user's pack directories), as for the commands that act for it.
+    pub packs: Vec<PathBuf>,
 }
 
 /// Everything lint found.
@@ -105,10 +110,14 @@ pub fn lint(paths: &[PathBuf], options: &Options) -> Result<Report, LintError> {
         } else {
             Vec::new()
         };
-        if !skills.is_empty() || (meta.is_dir() && path.join("soul.md").is_file()) {
+        let is_agent = meta.is_dir() && (path.join("soul.md").is_file() || path.join("agent.toml").is_file());
+        if !skills.is_empty() || is_agent {
             for skill in skills {
                 report.files += 1;
                 report.diagnostics.extend(lint_skill(&skill));
+            }
+            if is_agent && !path.join("SKILL.md").is_file() {
+                report.diagnostics.extend(lint_agent(path, options)?);
             }
             continue;
         }
@@ -167,6 +176,26 @@ pub fn lint(paths: &[PathBuf], options: &Options) -> Result<Report, LintError> {
         precedence.end_dir();
     }
     Ok(report)
+}
+
+/// Check an agent's directory against the tools it is offered, from the pack directories
+/// [`Options::packs`] says ([`unoffered-tool`](Code::UnofferedTool)).
+fn lint_agent(dir: &Path, options: &Options) -> Result<Vec<Diagnostic>, LintError> {
+    let bad = |reason: String| LintError::BadPath { path: dir.to_owned(), reason };
+    // The directory's own name is its id: `agents/ID` as given, else (`.`, `..`) as resolved.
+    let full = match dir.file_name() {
+        Some(_) => dir.to_owned(),
+        None => dir.canonicalize().map_err(|e| bad(e.to_string()))?,
+    };
+    let (Some(root), Some(id)) = (full.parent(), full.file_name().and_then(|n| n.to_str())) else {
+        return Err(bad("not an agent's directory".into()));
+    };
+    let root = if root.as_os_str().is_empty() { Path::new(".") } else { root };
+    let agent = crate::agent::Agent::load(root, id).map_err(|e| bad(e.to_string()))?;
+    let dirs = if options.packs.is_empty() { agent.pack_dirs() } else { options.packs.clone() };
+    let path = crate::catalog::SearchPath::resolve(&dirs, std::env::var_os("PACKS_PATH").as_deref());
+    let catalog = crate::catalog::Catalog::load(&path);
+    Ok(agent::unoffered_tools(&agent, &catalog))
 }
 
 /// Check a `SKILL.md` against the Agent Skills rules (its directory names it).

@@ -485,3 +485,135 @@ fn an_oversized_response_is_refused_not_held() {
     let huge = vec![b'a'; (64 << 20) + 1];
     call(std::str::from_utf8(&huge).unwrap(), &[]).code(1).stderr_contains("larger than 64 MiB").one_line_error();
 }
+
+/// What `prompt --tools`, `catalog`, `call` and `serve` (stdio) offer and let run in a
+/// scratch directory, with `extra` global options: the tools each lists, and for each a
+/// call of every tool, `true` when it ran.
+fn model_facing(t: &Packs, agents_dir: Option<&str>, extra: &[&str]) -> Vec<(&'static str, Vec<String>, Vec<bool>)> {
+    let all = ["count", "echo_words", "guarded"];
+    let arguments = |n: &str| match n {
+        "count" => json!({"n": 1}),
+        "echo_words" => json!({"words": "hi"}),
+        _ => json!({}),
+    };
+    let test = || {
+        let mut test = Test::new().arg("--packs").arg(t.path()).args(extra);
+        if let Some(toml) = agents_dir {
+            test = test.write("agents/default/agent.toml", toml).write("agents/default/soul.md", "S\n");
+        }
+        test
+    };
+    let mut seen = Vec::new();
+    // packs prompt --tools: the names of the tools section.
+    let out = test().args(["prompt", "--tools"]).run();
+    let listed = if agents_dir.is_some() && !extra.contains(&"none") {
+        out.success()
+            .stdout()
+            .lines()
+            .filter_map(|l| l.strip_prefix("- ")?.split(':').next())
+            .map(str::to_owned)
+            .collect()
+    } else {
+        out.code(1).stderr_contains("no agent to prompt for: name one with --agent ID, or make agents/default/");
+        Vec::new()
+    };
+    seen.push(("prompt", listed, Vec::new()));
+    // packs catalog, and packs call of every tool (approved).
+    let out = test().arg("catalog").run();
+    let listed =
+        out.success().json().as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap().to_owned()).collect();
+    let calls: Vec<Value> = all
+        .iter()
+        .map(|n| json!({"id": n, "type": "function", "function": {"name": n, "arguments": arguments(n).to_string()}}))
+        .collect();
+    let out = test().args(["call", "--yes"]).stdin(json!({ "tool_calls": calls }).to_string()).run();
+    let ran = out
+        .success()
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let content = r["content"].as_str().unwrap();
+            serde_json::from_str::<Value>(content).map_or(true, |v| v.get("error").is_none())
+        })
+        .collect();
+    seen.push(("catalog/call", listed, ran));
+    // packs serve over stdio: tools/list, then tools/call of each.
+    let mut requests = vec![
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ];
+    for (i, n) in all.iter().enumerate() {
+        requests.push(json!({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": {"name": n, "arguments": arguments(n)}}));
+    }
+    let stdin: String = requests.iter().map(|r| format!("{r}\n")).collect();
+    let out = test().args(["serve", "--yes"]).stdin(stdin).run();
+    let messages: Vec<Value> = out.success().stdout().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let by_id = |id: usize| messages.iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("no {id}: {messages:?}"));
+    let listed = by_id(2)["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    let ran = (0..all.len()).map(|i| by_id(10 + i)["result"]["isError"] != true).collect();
+    seen.push(("serve", listed, ran));
+    seen
+}
+
+#[test]
+fn prompt_catalog_call_and_serve_act_for_one_default_agent() {
+    let t = tools();
+    let names = |n: &[&str]| n.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    // agents/default offers `count` only: `echo_words` is outside its mode, `guarded` denied.
+    let toml = "mode = \"Dictation\"\ndeny = [\"guarded\"]\n";
+    let seen = model_facing(&t, Some(toml), &[]);
+    assert_eq!(seen[0].1, names(&["count"]), "prompt --tools");
+    for (what, listed, ran) in &seen[1..] {
+        assert_eq!(listed, &names(&["count"]), "{what} lists what the default agent is offered");
+        assert_eq!(ran, &[true, false, false], "{what} runs only what it lists");
+    }
+    // Named explicitly, the same agent gives the same answers.
+    let explicit = model_facing(&t, Some(toml), &["--agent", "default"]);
+    assert_eq!(explicit, seen);
+    // `--agent none`: no agent, so every tool, for catalog, call and serve alike.
+    let every = names(&["echo_words", "count", "guarded"]);
+    let none = model_facing(&t, Some(toml), &["--agent", "none"]);
+    for (what, listed, ran) in &none[1..] {
+        let mut sorted = listed.clone();
+        sorted.sort();
+        assert_eq!(sorted, names(&["count", "echo_words", "guarded"]), "{what}: {listed:?}");
+        assert_eq!(ran, &[true, true, true], "{what}");
+    }
+    // Without agents/default: no agent either, the same as `--agent none`.
+    let absent = model_facing(&t, None, &[]);
+    assert_eq!(absent[1..], none[1..]);
+    assert_eq!(absent[1].1.len(), every.len());
+}
+
+#[test]
+fn the_operators_own_commands_do_not_follow_the_default_agent() {
+    let t = tools();
+    let test = || {
+        Test::new()
+            .arg("--packs")
+            .arg(t.path())
+            .write("agents/default/agent.toml", "tools = [\"count\"]\n")
+            .write("agents/default/soul.md", "S\n")
+    };
+    test().args(["run", "echo_words", "--arg", "words=hi"]).run().success().stdout_eq("-- hi\n");
+    test().arg("list").run().success().stdout_contains("echo_words");
+    test().args(["describe", "echo_words"]).run().success();
+    // Named, an agent binds them too.
+    test()
+        .args(["--agent", "default", "run", "echo_words", "--arg", "words=hi"])
+        .run()
+        .code(3)
+        .stderr_contains("agent `default` does not allow it");
+    // `none` is no agent, and no agent directory may be called that.
+    test().args(["--agent", "none", "run", "echo_words", "--arg", "words=hi"]).run().success();
+    let out = Test::new().write("agents/none/soul.md", "S").args(["--agent", "none", "prompt"]).run();
+    out.code(1).stderr_contains("no agent to prompt for");
+}

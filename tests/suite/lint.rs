@@ -553,3 +553,99 @@ fn no_output_format_repeats_a_hardcoded_secret_in_another_diagnostic() {
         assert!(!text.contains(token), "{format}: {text}");
     }
 }
+
+/// An agent `a` (mode `Global`, `denied` in its deny list) whose soul and context modules
+/// name tools in several ways, and the pack directory it takes its tools from.
+fn agent_naming_tools() -> (Test, Packs) {
+    let tool =
+        |name: &str, modes: &[&str]| json!({"name": name, "description": "d", "modes": modes, "command": "true"});
+    let packs = Packs::new()
+        .manifest("coding_only", tool("coding_only", &["Coding"]))
+        .manifest("everywhere", tool("everywhere", &[]))
+        .manifest("denied", tool("denied", &["Global"]));
+    let test = Test::new()
+        .write("agents/a/agent.toml", "mode = \"Global\"\ndeny = [\"denied\"]\n")
+        // Line 2 names a tool it is offered, a word that is no tool, and one it is not offered.
+        .write("agents/a/soul.md", "# Soul\nUse `everywhere`, read `output`, and ``coding_only``.\n")
+        // Prose and fenced code are not mentions; an inline span after a fence is.
+        .write(
+            "agents/a/context/1.md",
+            "coding_only in prose.\n```\n`coding_only`\n```\nThen `coding_only` twice: `coding_only`.\n",
+        )
+        // A skill: its frontmatter is not part of the prompt, its body is.
+        .write("agents/a/context/sk/SKILL.md", "---\nname: sk\ndescription: uses `denied`\n---\nCall `denied`.\n");
+    (test, packs)
+}
+
+#[test]
+fn unoffered_tool_is_reported_where_the_prompt_names_it() {
+    let (test, packs) = agent_naming_tools();
+    let out = test.arg("--packs").arg(packs.path()).args(["lint", "agents/a", "--format", "json"]).run();
+    let found: Vec<(String, String, u64, u64)> = out.success().json()["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let file = d["file"].as_str().unwrap().to_owned();
+            (d["code"].as_str().unwrap().to_owned(), file, d["line"].as_u64().unwrap(), d["column"].as_u64().unwrap())
+        })
+        .collect();
+    let at = |file: &str, line, column| ("unoffered-tool".to_owned(), file.to_owned(), line, column);
+    assert_eq!(
+        found,
+        [at("agents/a/soul.md", 2, 40), at("agents/a/context/1.md", 5, 7), at("agents/a/context/sk/SKILL.md", 5, 7)]
+    );
+    let messages = out.json()["diagnostics"].to_string();
+    assert!(messages.contains("its `modes` (Coding) leave out the agent's mode `Global`"), "{messages}");
+    assert!(messages.contains("its `tools` and `deny` lists leave it out"), "{messages}");
+}
+
+#[test]
+fn unoffered_tool_is_checked_for_the_agent_model_commands_act_for() {
+    let (test, packs) = agent_naming_tools();
+    let dir = test.path().to_owned();
+    std::fs::rename(dir.join("agents/a"), dir.join("agents/default")).unwrap();
+    let lint = |extra: &[&str]| {
+        Test::new()
+            .current_dir(&dir)
+            .arg("--packs")
+            .arg(packs.path())
+            .args(extra)
+            .args(["lint", "--format", "json"])
+            .run()
+    };
+    // Without a PATH: the pack directories and the default agent.
+    let out = lint(&[]);
+    let codes = |out: &crate::common::Output| -> Vec<String> {
+        out.json()["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(codes(out.success()), ["unoffered-tool"; 3]);
+    assert_eq!(out.json()["summary"]["files"], 4, "three manifests and the skill");
+    // Where the agent offers every tool, nothing is reported.
+    std::fs::write(dir.join("agents/default/agent.toml"), "").unwrap();
+    assert_eq!(codes(lint(&[]).success()), Vec::<String>::new());
+    std::fs::write(dir.join("agents/default/agent.toml"), "tools = [\"everywhere\"]\n").unwrap();
+    assert_eq!(codes(lint(&[]).success()).len(), 3);
+    // `--agent none`: no agent to check; `--deny-warnings` fails on the warning.
+    assert_eq!(codes(lint(&["--agent", "none"]).success()), Vec::<String>::new());
+    lint(&[]).code(0);
+    let out = Test::new().current_dir(&dir).arg("--packs").arg(packs.path()).args(["lint", "--deny-warnings"]).run();
+    out.code(1).stdout_contains("warning[unoffered-tool]");
+    drop(test);
+}
+
+#[test]
+fn the_bundled_checkout_lints_clean() {
+    Test::new()
+        .current_dir(REPO)
+        .arg("lint")
+        .run()
+        .success()
+        .stdout_eq("checked 9 files (9 tools): 0 errors, 0 warnings\n");
+    Test::new()
+        .current_dir(REPO)
+        .args(["lint", "agents/default"])
+        .run()
+        .success()
+        .stdout_eq("checked 0 files (0 tools): 0 errors, 0 warnings\n");
+}
