@@ -113,17 +113,19 @@ pub fn lint(paths: &[PathBuf], options: &Options) -> Result<Report, LintError> {
             continue;
         }
         let (manifests, executables, walk_diags) = if meta.is_dir() {
-            let d = catalog::discover(path);
+            let mut d = catalog::discover(path);
+            d.diagnostics.extend(d.lookalikes.iter().filter_map(|p| catalog::misnamed_manifest(p)));
             (d.manifests, d.executables, d.diagnostics)
         } else if Syntax::of_manifest(path).is_some() {
             (vec![path.clone()], Vec::new(), Vec::new())
         } else if crate::runner::is_executable_file(path) {
             (Vec::new(), vec![path.clone()], Vec::new())
         } else {
-            return Err(LintError::BadPath {
-                path: path.clone(),
-                reason: "not a pack directory, a *.tool.json / *.tool.toml manifest, or an executable".into(),
-            });
+            let mut reason = "not a pack directory, a *.tool.json / *.tool.toml manifest, or an executable".to_owned();
+            if let Some(help) = catalog::misnamed_manifest(path).and_then(|d| d.help) {
+                reason = format!("{reason} ({help})");
+            }
+            return Err(LintError::BadPath { path: path.clone(), reason });
         };
         report.diagnostics.extend(walk_diags);
         let mut named: Vec<(String, PathBuf)> = Vec::new();

@@ -592,3 +592,28 @@ fn an_unknown_key_at_any_level_is_an_error_with_a_did_you_mean_and_the_rules_sti
     assert_eq!(report["summary"]["tools"], 0, "{report:#}");
     assert_eq!(report["summary"]["errors"], 4, "{report:#}");
 }
+
+#[test]
+fn a_manifest_without_the_tool_infix_is_named_with_its_new_name() {
+    let g = "{\n  \"name\": \"g\",\n  \"description\": \"Greet\",\n  \"command\": \"echo hi\"\n}\n";
+    let toml = "name = \"h\"\ndescription = \"d\"\n[parameters.x]\ntype = \"string\"\n";
+    let packs = Packs::new()
+        .file("g.json", g)
+        .file("sub/h.toml", toml)
+        .file("data.json", "{\"name\": \"not a tool\"}")
+        .file("broken.json", "{\"name\": ");
+    let dir = packs.path().display().to_string();
+    let out = Test::new().args(["lint", "--format", "github"]).arg(packs.path()).run();
+    out.success().stdout_eq(&format!(
+        "::warning file={dir}/g.json,title=packs lint%3A misnamed-manifest::this looks like a tool manifest, but packs loads only files named *.tool.json or *.tool.toml, so it is not loaded%0Ahelp: rename g.json to g.tool.json\n\
+         ::warning file={dir}/sub/h.toml,title=packs lint%3A misnamed-manifest::this looks like a tool manifest, but packs loads only files named *.tool.json or *.tool.toml, so it is not loaded%0Ahelp: rename h.toml to h.tool.toml\n\
+         checked 0 files (0 tools): 0 errors, 2 warnings\n"
+    ));
+    // Loading says so on stderr; `list`'s stdout is the same table.
+    let list = Test::new().packs_dir(&packs).arg("list").run();
+    list.success().stdout_eq("NAME  KIND  READ-ONLY  DESCRIPTION  SOURCE\n");
+    list.stderr_contains(&format!("warning[misnamed-manifest]: {dir}/g.json: this looks like a tool manifest"));
+    list.stderr_contains("(help: rename h.toml to h.tool.toml)");
+    // Named alone, the file gets the same help.
+    Test::new().arg("lint").arg(packs.join("g.json")).run().code(2).stderr_contains("(rename g.json to g.tool.json)");
+}
