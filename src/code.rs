@@ -47,6 +47,8 @@ codes! {
     InvalidField = "invalid-field", "a field has a value of the wrong type";
     /// A key the format does not know (a typo is ignored silently otherwise).
     UnknownKey = "unknown-key", "a key the format does not know (a typo is ignored silently otherwise)";
+    /// A JSON or TOML file that looks like a manifest but is not named `*.tool.json` / `*.tool.toml`.
+    MisnamedManifest = "misnamed-manifest", "a file that looks like a manifest is not named *.tool.json or *.tool.toml, so it is not loaded";
     /// The tool name is not snake_case or is longer than 64 characters.
     InvalidName = "invalid-name", "the tool name is not snake_case or is longer than 64 characters";
     /// The description is empty.

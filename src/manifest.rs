@@ -1,8 +1,8 @@
 //! The manifest model (`*.tool.json`, `*.tool.toml`) and its loading.
 //!
-//! Loading never stops at the first problem it could report: unknown keys are
-//! warnings (with file, line and column), structural problems are errors that
-//! skip the file, and every message names the field.
+//! Loading never stops at the first problem it could report: unknown keys and
+//! structural problems are errors that skip the file (with file, line and column),
+//! and every message names the field.
 
 use std::fmt;
 use std::path::Path;
@@ -432,7 +432,7 @@ pub(crate) fn load(path: &Path) -> Result<Loaded, Vec<Diagnostic>> {
 
 /// Parse a manifest from its source text.
 pub(crate) fn parse(source: SourceFile) -> Result<Loaded, Vec<Diagnostic>> {
-    match parse_checked(source, UnknownKeys::Warn) {
+    match parse_checked(source, UnknownKeys::Refuse) {
         (Some(loaded), errors) if errors.is_empty() => Ok(loaded),
         (_, errors) => Err(errors),
     }
@@ -441,8 +441,8 @@ pub(crate) fn parse(source: SourceFile) -> Result<Loaded, Vec<Diagnostic>> {
 /// Whether [`parse_checked`] reports the keys the format does not know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum UnknownKeys {
-    /// As `unknown-key` warnings.
-    Warn,
+    /// As `unknown-key` errors.
+    Refuse,
     /// Not at all: the caller finds them another way (lint, from the JSON Schema).
     Skip,
 }
@@ -479,30 +479,39 @@ pub(crate) fn parse_checked(source: SourceFile, keys: UnknownKeys) -> (Option<Lo
         }
         Err(d) => return (None, vec![d]),
     };
-    let mut warnings: Vec<Diagnostic> = unknown
-        .into_iter()
-        .map(|path| {
-            let (parent, key) = match path.0.split_last() {
-                Some((Seg::Key(k), parent)) => (FieldPath(parent.to_vec()), k.clone()),
-                _ => (FieldPath::default(), path.to_string()),
-            };
-            let where_ = if parent.0.is_empty() { String::new() } else { format!(" in `{parent}`") };
-            let d = Diagnostic::at(
-                &source,
-                Severity::Warning,
-                Code::UnknownKey,
-                &path,
-                Target::Key,
-                format!("unknown key `{key}`{where_}; it is ignored"),
-            );
-            match did_you_mean(&key, known_keys(&parent)) {
-                Some(k) => d.with_help(format!("did you mean `{k}`?")),
-                None => d,
-            }
-        })
-        .collect();
-    let errors = check(&manifest, &source, &mut warnings);
+    let mut warnings = Vec::new();
+    let mut errors: Vec<Diagnostic> = match keys {
+        UnknownKeys::Refuse => unknown.iter().map(|path| unknown_key(&source, path)).collect(),
+        UnknownKeys::Skip => Vec::new(),
+    };
+    errors.extend(check(&manifest, &source, &mut warnings));
     (Some(Loaded { manifest, source, warnings }), errors)
+}
+
+/// The `unknown-key` error for the key at `path`: a key the format does not know would
+/// otherwise be ignored (a misspelled `polcy` leaves the default policy, a misspelled
+/// test expectation checks nothing), so the file is refused. Loading and lint's schema
+/// check both build it here, with the same did-you-mean, or the keys that level knows.
+pub(crate) fn unknown_key(source: &SourceFile, path: &FieldPath) -> Diagnostic {
+    let (parent, key) = match path.0.split_last() {
+        Some((Seg::Key(k), parent)) => (FieldPath(parent.to_vec()), k.clone()),
+        _ => (FieldPath::default(), path.to_string()),
+    };
+    let where_ = if parent.0.is_empty() { String::new() } else { format!(" in `{parent}`") };
+    let d = Diagnostic::at(
+        source,
+        Severity::Error,
+        Code::UnknownKey,
+        path,
+        Target::Key,
+        format!("unknown key `{key}`{where_}: packs would ignore it, so the file is refused"),
+    );
+    let known = known_keys(&parent);
+    match did_you_mean(&key, known) {
+        Some(k) => d.with_help(format!("did you mean `{k}`?")),
+        None if !known.is_empty() => d.with_help(format!("the keys here are {}", known.join(", "))),
+        None => d,
+    }
 }
 
 fn parse_json(source: &SourceFile, unknown: &mut Vec<FieldPath>) -> Result<Manifest, Diagnostic> {
@@ -666,17 +675,28 @@ mod tests {
     }
 
     #[test]
-    fn unknown_keys_warn_with_position_and_suggestion() {
-        let l = parse_str(
+    fn unknown_keys_are_errors_with_position_and_suggestion() {
+        let e = parse_str(
             "{\"name\":\"t\",\"description\":\"d\",\"command\":\"true\",\n\"policy\":{\"timout_secs\":5}}",
             Syntax::Json,
         )
-        .unwrap();
-        assert_eq!(l.warnings.len(), 1);
-        let w = &l.warnings[0];
+        .unwrap_err();
+        assert_eq!(e.len(), 1);
+        let w = &e[0];
+        assert_eq!((w.severity, w.code), (Severity::Error, Code::UnknownKey));
         assert_eq!((w.line, w.column), (Some(2), Some(11)));
         assert_eq!(w.help.as_deref(), Some("did you mean `timeout_secs`?"));
-        assert_eq!(l.manifest.policy.timeout_secs, 30);
+        let toml = "name = \"t\"\ndescription = \"d\"\ncommand = \"true\"\n\n[[tests]]\nname = \"x\"\n[tests.expect]\noutput = \"hi\"\n";
+        let e = parse_str(toml, Syntax::Toml).unwrap_err();
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].field.as_deref(), Some("tests.0.expect.output"));
+        assert_eq!(e[0].line, Some(8));
+        assert_eq!(e[0].help.as_deref(), Some("did you mean `output_equals`?"));
+        // `$schema` is a key of the format.
+        assert!(
+            parse_str("{\"$schema\":\"x\",\"name\":\"t\",\"description\":\"d\",\"command\":\"true\"}", Syntax::Json)
+                .is_ok()
+        );
     }
 
     #[test]

@@ -3,14 +3,24 @@
 /// Longest tool name accepted.
 pub(crate) const MAX_NAME_LEN: usize = 64;
 
-/// The closest known key, if one is close enough to be a typo.
+/// The closest known key, if one is close enough to be a typo; else the one known key
+/// that `key` is the leading words of (`output` for `output_equals`, `exit` for
+/// `exit_code`; none when several are: `stdout` names two).
 pub(crate) fn did_you_mean<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
-    known
+    let close = known
         .iter()
         .map(|k| (strsim_distance(key, k), *k))
-        .filter(|(d, k)| *d <= 2.max(k.len() / 4))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 4) && *d < key.chars().count())
         .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
+        .map(|(_, k)| k);
+    close.or_else(|| {
+        let mut leading =
+            known.iter().filter(|k| !key.is_empty() && k.strip_prefix(key).is_some_and(|r| r.starts_with('_')));
+        match (leading.next(), leading.next()) {
+            (Some(k), None) => Some(*k),
+            _ => None,
+        }
+    })
 }
 
 /// Levenshtein distance (small inputs: key names).
@@ -127,3 +137,21 @@ macro_rules! named_enum {
     };
 }
 pub(crate) use named_enum;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn did_you_mean_finds_typos_and_leading_words() {
+        let top = ["name", "description", "policy", "output", "tests"];
+        assert_eq!(did_you_mean("polcy", &top), Some("policy"));
+        assert_eq!(did_you_mean("colour", &top), None);
+        let expect = ["exit_code", "ok", "stdout_contains", "stdout_matches", "output_equals"];
+        assert_eq!(did_you_mean("output", &expect), Some("output_equals"));
+        assert_eq!(did_you_mean("exit", &expect), Some("exit_code"));
+        // Two keys start with `stdout_`: no guess.
+        assert_eq!(did_you_mean("stdout", &expect), None);
+        assert_eq!(did_you_mean("", &expect), None);
+    }
+}

@@ -68,25 +68,69 @@ fn sample(kind: &str, name: &str) -> Value {
     }
 }
 
+/// What a `packs new` skeleton states beyond its parameters.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Shape {
+    /// Put `--` before the values. When false (a program that prints `--` rather than
+    /// ending its options, or `--no-options-end`), each value's schema refuses a leading
+    /// `-` instead, so the model is told and no value can become an option.
+    pub(crate) options_end: bool,
+    /// The permission tier, when stated (`read_only` follows from it).
+    pub(crate) tier: Option<crate::policy::Tier>,
+    /// `requires_network`.
+    pub(crate) network: bool,
+    /// `policy.writable`.
+    pub(crate) writable: Vec<String>,
+    /// `timeout_secs`.
+    pub(crate) timeout_secs: u64,
+}
+
+/// Programs that print a `--` they are given instead of reading it as the end of their
+/// options (echo, the coreutils one and every shell's): a skeleton for them puts no `--`
+/// before the values and refuses a value's leading `-` in its schema instead.
+pub(crate) fn prints_double_dash(program: &str) -> bool {
+    matches!(crate::operands::program_name(program), "echo")
+}
+
 /// The manifest `packs new` writes: the program, each parameter rendered into argv (flags
-/// for booleans, the values after `--`, so none can become an option), read-only and
-/// other policies at their safe defaults, and one dry-run test whose expected argv the
+/// for booleans; the values after `--`, or, without it, with schemas that refuse a leading
+/// `-`, so none can become an option), the policy `shape` states (read-only and the other
+/// policies at their safe defaults otherwise), and one dry-run test whose expected argv the
 /// template gives for sample values.
-pub(crate) fn new_manifest(name: &str, program: &str, description: &str, params: &[ParamSpec]) -> Value {
+pub(crate) fn new_manifest(name: &str, program: &str, description: &str, params: &[ParamSpec], shape: &Shape) -> Value {
     let mut parameters = Map::new();
     let mut flags = Vec::new();
     let mut values = Vec::new();
     let mut args_in = Map::new();
     let mut argv = vec![json!(program)];
     let mut argv_values = Vec::new();
+    // Without `--`, each value says it may not start with `-`, so lint knows and the model is told.
+    let no_dash = !shape.options_end;
     for p in params {
         let mut decl = Map::new();
         decl.insert("type".into(), p.kind.clone().into());
-        if p.kind == "array" {
-            decl.insert("items".into(), json!({"type": "string"}));
+        match p.kind.as_str() {
+            "array" if no_dash => {
+                decl.insert("items".into(), json!({"type": "string", "pattern": "^[^-]"}));
+            }
+            "array" => {
+                decl.insert("items".into(), json!({"type": "string"}));
+            }
+            "string" if no_dash => {
+                decl.insert("pattern".into(), json!("^[^-]"));
+            }
+            "integer" | "number" if no_dash => {
+                decl.insert("minimum".into(), json!(0));
+            }
+            _ => {}
         }
         decl.insert("required".into(), p.required.into());
-        decl.insert("description".into(), format!("TODO: what `{}` is", p.name).into());
+        let what = if no_dash && p.kind != "boolean" {
+            format!("TODO: what `{}` is (it may not start with `-`)", p.name)
+        } else {
+            format!("TODO: what `{}` is", p.name)
+        };
+        decl.insert("description".into(), what.into());
         parameters.insert(p.name.clone(), Value::Object(decl));
         let value = sample(&p.kind, &p.name);
         match p.kind.as_str() {
@@ -112,17 +156,35 @@ pub(crate) fn new_manifest(name: &str, program: &str, description: &str, params:
     }
     let mut args = flags;
     if !values.is_empty() {
-        args.push(json!("--"));
-        argv.push(json!("--"));
+        if shape.options_end {
+            args.push(json!("--"));
+            argv.push(json!("--"));
+        }
         args.extend(values);
         argv.extend(argv_values);
     }
+    let mut policy = Map::new();
+    if let Some(tier) = shape.tier {
+        policy.insert("tier".into(), tier.as_str().into());
+    }
+    let read_only = shape.tier.is_none_or(|t| t == crate::policy::Tier::ReadOnly);
+    policy.insert("read_only".into(), read_only.into());
+    policy.insert("requires_network".into(), shape.network.into());
+    if shape.tier == Some(crate::policy::Tier::Elevated) {
+        // What the tier means, written out: a person approves each call.
+        policy.insert("confirm_before_run".into(), true.into());
+    }
+    if !shape.writable.is_empty() {
+        policy.insert("writable".into(), json!(shape.writable));
+    }
+    let timeout = if shape.timeout_secs == 0 { crate::policy::DEFAULT_TIMEOUT_SECS } else { shape.timeout_secs };
+    policy.insert("timeout_secs".into(), timeout.into());
     json!({
         "name": name,
         "description": description,
         "parameters": parameters,
         "command": {"program": program, "args": args},
-        "policy": {"read_only": true, "requires_network": false, "timeout_secs": 30},
+        "policy": policy,
         "tests": [{
             "name": "the command it would run",
             "dry_run": true,

@@ -27,6 +27,9 @@ pub(crate) struct Discovered {
     pub(crate) manifests: Vec<PathBuf>,
     pub(crate) executables: Vec<PathBuf>,
     pub(crate) diagnostics: Vec<Diagnostic>,
+    /// `*.json` and `*.toml` files that are not named as manifests (not read: see
+    /// [`misnamed_manifest`]).
+    pub(crate) lookalikes: Vec<PathBuf>,
     /// Every directory entered (the pack directory first), with its identity before
     /// it was read; None when that was still settling.
     pub(crate) entered: Vec<(PathBuf, Option<Identity>)>,
@@ -61,8 +64,13 @@ pub(crate) fn walk<'a>(
 }
 
 pub(crate) fn discover(dir: &Path) -> Discovered {
-    let mut found =
-        Discovered { manifests: Vec::new(), executables: Vec::new(), diagnostics: Vec::new(), entered: Vec::new() };
+    let mut found = Discovered {
+        manifests: Vec::new(),
+        executables: Vec::new(),
+        diagnostics: Vec::new(),
+        lookalikes: Vec::new(),
+        entered: Vec::new(),
+    };
     let entered = &mut found.entered;
     let walk = walk(dir, |path, m| entered.push((path.to_owned(), index::settled(Identity::of_metadata(m)))));
     for entry in walk {
@@ -80,6 +88,8 @@ pub(crate) fn discover(dir: &Path) -> Discovered {
         let path = entry.into_path();
         if Syntax::of_manifest(&path).is_some() {
             found.manifests.push(path);
+        } else if path.extension().is_some_and(|e| e == "json" || e == "toml") {
+            found.lookalikes.push(path);
         } else if path.parent() == Some(dir) {
             if is_executable_file(&path) {
                 found.executables.push(path);
@@ -90,6 +100,35 @@ pub(crate) fn discover(dir: &Path) -> Discovered {
         }
     }
     found
+}
+
+/// The `misnamed-manifest` warning for `path` (a `*.json` or `*.toml` file not named as a
+/// manifest), when it looks like one: it parses, and is a table with `name` and `command`,
+/// or `name`, `description` and `parameters`. packs reads only `*.tool.json` and
+/// `*.tool.toml`, so such a file would be ignored without a word.
+pub(crate) fn misnamed_manifest(path: &Path) -> Option<Diagnostic> {
+    use std::io::Read;
+    let file_name = path.file_name()?.to_str()?;
+    let (stem, ext) = file_name.rsplit_once('.')?;
+    let mut text = String::new();
+    // A manifest is small; a large data file is not read through.
+    std::fs::File::open(path).ok()?.take(1 << 20).read_to_string(&mut text).ok()?;
+    let value: serde_json::Value = match ext {
+        "json" => serde_json::from_str(&text).ok()?,
+        "toml" => toml::from_str(&text).ok()?,
+        _ => return None,
+    };
+    let table = value.as_object()?;
+    let has = |k: &str| table.contains_key(k);
+    if !(has("name") && (has("command") || (has("description") && has("parameters")))) {
+        return None;
+    }
+    let renamed = format!("{stem}.tool.{ext}");
+    let message = "this looks like a tool manifest, but packs loads only files named *.tool.json or *.tool.toml, so it is not loaded";
+    Some(
+        Diagnostic::file(Severity::Warning, Code::MisnamedManifest, path, message)
+            .with_help(format!("rename {file_name} to {renamed}")),
+    )
 }
 
 /// Whether a file's first bytes are `#!`: a script meant to run (a README or a data
@@ -111,7 +150,9 @@ pub(super) fn load_dir(
     cache: Option<&DescribeCache>,
     mut record: Option<&mut DirRecord>,
 ) -> (Vec<Tool>, Vec<Diagnostic>, Vec<PathBuf>) {
-    let Discovered { mut manifests, executables, mut diagnostics, entered } = discover(dir);
+    let Discovered { mut manifests, executables, mut diagnostics, lookalikes, entered } = discover(dir);
+    // A manifest saved without the `.tool.` infix is named, not silently passed over.
+    diagnostics.extend(lookalikes.iter().filter_map(|p| misnamed_manifest(p)));
     let mut skipped = Vec::new();
     if let Some(name) = only {
         // Sequential: for a hundred files, starting threads costs more than it saves.

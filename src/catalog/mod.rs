@@ -21,7 +21,7 @@ mod discovery;
 mod index;
 mod precedence;
 
-pub(crate) use discovery::{describe_executable, discover, parallel_map, walk};
+pub(crate) use discovery::{describe_executable, discover, misnamed_manifest, parallel_map, walk};
 use discovery::{load_dir, quick_name};
 use index::{DirRecord, Kind, NameIndex, Plan};
 pub(crate) use precedence::{Claim, Precedence, duplicate_message};

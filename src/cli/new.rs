@@ -1,4 +1,5 @@
-//! `packs new`: a manifest skeleton that lints clean and carries a test.
+//! `packs new`: a manifest skeleton that lints clean and carries a test (what the policy
+//! flags ask for can bring a warning, which is shown).
 
 use std::path::PathBuf;
 
@@ -31,6 +32,22 @@ pub(super) struct NewArgs {
     /// Overwrite an existing file
     #[arg(long)]
     force: bool,
+    /// Put no `--` before the values (for a program that prints `--` or reads no options;
+    /// automatic for echo): each value's schema refuses a leading `-` instead
+    #[arg(long)]
+    no_options_end: bool,
+    /// The permission tier: read_only (the default), workspace, system or elevated (a person approves each call)
+    #[arg(long, value_name = "TIER")]
+    tier: Option<crate::policy::Tier>,
+    /// The tool needs the network (policy.requires_network)
+    #[arg(long)]
+    network: bool,
+    /// A directory the confined tool may also write (absolute, or starting with {{env.NAME}}); repeatable
+    #[arg(long, value_name = "PATH")]
+    writable: Vec<String>,
+    /// Seconds before the tool is killed
+    #[arg(long, value_name = "SECS", default_value_t = crate::policy::DEFAULT_TIMEOUT_SECS)]
+    timeout: u64,
 }
 
 pub(super) fn new(a: &NewArgs) -> Result<i32> {
@@ -49,7 +66,14 @@ pub(super) fn new(a: &NewArgs) -> Result<i32> {
         .description
         .clone()
         .unwrap_or_else(|| format!("Run {} (TODO: say what it does and when to use it)", a.program));
-    let manifest = scaffold::new_manifest(&a.name, &a.program, &description, &a.params);
+    let shape = scaffold::Shape {
+        options_end: !a.no_options_end && !scaffold::prints_double_dash(&a.program),
+        tier: a.tier,
+        network: a.network,
+        writable: a.writable.clone(),
+        timeout_secs: a.timeout,
+    };
+    let manifest = scaffold::new_manifest(&a.name, &a.program, &description, &a.params, &shape);
     let comments = match style {
         Style::Executable => vec![format!(
             "An executable manifest: `./{0} --describe`, or `./{0} '{{\"…\": …}}'`.",
@@ -61,8 +85,10 @@ pub(super) fn new(a: &NewArgs) -> Result<i32> {
     let path = scaffold::write(&a.dir, &style.file_name(&a.name), &text, style, a.force).map_err(anyhow::Error::msg)?;
     // What was written lints clean, or it says why.
     let report = crate::lint::lint(std::slice::from_ref(&path), &crate::lint::Options::default())?;
-    if report.errors() > 0 {
+    if report.errors() > 0 || report.warnings() > 0 {
         print!("{}", crate::lint::render::render(&report, crate::lint::render::Format::Human));
+    }
+    if report.errors() > 0 {
         bail!("{} was written but does not lint clean", path.display());
     }
     eprintln!("wrote {} (run its test: packs --packs {} test {})", path.display(), a.dir.display(), a.name);

@@ -122,17 +122,19 @@ pub fn lint(paths: &[PathBuf], options: &Options) -> Result<Report, LintError> {
             continue;
         }
         let (manifests, executables, walk_diags) = if meta.is_dir() {
-            let d = catalog::discover(path);
+            let mut d = catalog::discover(path);
+            d.diagnostics.extend(d.lookalikes.iter().filter_map(|p| catalog::misnamed_manifest(p)));
             (d.manifests, d.executables, d.diagnostics)
         } else if Syntax::of_manifest(path).is_some() {
             (vec![path.clone()], Vec::new(), Vec::new())
         } else if crate::runner::is_executable_file(path) {
             (Vec::new(), vec![path.clone()], Vec::new())
         } else {
-            return Err(LintError::BadPath {
-                path: path.clone(),
-                reason: "not a pack directory, a *.tool.json / *.tool.toml manifest, or an executable".into(),
-            });
+            let mut reason = "not a pack directory, a *.tool.json / *.tool.toml manifest, or an executable".to_owned();
+            if let Some(help) = catalog::misnamed_manifest(path).and_then(|d| d.help) {
+                reason = format!("{reason} ({help})");
+            }
+            return Err(LintError::BadPath { path: path.clone(), reason });
         };
         report.diagnostics.extend(walk_diags);
         let mut named: Vec<(String, PathBuf)> = Vec::new();
@@ -281,16 +283,20 @@ fn lint_manifest(path: &Path, options: &Options, programs: &ProgramCache) -> (Op
         Err(d) => return (None, vec![d]),
     };
     let mut diags = schema::diagnostics(&src, &raw);
-    if diags.iter().any(|d| d.severity == Severity::Error) {
+    // An unknown key refuses the file, as loading does, but the manifest beside it still
+    // means something: the rules go on (a credential next to a typo is still found, and
+    // kept out of every diagnostic).
+    let unknown_key = diags.iter().any(|d| d.code == Code::UnknownKey);
+    if diags.iter().any(|d| d.severity == Severity::Error && d.code != Code::UnknownKey) {
         return (None, diags);
     }
-    // Unknown keys are reported from the schema, with the same did-you-mean.
+    // Unknown keys are reported from the schema, as the same errors.
     let (loaded, errors) = manifest::parse_checked(src, manifest::UnknownKeys::Skip);
-    let mut loads = errors.is_empty();
+    let mut loads = errors.is_empty() && !unknown_key;
     diags.extend(errors);
     let Some(loaded) = loaded else { return (None, diags) };
     let src = &loaded.source;
-    diags.extend(loaded.warnings.iter().filter(|w| w.code != Code::UnknownKey).cloned());
+    diags.extend(loaded.warnings.iter().cloned());
     let m = &loaded.manifest;
     let params: Vec<&str> = m.parameters.keys().map(String::as_str).collect();
     let command = match CommandTemplate::compile(&m.command, &params) {

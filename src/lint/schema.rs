@@ -79,23 +79,7 @@ fn schema_error(src: &SourceFile, e: &jsonschema::ValidationError<'_>, out: &mut
     }
     match e.kind() {
         Kind::AdditionalProperties { unexpected } => {
-            for key in unexpected {
-                let at = path.key(key);
-                let where_ = if path.0.is_empty() { String::new() } else { format!(" in `{path}`") };
-                let d = Diagnostic::at(
-                    src,
-                    Severity::Warning,
-                    Code::UnknownKey,
-                    &at,
-                    Target::Key,
-                    format!("unknown key `{key}`{where_}; packs ignores it"),
-                );
-                let known = manifest::known_keys(&path);
-                out.push(match crate::names::did_you_mean(key, known) {
-                    Some(k) => d.with_help(format!("did you mean `{k}`?")),
-                    None => d,
-                });
-            }
+            out.extend(unexpected.iter().map(|key| manifest::unknown_key(src, &path.key(key))));
         }
         // "Not valid under any of the schemas" says little. When exactly one of the
         // alternatives is for this value's type (`command` as a string or an

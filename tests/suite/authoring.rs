@@ -46,13 +46,20 @@ fn new_writes_a_skeleton_that_lints_clean_and_passes_its_test() {
             .run()
             .success()
             .stdout_contains("1 passed");
-        // And it runs: a value never becomes an option (after `--`).
+        // And it runs: echo prints a `--`, so there is none, and a value that would be an
+        // option of echo is refused by the parameter's schema instead.
         Test::new()
             .current_dir(work.path())
-            .args(["--packs", "packs", "run", "greet", "--arg", "who=-n", "--arg", "loud=true"])
+            .args(["--packs", "packs", "run", "greet", "--arg", "who=world", "--arg", "loud=true"])
             .run()
             .success()
-            .stdout_eq("--loud -- -n\n");
+            .stdout_eq("--loud world\n");
+        Test::new()
+            .current_dir(work.path())
+            .args(["--packs", "packs", "run", "greet", "--arg", "who=-n"])
+            .run()
+            .code(1)
+            .stderr_contains("`who`: \"-n\" does not match \"^[^-]\"");
         // Never over an existing file without --force.
         Test::new().current_dir(work.path()).args(&args).run().code(1).stderr_contains("exists; pass --force");
         let mut forced = args.clone();
@@ -60,6 +67,11 @@ fn new_writes_a_skeleton_that_lints_clean_and_passes_its_test() {
         Test::new().current_dir(work.path()).args(&forced).run().success();
     }
     Test::new().args(["new", "Bad", "--program", "x"]).run().code(1).stderr_contains("is not a tool name");
+    Test::new()
+        .args(["new", "t", "--program", "x", "--tier", "admin"])
+        .run()
+        .code(1)
+        .stderr_contains("unknown tier `admin`");
     Test::new()
         .args(["new", "t", "--program", "x", "--param", "n:float"])
         .run()
@@ -248,4 +260,95 @@ fn malformed_inputs_are_positioned_errors_and_nothing_is_written() {
         .run()
         .success()
         .stderr_contains("is already a packs tool");
+}
+
+#[test]
+fn the_readme_skeleton_prints_the_value_alone() {
+    let work = Packs::new();
+    let new = |args: &[&str]| Test::new().current_dir(work.path()).arg("new").args(args).run();
+    new(&["greet", "--program", "echo", "--param", "who"]).success();
+    Test::new()
+        .current_dir(work.path())
+        .args(["run", "greet", "--arg", "who=world"])
+        .run()
+        .success()
+        .stdout_eq("world\n");
+    // A program that honours `--` gets it, and a value after it may start with `-`.
+    new(&["base", "--program", "basename", "--param", "who", "--param", "n:integer?"]).success();
+    Test::new().current_dir(work.path()).args(["run", "base", "--arg", "who=-n"]).run().success().stdout_eq("-n\n");
+    let base: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(work.join("packs/base.tool.json")).unwrap()).unwrap();
+    assert_eq!(base["command"]["args"], serde_json::json!(["--", "{{who}}", "{{n}}"]));
+    assert!(base["parameters"]["who"].get("pattern").is_none(), "{base}");
+    // `--no-options-end` asks for what echo gets: no `--`, and schemas that refuse a leading `-`.
+    new(&[
+        "cat_it",
+        "--program",
+        "cat",
+        "--param",
+        "path",
+        "--param",
+        "n:integer?",
+        "--param",
+        "more:array?",
+        "--no-options-end",
+    ])
+    .success();
+    let cat: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(work.join("packs/cat_it.tool.json")).unwrap()).unwrap();
+    assert_eq!(cat["command"]["args"], serde_json::json!(["{{path}}", "{{n}}", "{{more}}"]));
+    assert_eq!(cat["parameters"]["path"]["pattern"], "^[^-]");
+    assert_eq!(cat["parameters"]["n"]["minimum"], 0);
+    assert_eq!(cat["parameters"]["more"]["items"]["pattern"], "^[^-]");
+    Test::new().current_dir(work.path()).args(["lint", "packs", "--deny-warnings"]).run().success();
+    Test::new().current_dir(work.path()).args(["--packs", "packs", "test"]).run().success().stdout_contains("3 passed");
+}
+
+#[test]
+fn new_states_the_policy_it_is_asked_for() {
+    let work = Packs::new();
+    let policy = |name: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(work.join(&format!("packs/{name}.tool.json"))).unwrap();
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()["policy"].clone()
+    };
+    let new = |args: &[&str]| Test::new().current_dir(work.path()).arg("new").args(args).run();
+    new(&["plain", "--program", "true"]).success();
+    assert_eq!(policy("plain"), serde_json::json!({"read_only": true, "requires_network": false, "timeout_secs": 30}));
+    new(&[
+        "cache",
+        "--program",
+        "true",
+        "--tier",
+        "workspace",
+        "--writable",
+        "{{env.HOME}}/.cache/x",
+        "--writable",
+        "/tmp/y",
+        "--timeout",
+        "5",
+    ])
+    .success();
+    assert_eq!(
+        policy("cache"),
+        serde_json::json!({"tier": "workspace", "read_only": false, "requires_network": false,
+            "writable": ["{{env.HOME}}/.cache/x", "/tmp/y"], "timeout_secs": 5})
+    );
+    // Elevated writes out what it means: a person approves each call.
+    new(&["deploy", "--program", "true", "--tier", "elevated", "--network"]).success();
+    assert_eq!(
+        policy("deploy"),
+        serde_json::json!({"tier": "elevated", "read_only": false, "requires_network": true,
+            "confirm_before_run": true, "timeout_secs": 30})
+    );
+    // What lint warns about in a skeleton is shown, not hidden.
+    new(&["fetch", "--program", "true", "--tier", "system", "--network"])
+        .success()
+        .stdout_contains("warning[unconfirmed-mutation]");
+    Test::new()
+        .current_dir(work.path())
+        .args(["--packs", "packs", "run", "deploy", "--dry-run"])
+        .run()
+        .success()
+        .stdout_contains("tier: elevated");
+    Test::new().current_dir(work.path()).args(["--packs", "packs", "test"]).run().success().stdout_contains("4 passed");
 }

@@ -91,26 +91,39 @@ fn undeclared_placeholder_in_a_command_line_points_at_the_command() {
 }
 
 #[test]
-fn unknown_key_warns_with_a_suggestion_and_the_tool_still_loads() {
+fn an_unknown_key_is_an_error_with_a_suggestion_and_only_its_file_is_skipped() {
     let json_text =
-        "{\"name\":\"typo_json\",\"description\":\"d\",\"command\":\"echo ok\",\n  \"policy\":{\"timout_secs\":5}}";
+        "{\"name\":\"typo_json\",\"description\":\"d\",\"command\":\"echo ok\",\n  \"polcy\":{\"timeout_secs\":5}}";
     let toml_text = "name = \"typo_toml\"\ndescription = \"d\"\ncommand = \"echo ok\"\n\n[output]\nmax_char = 5\n";
-    let packs = Packs::new().file("typo_json.tool.json", json_text).file("typo_toml.tool.toml", toml_text);
+    let test_text = "name = \"typo_test\"\ndescription = \"d\"\ncommand = \"echo ok\"\n\n[[tests]]\nname = \"t\"\n\n[tests.expect]\noutput = \"ok\"\n";
+    let packs = Packs::new()
+        .file("typo_json.tool.json", json_text)
+        .file("typo_toml.tool.toml", toml_text)
+        .file("typo_test.tool.toml", test_text)
+        .manifest("good", simple("good", "fine"));
     let dir = packs.path().display().to_string();
     let out = Test::new().packs_dir(&packs).args(["list", "--json"]).run();
     out.success();
-    assert_eq!(names(&out), ["typo_json", "typo_toml"]);
-    let (l, c) = position(json_text, "\"timout_secs\"");
+    assert_eq!(names(&out), ["good"]);
+    let (l, c) = position(json_text, "\"polcy\"");
     let (tl, tc) = position(toml_text, "max_char");
+    let (el, ec) = position(test_text, "output =");
     out.stderr_eq(&format!(
-        "warning[unknown-key]: {dir}/typo_json.tool.json:{l}:{c}: unknown key `timout_secs` in `policy`; \
-         it is ignored (help: did you mean `timeout_secs`?)\n\
-         warning[unknown-key]: {dir}/typo_toml.tool.toml:{tl}:{tc}: unknown key `max_char` in `output`; \
-         it is ignored (help: did you mean `max_chars`?)\n"
+        "error[unknown-key]: {dir}/typo_json.tool.json:{l}:{c}: unknown key `polcy`: \
+         packs would ignore it, so the file is refused (help: did you mean `policy`?)\n\
+         error[unknown-key]: {dir}/typo_test.tool.toml:{el}:{ec}: unknown key `output` in `tests.0.expect`: \
+         packs would ignore it, so the file is refused (help: did you mean `output_equals`?)\n\
+         error[unknown-key]: {dir}/typo_toml.tool.toml:{tl}:{tc}: unknown key `max_char` in `output`: \
+         packs would ignore it, so the file is refused (help: did you mean `max_chars`?)\n"
     ));
-    // The misspelt key really is ignored: the default timeout applies.
-    let describe = Test::new().packs_dir(&packs).args(["-q", "describe", "typo_json"]).run().success().json();
-    assert_eq!(describe["policy"]["timeout_secs"], 30);
+    // A key with nothing close gets the keys its level knows.
+    let packs = Packs::new().file(
+        "colour.tool.json",
+        "{\"name\":\"c\",\"description\":\"d\",\"command\":{\"program\":\"true\",\"colour\":1}}",
+    );
+    Test::new().packs_dir(&packs).arg("list").run().success().stderr_contains(
+        "unknown key `colour` in `command`: packs would ignore it, so the file is refused (help: the keys here are program, args",
+    );
 }
 
 #[test]

@@ -239,7 +239,7 @@ fn a_mistake_inside_a_command_object_is_named_not_a_one_of_failure() {
         found.contains(&(
             "unknown-key".into(),
             "command.argz".into(),
-            "unknown key `argz` in `command`; packs ignores it".into()
+            "unknown key `argz` in `command`: packs would ignore it, so the file is refused".into()
         )),
         "{found:?}"
     );
@@ -648,4 +648,70 @@ fn the_bundled_checkout_lints_clean() {
         .run()
         .success()
         .stdout_eq("checked 0 files (0 tools): 0 errors, 0 warnings\n");
+
+#[test]
+fn an_unknown_key_at_any_level_is_an_error_with_a_did_you_mean_and_the_rules_still_run() {
+    let toml = "name = \"typo\"\ndescription = \"d\"\ncommand = \"echo ok\"\n\n[polcy]\ntimeout_secs = 5\n\n\
+                [[tests]]\nname = \"t\"\n\n[tests.expect]\noutput = \"ok\"\n";
+    let json = json!({
+        "$schema": "https://example.com/tool-pack.v1.json",
+        "name": "typo_json",
+        "description": "d",
+        "parameters": {"who": {"type": "string", "requird": true}},
+        "command": {"program": "echo", "args": ["--", "{{who}}"]},
+        "output": {"formt": "text"},
+    });
+    let packs = Packs::new().file("typo.tool.toml", toml).manifest("typo_json", json);
+    let out = Test::new().args(["lint", "--format", "json"]).arg(packs.path()).run();
+    out.code(1);
+    let report = out.json();
+    let found: Vec<(String, String, String, String)> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "unknown-key")
+        .map(|d| {
+            let text = |k: &str| d[k].as_str().unwrap_or_default().to_owned();
+            (text("severity"), text("field"), text("help"), format!("{}:{}", d["line"], d["column"]))
+        })
+        .collect();
+    let e = |field: &str, help: &str, at: &str| ("error".to_owned(), field.to_owned(), help.to_owned(), at.to_owned());
+    assert_eq!(
+        found,
+        [
+            e("tests.0.expect.output", "did you mean `output_equals`?", "12:1"),
+            e("polcy", "did you mean `policy`?", "5:2"),
+            e("parameters.who.requird", "did you mean `required`?", "8:7"),
+            e("output.formt", "did you mean `format`?", "19:5"),
+        ],
+        "{report:#}"
+    );
+    // Neither file is a tool, and nothing else is wrong with them.
+    assert_eq!(report["summary"]["tools"], 0, "{report:#}");
+    assert_eq!(report["summary"]["errors"], 4, "{report:#}");
+}
+
+#[test]
+fn a_manifest_without_the_tool_infix_is_named_with_its_new_name() {
+    let g = "{\n  \"name\": \"g\",\n  \"description\": \"Greet\",\n  \"command\": \"echo hi\"\n}\n";
+    let toml = "name = \"h\"\ndescription = \"d\"\n[parameters.x]\ntype = \"string\"\n";
+    let packs = Packs::new()
+        .file("g.json", g)
+        .file("sub/h.toml", toml)
+        .file("data.json", "{\"name\": \"not a tool\"}")
+        .file("broken.json", "{\"name\": ");
+    let dir = packs.path().display().to_string();
+    let out = Test::new().args(["lint", "--format", "github"]).arg(packs.path()).run();
+    out.success().stdout_eq(&format!(
+        "::warning file={dir}/g.json,title=packs lint%3A misnamed-manifest::this looks like a tool manifest, but packs loads only files named *.tool.json or *.tool.toml, so it is not loaded%0Ahelp: rename g.json to g.tool.json\n\
+         ::warning file={dir}/sub/h.toml,title=packs lint%3A misnamed-manifest::this looks like a tool manifest, but packs loads only files named *.tool.json or *.tool.toml, so it is not loaded%0Ahelp: rename h.toml to h.tool.toml\n\
+         checked 0 files (0 tools): 0 errors, 2 warnings\n"
+    ));
+    // Loading says so on stderr; `list`'s stdout is the same table.
+    let list = Test::new().packs_dir(&packs).arg("list").run();
+    list.success().stdout_eq("NAME  KIND  READ-ONLY  DESCRIPTION  SOURCE\n");
+    list.stderr_contains(&format!("warning[misnamed-manifest]: {dir}/g.json: this looks like a tool manifest"));
+    list.stderr_contains("(help: rename h.toml to h.tool.toml)");
+    // Named alone, the file gets the same help.
+    Test::new().arg("lint").arg(packs.join("g.json")).run().code(2).stderr_contains("(rename g.json to g.tool.json)");
 }
