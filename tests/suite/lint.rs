@@ -648,6 +648,7 @@ fn the_bundled_checkout_lints_clean() {
         .run()
         .success()
         .stdout_eq("checked 0 files (0 tools): 0 errors, 0 warnings\n");
+}
 
 #[test]
 fn an_unknown_key_at_any_level_is_an_error_with_a_did_you_mean_and_the_rules_still_run() {
