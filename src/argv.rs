@@ -22,6 +22,7 @@ pub(crate) struct CommandTemplate {
     args: Vec<ArgTemplate>,
     env: Vec<(String, Template)>,
     cwd: Option<Template>,
+    stdin: Option<Template>,
 }
 
 #[derive(Debug, Clone)]
@@ -39,6 +40,9 @@ pub(crate) struct Rendered {
     pub env: Vec<(String, String)>,
     /// Working directory, when the manifest sets one and it rendered non-empty.
     pub cwd: Option<String>,
+    /// What the program reads on stdin, when the manifest sets `command.stdin` (even
+    /// when it rendered empty: the program then reads an empty pipe).
+    pub stdin: Option<String>,
     /// The secret values used (`{{secret.NAME}}`), to be masked wherever shown.
     #[serde(skip)]
     pub secrets: Vec<String>,
@@ -58,6 +62,8 @@ pub(crate) enum Site<'a> {
     Env(&'a str),
     /// `command.cwd`
     Cwd,
+    /// `command.stdin`
+    Stdin,
 }
 
 impl Site<'_> {
@@ -69,6 +75,7 @@ impl Site<'_> {
             Self::Member(i, j) => command.key("args").index(i).index(j),
             Self::Env(name) => command.key("env").key(name),
             Self::Cwd => command.key("cwd"),
+            Self::Stdin => command.key("stdin"),
         }
     }
 }
@@ -80,6 +87,7 @@ impl std::fmt::Display for Site<'_> {
             Self::Member(i, j) => write!(f, "command.args.{i}.{j}"),
             Self::Env(name) => write!(f, "command.env.{name}"),
             Self::Cwd => f.write_str("command.cwd"),
+            Self::Stdin => f.write_str("command.stdin"),
         }
     }
 }
@@ -199,6 +207,7 @@ impl CommandTemplate {
             .collect();
         let env: Vec<_> = cmd.env.iter().map(|(k, v)| compile(Site::Env(k), v).map(|t| (k.clone(), t))).collect();
         let cwd = cmd.cwd.as_ref().map(|c| compile(Site::Cwd, c));
+        let stdin = cmd.stdin.as_ref().map(|c| compile(Site::Stdin, c));
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -208,6 +217,7 @@ impl CommandTemplate {
             args: args.into_iter().flatten().collect(),
             env: env.into_iter().flatten().collect(),
             cwd: cwd.flatten(),
+            stdin: stdin.flatten(),
         })
     }
 
@@ -222,6 +232,7 @@ impl CommandTemplate {
         }
         all.extend(self.env.iter().map(|(k, t)| (Site::Env(k), t)));
         all.extend(self.cwd.iter().map(|t| (Site::Cwd, t)));
+        all.extend(self.stdin.iter().map(|t| (Site::Stdin, t)));
         all
     }
 
@@ -232,6 +243,12 @@ impl CommandTemplate {
 
     /// Every template, in manifest order (without building field paths).
     fn each_template(&self) -> impl Iterator<Item = &Template> {
+        self.process_templates().chain(self.stdin.iter())
+    }
+
+    /// The templates whose text becomes the process itself: its arguments, variables
+    /// and working directory (not its stdin, which is data).
+    fn process_templates(&self) -> impl Iterator<Item = &Template> {
         let args = self.args.iter().flat_map(|a| match a {
             ArgTemplate::One(t) => std::slice::from_ref(t),
             ArgTemplate::Group(ts) => ts.as_slice(),
@@ -239,7 +256,15 @@ impl CommandTemplate {
         args.chain(self.env.iter().map(|(_, t)| t)).chain(self.cwd.iter())
     }
 
-    /// Render argv, env and cwd for one call. `env.` and `secret.` values are read
+    /// Whether the parameter `name` is read by `command.stdin` and by no other template:
+    /// its value reaches the program only as data on stdin, never in an argument, a
+    /// variable or a path (so it may hold a NUL byte).
+    pub(crate) fn only_on_stdin(&self, name: &str) -> bool {
+        let reads = |t: &Template| t.refs().iter().any(|r| matches!(r, Ref::Param(p) if p == name));
+        self.stdin.as_ref().is_some_and(reads) && !self.process_templates().any(reads)
+    }
+
+    /// Render argv, env, cwd and stdin for one call. `env.` and `secret.` values are read
     /// from packs' own environment; a secret that is not set is an error when the render
     /// reads it (not in a branch that is not taken, nor in a group another absent name omits).
     pub(crate) fn render(&self, values: &Values<'_>) -> Result<Rendered, RenderFailure> {
@@ -292,7 +317,11 @@ impl CommandTemplate {
             Some(t) => Some(render(t, &data, Site::Cwd)?).filter(|c| !c.is_empty()),
             None => None,
         };
-        Ok(Rendered { argv, env, cwd, secrets: environment.secret_values(), dash_leads })
+        let stdin = match &self.stdin {
+            Some(t) => Some(render(t, &data, Site::Stdin)?),
+            None => None,
+        };
+        Ok(Rendered { argv, env, cwd, stdin, secrets: environment.secret_values(), dash_leads })
     }
 }
 
@@ -392,7 +421,7 @@ mod tests {
     }
 
     fn cmd(program: &str, args: Vec<Arg>) -> Command {
-        Command { program: program.into(), args, env: Default::default(), cwd: None }
+        Command { program: program.into(), args, env: Default::default(), cwd: None, stdin: None }
     }
     fn one(s: &str) -> Arg {
         Arg::One(s.into())

@@ -36,6 +36,9 @@ pub struct Entry<'a> {
     pub decision: &'a str,
     /// The argv that ran (or would have), secrets masked; empty when the call failed before planning.
     pub argv: Vec<String>,
+    /// How many bytes the program was given on stdin (`command.stdin`); never its text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdin_bytes: Option<u64>,
     /// What the kernel enforced: `enforced`, `partial`, `off`, `none` (nothing to confine),
     /// `in-process` (a native tool); absent when the call failed before planning.
     #[serde(skip_serializing_if = "Option::is_none")]

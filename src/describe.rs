@@ -194,6 +194,7 @@ pub(crate) fn ask(path: &Path, cache: Option<&DescribeCache>) -> Result<(Describ
         env: crate::environment::minimal_env(&[], vec![(NESTING_VAR.to_owned(), (depth + 1).to_string())]),
         clear_env: true,
         cwd: None,
+        stdin: None,
         timeout: DESCRIBE_TIMEOUT,
         max_output_bytes: DESCRIBE_MAX_BYTES,
         sandbox: None,

@@ -144,6 +144,9 @@ fn command(tool: &Tool) -> String {
     for (k, v) in &m.command.env {
         let _ = write!(s, "\nenv: {k}={v}");
     }
+    if let Some(stdin) = &m.command.stdin {
+        let _ = write!(s, "\nstdin: {}", crate::visible::word(stdin));
+    }
     s.push_str("\nNo shell is involved: each argument renders to exactly one argv element; [a b] is a group.");
     s
 }

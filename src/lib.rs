@@ -64,7 +64,7 @@ pub use agent::{Agent, AgentError};
 pub use audit::AuditLog;
 pub use call::{
     ApprovalReason, ApprovalRequest, ApproveAll, Approver, ArgumentsError, Call, Context, Decision, Denial, DenyAll,
-    Failure, FieldError, Phase, Planned, Status, ToolError, ToolResult, UnknownContextKey, decide,
+    Failure, FieldError, Phase, Planned, Status, StdinPreview, ToolError, ToolResult, UnknownContextKey, decide,
 };
 pub use catalog::{Catalog, LookupError, SearchPath, Shadowed};
 pub use describe::Describe;

@@ -230,6 +230,9 @@ pub(crate) struct Command {
     /// Working directory (a template).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// What the program reads on its standard input (a template); without it, `/dev/null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdin: Option<String>,
 }
 
 /// One element of `command.args`.
@@ -251,6 +254,8 @@ struct CommandTable {
     env: IndexMap<String, String>,
     #[serde(default)]
     cwd: Option<String>,
+    #[serde(default)]
+    stdin: Option<String>,
 }
 
 impl<'de> Deserialize<'de> for Command {
@@ -266,7 +271,7 @@ impl<'de> Deserialize<'de> for Command {
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Command, A::Error> {
                 let t = CommandTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                Ok(Command { program: t.program, args: t.args, env: t.env, cwd: t.cwd })
+                Ok(Command { program: t.program, args: t.args, env: t.env, cwd: t.cwd, stdin: t.stdin })
             }
         }
         d.deserialize_any(V)
@@ -323,7 +328,7 @@ pub(crate) fn split_command_line(line: &str) -> Result<Command, String> {
     };
     let mut words = words.iter().map(|w| unmask(w));
     let program = words.next().ok_or_else(|| "the command line is empty".to_owned())?;
-    Ok(Command { program, args: words.map(Arg::One).collect(), env: IndexMap::new(), cwd: None })
+    Ok(Command { program, args: words.map(Arg::One).collect(), env: IndexMap::new(), cwd: None, stdin: None })
 }
 
 /// A parsed manifest with its source, and the warnings found while loading it.
@@ -371,7 +376,7 @@ pub(crate) fn known_keys(parent: &FieldPath) -> &'static [&'static str] {
             "allow_leading_dash",
             "schema",
         ],
-        [Seg::Key(k)] if k == "command" => &["program", "args", "env", "cwd"],
+        [Seg::Key(k)] if k == "command" => &["program", "args", "env", "cwd", "stdin"],
         [Seg::Key(k)] if k == "policy" => crate::policy::POLICY_KEYS,
         [Seg::Key(k)] if k == "output" => crate::output::OUTPUT_KEYS,
         [Seg::Key(k)] if k == "lint" => &["allow", "review"],
@@ -601,14 +606,14 @@ fn field_message(path: &FieldPath, msg: &str) -> String {
 
 /// Structural checks serde cannot express. Returns the errors; pushes warnings.
 fn check(m: &Manifest, src: &SourceFile, warnings: &mut Vec<Diagnostic>) -> Vec<Diagnostic> {
-    if m.output.extract_field.is_some() && m.output.format != crate::output::OutputFormat::Json {
+    if m.output.extract_field.is_some() && !m.output.format.is_json() {
         warnings.push(Diagnostic::at(
             src,
             Severity::Warning,
             Code::ExtractFieldNeedsJson,
             &FieldPath::dotted("output.extract_field"),
             Target::Key,
-            "`output.extract_field` has no effect unless `output.format` is `json`",
+            "`output.extract_field` has no effect unless `output.format` is `json` or `jsonl`",
         ));
     }
     let mut errors = Vec::new();

@@ -24,8 +24,18 @@ pub enum OutputFormat {
     Text,
     /// JSON: parsed, and invalid JSON is an error.
     Json,
+    /// JSON lines: each non-empty line parsed as JSON, the result their array; a line
+    /// that is not JSON is an error naming it.
+    Jsonl,
     /// Markdown (passed through as text).
     Markdown,
+}
+
+impl OutputFormat {
+    /// Parsed as JSON (`json` or `jsonl`).
+    pub(crate) fn is_json(self) -> bool {
+        matches!(self, Self::Json | Self::Jsonl)
+    }
 }
 
 /// The `output` table of a manifest.
@@ -101,6 +111,10 @@ pub(crate) fn shape(
             };
             (text, Some(value))
         }
+        OutputFormat::Jsonl => {
+            let value = json_lines(&text, spec.extract_field.as_deref())?;
+            (value.to_string(), Some(value))
+        }
         OutputFormat::Text | OutputFormat::Markdown => (text.into_owned(), None),
     };
     if let Some(t) = template {
@@ -114,6 +128,26 @@ pub(crate) fn shape(
     }
     let display = truncate(output.trim_end(), spec.max_chars);
     Ok(Shaped { output, display, json })
+}
+
+/// JSON lines: every line that is not blank parsed as one JSON value (a `\r` before
+/// the newline is allowed), `extract_field` taken from each; the array of them.
+fn json_lines(text: &str, extract_field: Option<&str>) -> Result<Value, String> {
+    let mut values = Vec::new();
+    for (i, line) in text.split('\n').enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: Value = serde_json::from_str(line)
+            .map_err(|e| format!("line {} of the tool's output is not valid JSON ({e})", i + 1))?;
+        values.push(match extract_field {
+            Some(field) => extract(&value, field)
+                .cloned()
+                .ok_or_else(|| format!("line {} of the tool's JSON-lines output has no field `{field}`", i + 1))?,
+            None => value,
+        });
+    }
+    Ok(Value::Array(values))
 }
 
 /// Look up a JSON pointer (`/a/0/b`) or a dotted path (`a.0.b`).
@@ -176,5 +210,20 @@ mod tests {
         assert_eq!(s.output, "Created issue: https://x/1");
         assert!(shape(&spec, Some(&t), b"not json", &Map::new()).unwrap_err().contains("not valid JSON"));
         assert!(shape(&spec, Some(&t), b"{}", &Map::new()).unwrap_err().contains("no field `html_url`"));
+    }
+
+    #[test]
+    fn json_lines_are_an_array_with_the_field_taken_from_each_line() {
+        let spec = OutputSpec { format: OutputFormat::Jsonl, ..OutputSpec::default() };
+        let s = shape(&spec, None, b"{\"a\":1}\r\n\n  \n[2]\n\"x\"", &Map::new()).unwrap();
+        assert_eq!(s.json, Some(json!([{"a": 1}, [2], "x"])));
+        assert_eq!(s.output, r#"[{"a":1},[2],"x"]"#);
+        assert_eq!(shape(&spec, None, b"", &Map::new()).unwrap().json, Some(json!([])));
+        let bad = shape(&spec, None, b"{\"a\":1}\n\n{oops\n", &Map::new()).unwrap_err();
+        assert!(bad.starts_with("line 3 of the tool's output is not valid JSON"), "{bad}");
+        let spec = OutputSpec { extract_field: Some("a".into()), ..spec };
+        assert_eq!(shape(&spec, None, b"{\"a\":1}\n{\"a\":[2]}\n", &Map::new()).unwrap().json, Some(json!([1, [2]])));
+        let missing = shape(&spec, None, b"{\"a\":1}\n{\"b\":2}\n", &Map::new()).unwrap_err();
+        assert_eq!(missing, "line 2 of the tool's JSON-lines output has no field `a`");
     }
 }

@@ -1,15 +1,18 @@
 //! Spawn one tool process safely and capture its output.
 //!
 //! No shell is involved: `argv[0]` is looked up in `PATH` and every other
-//! element reaches the child verbatim. The child gets `/dev/null` as stdin
-//! and leads its own process group, so a timeout (or plain exit) can kill
-//! everything it started. Both pipes are read as data arrives (one `poll` loop
-//! on the calling thread, no helper threads on Linux), with bounded memory:
-//! at most `max_output_bytes` of stdout and the last [`STDERR_TAIL_BYTES`]
-//! of stderr are kept, the rest is drained and counted.
+//! element reaches the child verbatim. The child gets `/dev/null` as stdin, or a
+//! pipe that the same loop writes [`Invocation::stdin`] into, and leads its own
+//! process group, so a timeout (or plain exit) can kill everything it started.
+//! Both output pipes are read as data arrives (one `poll` loop on the calling
+//! thread, no helper threads on Linux), with bounded memory: at most
+//! `max_output_bytes` of stdout and the last [`STDERR_TAIL_BYTES`] of stderr are
+//! kept, the rest is drained and counted.
 //!
 //! Unix only. The host process must not set `SIGCHLD` to `SIG_IGN` (that
-//! would make the kernel reap children behind our back).
+//! would make the kernel reap children behind our back), and must ignore
+//! `SIGPIPE` (Rust programs do) when tools get stdin: a tool that exits without
+//! reading it makes the write fail with `EPIPE`, which is expected and ignored.
 
 use std::ffi::OsString;
 use std::io;
@@ -47,6 +50,10 @@ pub(crate) struct Invocation {
     pub clear_env: bool,
     /// Working directory of the child; `None` inherits ours.
     pub cwd: Option<std::path::PathBuf>,
+    /// What the child reads on stdin (written while its output is read, so neither
+    /// side waits for the other); `None`: `/dev/null`.
+    #[serde(skip)]
+    pub stdin: Option<Arc<[u8]>>,
     /// How long the child may run before its whole process group is killed.
     pub timeout: Duration,
     /// Most bytes of stdout kept in memory; the rest is counted and dropped.
@@ -215,7 +222,7 @@ pub(crate) fn run_observed(
         cmd.args(args)
             .env_clear()
             .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
+            .stdin(if inv.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if let Some(cwd) = &inv.cwd {
@@ -239,21 +246,23 @@ pub(crate) fn run_observed(
         Some(path) => {
             let argv: Vec<&std::ffi::OsStr> =
                 std::iter::once(std::ffi::OsStr::new(program)).chain(args.iter().map(std::ffi::OsStr::new)).collect();
-            crate::spawn::spawn(path, &argv, &env, inv.cwd.as_deref(), &setup).map(|s| {
+            crate::spawn::spawn(path, &argv, &env, inv.cwd.as_deref(), inv.stdin.is_some(), &setup).map(|s| {
                 (
                     Spawned::Direct(s.pid),
+                    s.stdin.map(OwnedFd::from),
                     Some(Box::new(s.stdout) as Box<dyn ReadFd>),
                     Some(Box::new(s.stderr) as Box<dyn ReadFd>),
                 )
             })
         }
         _ => std_command().spawn().map(|mut child| {
+            let input = child.stdin.take().map(OwnedFd::from);
             let out: Option<Box<dyn ReadFd>> = child.stdout.take().map(|o| Box::new(o) as _);
             let err: Option<Box<dyn ReadFd>> = child.stderr.take().map(|e| Box::new(e) as _);
-            (Spawned::Std(child), out, err)
+            (Spawned::Std(child), input, out, err)
         }),
     };
-    let (child, stdout, stderr) = spawned
+    let (child, input, stdout, stderr) = spawned
         .inspect_err(|_| {
             RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         })
@@ -268,6 +277,11 @@ pub(crate) fn run_observed(
         return Err(wait_error(io::Error::other("child pipes are missing")));
     };
     let exit = ExitWatch::new(process.pid()).map_err(wait_error)?;
+    // Nothing to write closes the pipe at once: the child reads end-of-file.
+    let mut feed = match (input, &inv.stdin) {
+        (Some(fd), Some(data)) if !data.is_empty() => Some(Feed::new(fd, data.clone()).map_err(wait_error)?),
+        _ => None,
+    };
 
     let mut pipes =
         [Some(Pipe { src: stdout, stream: Stream::Stdout }), Some(Pipe { src: stderr, stream: Stream::Stderr })];
@@ -290,7 +304,10 @@ pub(crate) fn run_observed(
                 }
                 Some(*drain_until - now)
             }
-            None if timed_out => None,
+            None if timed_out => {
+                feed = None;
+                None
+            }
             None => match deadline {
                 Some(d) if now >= d => {
                     reaper.process.kill();
@@ -301,8 +318,8 @@ pub(crate) fn run_observed(
                 None => None,
             },
         };
-        let mut fds = [pollfd(exit.fd()); 4];
-        let mut polled = [None; 4];
+        let mut fds = [pollfd(exit.fd()); 5];
+        let mut polled = [None; 5];
         let mut n = 0;
         for (slot, pipe) in pipes.iter().enumerate() {
             if let Some(pipe) = pipe {
@@ -313,6 +330,11 @@ pub(crate) fn run_observed(
         if finished.is_none() {
             fds[n] = pollfd(exit.fd());
             n += 1;
+            if let Some(feed) = &feed {
+                fds[n] = feed.pollfd();
+                polled[n] = Some(FEED_SLOT);
+                n += 1;
+            }
             if let Some(pipe) = INTERRUPT_PIPE.get().filter(|_| !interrupted) {
                 fds[n] = pollfd(pipe.as_fd());
                 polled[n] = Some(INTERRUPT_SLOT);
@@ -331,6 +353,9 @@ pub(crate) fn run_observed(
                     }
                     interrupted = true;
                 }
+                // Writable, or the child closed its end (the write says which).
+                Some(FEED_SLOT) if fd.revents != 0 && feed.as_mut().is_some_and(|f| !f.write()) => feed = None,
+                Some(FEED_SLOT) => {}
                 Some(slot) if fd.revents != 0 => {
                     let pipe = pipes[slot].as_mut().expect("polled pipes are open");
                     match pipe.read(&mut buf) {
@@ -348,6 +373,8 @@ pub(crate) fn run_observed(
                     if exit.confirmed() {
                         reaper.process.kill();
                     }
+                    // Whatever it did not read is no one's to read now.
+                    feed = None;
                     let status = reaper.reap().map_err(wait_error)?;
                     finished = Some((Some(status), start.elapsed(), Instant::now() + DRAIN_GRACE));
                 }
@@ -558,6 +585,9 @@ static SPAWNING: Mutex<()> = Mutex::new(());
 /// The `polled` marker of the interrupt pipe in a run's poll set.
 const INTERRUPT_SLOT: usize = usize::MAX;
 
+/// The `polled` marker of the child's stdin in a run's poll set.
+const FEED_SLOT: usize = usize::MAX - 1;
+
 /// Every tool process started and not yet reaped, so that an interrupt of packs can
 /// end them all ([`kill_all`]).
 static LIVE: Mutex<Vec<Process>> = Mutex::new(Vec::new());
@@ -722,6 +752,51 @@ fn wait_for_exit(pid: u32) -> bool {
     }
 }
 
+/// The child's stdin while there is more to write: non-blocking, written when `poll`
+/// says the pipe has room, so a child that writes before it reads (or never reads)
+/// cannot block packs, and its output is drained meanwhile.
+struct Feed {
+    fd: OwnedFd,
+    data: Arc<[u8]>,
+    written: usize,
+}
+
+impl Feed {
+    fn new(fd: OwnedFd, data: Arc<[u8]>) -> io::Result<Self> {
+        // SAFETY: fcntl on a descriptor we own; only its status flags change (the child's
+        // end of the pipe is another open file description and stays blocking).
+        let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+        // SAFETY: as above.
+        if flags < 0 || unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Self { fd, data, written: 0 })
+    }
+
+    fn pollfd(&self) -> libc::pollfd {
+        libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLOUT, revents: 0 }
+    }
+
+    /// Write what the pipe takes now. Returns whether more is left to write; `false`
+    /// when all is written or the child will read no more (`EPIPE`: it closed its stdin
+    /// or exited), and the pipe is to be closed.
+    fn write(&mut self) -> bool {
+        let rest = &self.data[self.written..];
+        let chunk = &rest[..rest.len().min(READ_BUF_BYTES)];
+        // SAFETY: write(2) reads `chunk.len()` bytes from a live slice; the descriptor is ours.
+        let n = unsafe { libc::write(self.fd.as_raw_fd(), chunk.as_ptr().cast(), chunk.len()) };
+        match usize::try_from(n) {
+            Ok(n) => {
+                self.written += n;
+                self.written < self.data.len()
+            }
+            Err(_) => {
+                matches!(io::Error::last_os_error().kind(), io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock)
+            }
+        }
+    }
+}
+
 /// One of the child's output pipes.
 struct Pipe {
     src: Box<dyn ReadFd>,
@@ -829,6 +904,7 @@ mod tests {
             env: Vec::new(),
             clear_env: false,
             cwd: None,
+            stdin: None,
             timeout: Duration::from_secs(20),
             max_output_bytes: 1024 * 1024,
         }
@@ -858,6 +934,58 @@ mod tests {
         assert_eq!(parts.pop(), Some(&b""[..]), "output must end with NUL");
         let expected: Vec<&[u8]> = hostile.iter().map(|s| s.as_bytes()).collect();
         assert_eq!(parts, expected);
+    }
+
+    /// `i` with `stdin`, started by std (unconfined) and by [`crate::spawn`] (a limit
+    /// makes it confined): both paths must feed stdin alike.
+    fn both_spawn_paths(i: Invocation, stdin: &[u8]) -> [Invocation; 2] {
+        let i = Invocation { stdin: Some(Arc::from(stdin)), ..i };
+        let confined = Invocation { limits: vec![(Limit::CpuSeconds, 600)], ..i.clone() };
+        [i, confined]
+    }
+
+    #[test]
+    fn stdin_arrives_byte_exact_with_nul_bytes_and_more_than_a_pipe_holds() {
+        let mut data: Vec<u8> = b"a\0b\n\xff\r\n".to_vec();
+        data.extend((0..300_000u32).map(|n| (n % 251) as u8));
+        for i in both_spawn_paths(inv(&["cat"]), &data) {
+            let out = run(&i).unwrap();
+            assert_eq!((out.exit_code, out.stdout.len()), (Some(0), data.len()));
+            assert!(out.stdout == data, "stdin reached cat unchanged (limits: {:?})", i.limits);
+        }
+    }
+
+    #[test]
+    fn an_empty_stdin_is_end_of_file_and_none_is_dev_null() {
+        for i in both_spawn_paths(inv(&["wc", "-c"]), b"") {
+            assert_eq!(run(&i).unwrap().stdout, b"0\n");
+        }
+        let out = run(&inv(&["readlink", "/proc/self/fd/0"])).unwrap();
+        assert_eq!(out.stdout, b"/dev/null\n");
+    }
+
+    #[test]
+    fn a_child_that_never_reads_stdin_or_writes_first_does_not_hang_packs() {
+        let big = vec![b'x'; 4 * 1024 * 1024];
+        // Exits at once without reading: the rest of the write fails with EPIPE, ignored.
+        for i in both_spawn_paths(inv(&["sh", "-c", "echo kept; exit 3"]), &big) {
+            let out = run(&i).unwrap();
+            assert_eq!((out.exit_code, out.stdout.as_slice(), out.timed_out), (Some(3), &b"kept\n"[..], false));
+        }
+        // Writes more than a pipe holds before it reads a byte: both directions move.
+        let script = "head -c 1000000 /dev/zero; wc -c";
+        for i in both_spawn_paths(inv(&["sh", "-c", script]), &big) {
+            let out = run(&i).unwrap();
+            assert_eq!(out.exit_code, Some(0));
+            assert_eq!(&out.stdout[1_000_000..], b"4194304\n");
+        }
+        // Reads nothing and keeps running: the timeout still ends it.
+        let mut sleeper = inv(&["sleep", "30"]);
+        sleeper.timeout = Duration::from_millis(300);
+        for i in both_spawn_paths(sleeper, &big) {
+            let out = run(&i).unwrap();
+            assert!(out.timed_out);
+        }
     }
 
     #[test]

@@ -21,9 +21,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr;
 
-/// A started child: its pid and the reading ends of its stdout and stderr.
+/// A started child: its pid, the writing end of its stdin (when asked for) and the
+/// reading ends of its stdout and stderr.
 pub(crate) struct Started {
     pub(crate) pid: libc::pid_t,
+    pub(crate) stdin: Option<File>,
     pub(crate) stdout: File,
     pub(crate) stderr: File,
 }
@@ -77,7 +79,8 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// Start `path` with `argv` (its first element the name the program sees) and exactly
-/// the environment `env`, stdin from /dev/null, stdout and stderr into pipes, in `cwd`,
+/// the environment `env`, stdin from a pipe (`stdin_pipe`) or /dev/null, stdout and stderr
+/// into pipes, in `cwd`,
 /// after `setup` ran in the child (it must only make system calls: it runs in packs'
 /// memory). An error of `setup`, `chdir` or `execve` is returned here, and that child
 /// is reaped.
@@ -86,6 +89,7 @@ pub(crate) fn spawn(
     argv: &[&OsStr],
     env: &[(OsString, OsString)],
     cwd: Option<&Path>,
+    stdin_pipe: bool,
     setup: &(dyn Fn() -> io::Result<()> + Sync),
 ) -> io::Result<Started> {
     let path = cstring(path.as_os_str())?;
@@ -104,7 +108,12 @@ pub(crate) fn spawn(
     };
     let (argv_ptrs, envp_ptrs) = (pointers(&argv), pointers(&envp));
     let cwd = cwd.map(|c| cstring(c.as_os_str())).transpose()?;
-    let stdin = above_stdio(File::open("/dev/null")?.into())?;
+    let (stdin, stdin_w) = if stdin_pipe {
+        let (r, w) = pipe()?;
+        (r, Some(w))
+    } else {
+        (above_stdio(File::open("/dev/null")?.into())?, None)
+    };
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
     let mut args = ChildArgs {
@@ -148,7 +157,7 @@ pub(crate) fn spawn(
         reap(pid);
         return Err(io::Error::from_raw_os_error(error));
     }
-    Ok(Started { pid, stdout: out_r.into(), stderr: err_r.into() })
+    Ok(Started { pid, stdin: stdin_w.map(File::from), stdout: out_r.into(), stderr: err_r.into() })
 }
 
 /// Wait for `pid` to end (a child that failed before `execve`).
@@ -223,7 +232,7 @@ mod tests {
     fn run(path: &str, argv: &[&str], env: &[(&str, &str)], cwd: Option<&str>) -> (i32, Vec<u8>) {
         let argv: Vec<&OsStr> = argv.iter().map(OsStr::new).collect();
         let env: Vec<(OsString, OsString)> = env.iter().map(|(k, v)| (k.into(), v.into())).collect();
-        let mut started = spawn(Path::new(path), &argv, &env, cwd.map(Path::new), &|| Ok(())).unwrap();
+        let mut started = spawn(Path::new(path), &argv, &env, cwd.map(Path::new), false, &|| Ok(())).unwrap();
         let mut out = Vec::new();
         started.stdout.read_to_end(&mut out).unwrap();
         let mut status = 0;
@@ -261,7 +270,7 @@ mod tests {
     fn failures_before_exec_are_returned_with_their_errno() {
         let argv = [OsStr::new("x")];
         let fails = |path: &str, setup: &(dyn Fn() -> io::Result<()> + Sync)| {
-            spawn(Path::new(path), &argv, &[], None, setup).err().and_then(|e| e.raw_os_error())
+            spawn(Path::new(path), &argv, &[], None, false, setup).err().and_then(|e| e.raw_os_error())
         };
         assert_eq!(fails("/nonexistent/program", &|| Ok(())), Some(libc::ENOENT));
         let dir = tempfile::tempdir().unwrap();
@@ -271,7 +280,7 @@ mod tests {
         // No shell fallback: a file that is not a program is an error, never `sh FILE`.
         assert_eq!(fails(plain.to_str().unwrap(), &|| Ok(())), Some(libc::ENOEXEC));
         assert_eq!(fails("/bin/true", &|| Err(io::Error::from_raw_os_error(libc::EACCES))), Some(libc::EACCES));
-        let bad_cwd = spawn(Path::new("/bin/true"), &argv, &[], Some(Path::new("/nonexistent")), &|| Ok(()));
+        let bad_cwd = spawn(Path::new("/bin/true"), &argv, &[], Some(Path::new("/nonexistent")), false, &|| Ok(()));
         assert_eq!(bad_cwd.err().and_then(|e| e.raw_os_error()), Some(libc::ENOENT));
     }
 }

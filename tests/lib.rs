@@ -64,6 +64,8 @@ mod serve;
 #[path = "suite/snapshot.rs"]
 mod snapshot;
 
+#[path = "suite/stdin.rs"]
+mod stdin;
 #[path = "suite/validation.rs"]
 mod validation;
 #[path = "suite/visible.rs"]

@@ -136,6 +136,7 @@ fn validate(tool: &Tool, args: &Map<String, Value>) -> Result<(), ToolError> {
 
 /// A manifest tool's values become argv elements and environment values, which cannot
 /// hold a NUL byte: such a value is the caller's mistake to fix, not a failure to run.
+/// A value only `command.stdin` reads is data on a pipe, and may hold one.
 fn reject_nul_bytes(tool: &Tool, given: &Map<String, Value>) -> Result<(), ToolError> {
     fn has_nul(v: &Value) -> bool {
         match v {
@@ -148,9 +149,10 @@ fn reject_nul_bytes(tool: &Tool, given: &Map<String, Value>) -> Result<(), ToolE
     if tool.manifest().is_none() {
         return Ok(()); // executables and native tools receive JSON, which carries `\u0000`
     }
+    let command = tool.command().and_then(Result::ok);
     let errors: Vec<FieldError> = given
         .iter()
-        .filter(|(_, v)| has_nul(v))
+        .filter(|(name, v)| has_nul(v) && !command.is_some_and(|c| c.only_on_stdin(name)))
         .map(|(name, _)| FieldError {
             field: name.clone(),
             message: "contains a NUL byte, which no program argument or environment variable can carry; remove it"

@@ -27,14 +27,14 @@ use serde_json::Value;
 
 pub use context::{Context, UnknownContextKey};
 pub use error::{FieldError, ToolError};
-pub use plan::Planned;
+pub use plan::{Planned, StdinPreview};
 pub use result::{Failure, ToolResult};
 pub use rules::{ApprovalReason, ApprovalRequest, ApproveAll, Approver, Decision, Denial, DenyAll, decide};
 pub use status::{Phase, Status};
 
 use crate::audit::{self, Entry};
 use crate::catalog::Catalog;
-use crate::output::{self, OutputFormat};
+use crate::output;
 use crate::runner::{self, Invocation, RunOutcome, SpawnError, Stream};
 use crate::sandbox::{Enforcement, Prepared};
 use crate::tool::{Body, Tool};
@@ -166,8 +166,14 @@ impl<'a> Call<'a> {
                 f(s);
             }
         };
-        let mut record =
-            Record { tool: None, decision: "none", argv: Vec::new(), secrets: Secrets::default(), sandbox: None };
+        let mut record = Record {
+            tool: None,
+            decision: "none",
+            argv: Vec::new(),
+            stdin_bytes: None,
+            secrets: Secrets::default(),
+            sandbox: None,
+        };
         let result = steps(catalog, self.name, self.input, context, self.approver, mode, &on_status, &mut record);
         if matches!(mode, Mode::Run | Mode::Test) {
             on_status(Status::Phase(Phase::Complete));
@@ -186,6 +192,8 @@ struct Record<'c> {
     decision: &'static str,
     /// The argv shown (secrets masked), once planned.
     argv: Vec<String>,
+    /// The size of what the program reads on stdin, once planned.
+    stdin_bytes: Option<u64>,
     /// The call's secrets, once planned: masked in the error recorded too.
     secrets: Secrets,
     /// The sandbox level, once planned (or refused for want of one).
@@ -221,6 +229,7 @@ impl Record<'_> {
             tier: self.tool.map_or("unknown", |t| t.tier().as_str()),
             decision: self.decision,
             argv: self.argv,
+            stdin_bytes: self.stdin_bytes,
             sandbox: self.sandbox,
             exit_code,
             duration_ms,
@@ -269,6 +278,7 @@ fn steps<'c>(
         return Ok(Outcome::Planned(Planned::new(tool, plan, decision)));
     }
     record.argv.clone_from(&plan.shown_argv);
+    record.stdin_bytes = plan.shown_stdin.as_ref().map(|s| s.bytes);
     record.secrets = plan.secrets.clone();
     on_status(Status::Phase(Phase::Authorize));
     record.decision = match decision {
@@ -281,6 +291,7 @@ fn steps<'c>(
                 argv: plan.shown_argv.clone(),
                 cwd: plan.shown_cwd.clone(),
                 env: plan.shown_env.clone(),
+                stdin: plan.shown_stdin.clone(),
             };
             if !approver.approve(&request) {
                 record.decision = "denied";
@@ -468,7 +479,7 @@ fn shape(
             (None, Some(signal)) => Failure::Signal { signal, allowed: allowed() },
             (None, None) => Failure::Abnormal { allowed: allowed() },
         })
-    } else if out.stdout_truncated && spec.format == OutputFormat::Json {
+    } else if out.stdout_truncated && spec.format.is_json() {
         Some(Failure::OutputTooLarge(policy.max_output_bytes))
     } else {
         match output::shape(spec, tool.output_template(), &out.stdout, context.values()) {

@@ -38,6 +38,8 @@ pub(crate) struct Plan {
     pub(crate) shown_env: Vec<(String, String)>,
     /// The working directory as shown: secrets masked (the process gets the real one).
     pub(crate) shown_cwd: Option<PathBuf>,
+    /// What the program reads on stdin, as shown: its size and its start, secrets masked.
+    pub(crate) shown_stdin: Option<StdinPreview>,
     pub(crate) timeout: Duration,
     pub(crate) max_output_bytes: u64,
     /// What the kernel will enforce (a process; a native tool runs in packs' own process).
@@ -54,7 +56,7 @@ impl Plan {
         placeholder_secrets: bool,
     ) -> Result<Self, ToolError> {
         let policy = tool.policy();
-        let (argv, env, cwd, secrets, dash_leads) = match &tool.body {
+        let (argv, env, cwd, stdin, secrets, dash_leads) = match &tool.body {
             Body::Manifest { .. } => {
                 let command = tool.command().unwrap_or(Err("it has no command")).map_err(|message| {
                     ToolError::BrokenTool { tool: tool.name().to_owned(), message: message.to_owned() }
@@ -66,24 +68,39 @@ impl Plan {
                     command.render(&values)
                 };
                 let r = rendered.map_err(|failure| ToolError::Render { file: tool.source().to_owned(), failure })?;
-                (r.argv, r.env, r.cwd.map(PathBuf::from), r.secrets, r.dash_leads)
+                (r.argv, r.env, r.cwd.map(PathBuf::from), r.stdin, r.secrets, r.dash_leads)
             }
             Body::Executable => {
                 let json = Value::Object(args.given.clone()).to_string();
-                (vec![tool.source().to_string_lossy().into_owned(), json], Vec::new(), None, Vec::new(), Vec::new())
+                let argv = vec![tool.source().to_string_lossy().into_owned(), json];
+                (argv, Vec::new(), None, None, Vec::new(), Vec::new())
             }
             Body::Native(_) => {
                 let json = Value::Object(args.resolved.clone()).to_string();
-                (vec![tool.name().to_owned(), json], Vec::new(), None, Vec::new(), Vec::new())
+                (vec![tool.name().to_owned(), json], Vec::new(), None, None, Vec::new(), Vec::new())
             }
         };
         let secrets = Secrets::new(&secrets);
+        if let Some(text) = stdin.as_ref().filter(|s| s.len() > MAX_STDIN_BYTES) {
+            return Err(ToolError::Validation {
+                tool: tool.name().to_owned(),
+                errors: vec![FieldError {
+                    field: String::new(),
+                    message: format!(
+                        "`command.stdin` renders to {} bytes with these values, more than the {MAX_STDIN_BYTES} bytes (1 MiB) a tool's standard input may hold; give less input",
+                        text.len()
+                    ),
+                    schema: None,
+                }],
+            });
+        }
         refuse_options(tool, &args.given, &argv, &dash_leads, &secrets)?;
         let cwd = cwd.or_else(|| context.workspace_set().cloned());
         confine_paths(tool, &args.given, &context.workspace(), cwd.as_deref())?;
         let shown_argv = argv.iter().map(|a| secrets.mask(a)).collect();
         let shown_env = env.iter().map(|(k, v)| (k.clone(), secrets.mask(v))).collect();
         let shown_cwd = cwd.as_ref().map(|c| PathBuf::from(secrets.mask(&c.to_string_lossy())));
+        let shown_stdin = stdin.as_deref().map(|text| StdinPreview::of(text, &secrets));
         let enforcement = match &tool.body {
             Body::Native(_) => None,
             Body::Manifest { .. } | Body::Executable => {
@@ -100,6 +117,7 @@ impl Plan {
                 env: minimal_env(&[policy.env_passthrough.as_slice(), context.pass_env()].concat(), env),
                 clear_env: true,
                 cwd: cwd.clone(),
+                stdin: stdin.map(|s| std::sync::Arc::from(s.into_bytes())),
                 timeout: policy.timeout(),
                 max_output_bytes: policy.max_output_bytes,
                 sandbox: None,
@@ -112,6 +130,7 @@ impl Plan {
             shown_argv,
             shown_env,
             shown_cwd,
+            shown_stdin,
             timeout: policy.timeout(),
             max_output_bytes: policy.max_output_bytes,
             enforcement,
@@ -121,6 +140,44 @@ impl Plan {
     /// Replace every secret value in `text` with `***`.
     pub(crate) fn mask(&self, text: &str) -> String {
         self.secrets.mask(text)
+    }
+}
+
+/// The most bytes `command.stdin` may render to (1 MiB): over it, the call is refused
+/// before anything runs.
+pub(crate) const MAX_STDIN_BYTES: usize = 1024 * 1024;
+
+/// How many characters of stdin a dry run or an approval request shows.
+const STDIN_PREVIEW_CHARS: usize = 200;
+
+/// What a call writes to the program's standard input (`command.stdin`), as a person is
+/// shown it: its size, and its first 200 characters with secret values as `***`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StdinPreview {
+    /// How many bytes the program gets (the real text, before masking).
+    pub bytes: u64,
+    /// The start of the text, secrets masked: at most 200 characters.
+    pub text: String,
+    /// Whether `text` is only the start.
+    pub cut: bool,
+}
+
+impl StdinPreview {
+    fn of(text: &str, secrets: &Secrets) -> Self {
+        let masked = secrets.mask(text);
+        let end = masked.char_indices().nth(STDIN_PREVIEW_CHARS).map(|(i, _)| i);
+        Self { bytes: text.len() as u64, text: masked[..end.unwrap_or(masked.len())].to_owned(), cut: end.is_some() }
+    }
+
+    /// One line for a person: `14 bytes: $'{"a":1}\n'` (control characters escaped).
+    pub fn summary(&self) -> String {
+        let text = crate::visible::word(&self.text);
+        match (self.bytes, self.cut) {
+            (0, _) => "0 bytes (empty)".to_owned(),
+            (n, false) => format!("{n} bytes: {text}"),
+            (n, true) => format!("{n} bytes, starting {text}"),
+        }
     }
 }
 
@@ -139,6 +196,8 @@ pub struct Planned {
     pub cwd: Option<PathBuf>,
     /// The variables the manifest sets, secrets as `***`.
     pub env: Vec<(String, String)>,
+    /// What the program would read on stdin (`command.stdin`); `None`: `/dev/null`.
+    pub stdin: Option<StdinPreview>,
     /// The timeout.
     pub timeout: Duration,
     /// The most stdout kept.
@@ -162,6 +221,7 @@ impl Planned {
             argv: plan.shown_argv,
             cwd: plan.shown_cwd,
             env: plan.shown_env,
+            stdin: plan.shown_stdin,
             timeout: plan.timeout,
             max_output_bytes: plan.max_output_bytes,
             decision,

@@ -50,8 +50,9 @@ pub struct ToolResult {
     /// Why `ok` is false, as a value to match on.
     #[serde(skip)]
     pub failure: Option<Failure>,
-    /// The JSON value `output` holds, for a tool whose output format is `json` and
-    /// whose output no template rewrote (after `extract_field`): parsed once, kept
+    /// The JSON value `output` holds, for a tool whose output format is `json` (or
+    /// `jsonl`: the array of its lines' values) and whose output no template rewrote
+    /// (after `extract_field`): parsed once, kept
     /// for MCP `structuredContent`, `packs call` and library callers.
     #[serde(skip)]
     pub json: Option<Value>,

@@ -117,6 +117,8 @@ pub struct ApprovalRequest {
     pub cwd: Option<PathBuf>,
     /// The variables the tool's manifest sets, secret values replaced by `***`.
     pub env: Vec<(String, String)>,
+    /// What the program would read on stdin (`command.stdin`), secrets masked.
+    pub stdin: Option<crate::call::StdinPreview>,
 }
 
 impl ApprovalRequest {

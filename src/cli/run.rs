@@ -98,6 +98,9 @@ impl Approver for TerminalApprover {
         for (k, v) in &request.env {
             let _ = writeln!(err, "  env: {}={}", visible::prose(k), visible::word(v));
         }
+        if let Some(stdin) = &request.stdin {
+            let _ = writeln!(err, "  stdin: {}", stdin.summary());
+        }
         let _ = write!(err, "Run it? [y/N] ");
         let _ = err.flush();
         let mut answer = String::new();
@@ -205,6 +208,7 @@ fn dry_run_text(planned: &Planned, as_json: bool) -> String {
             "command": shlex::try_join(masked.iter().map(String::as_str)).unwrap_or_else(|_| planned.command_line()),
             "cwd": planned.cwd,
             "env": env,
+            "stdin": planned.stdin.as_ref().map(|s| json!({"bytes": s.bytes, "preview": s.text, "cut": s.cut})),
             "timeout_secs": planned.timeout.as_secs(),
             "max_output_bytes": planned.max_output_bytes,
             "tier": planned.tier.as_str(),
@@ -220,6 +224,9 @@ fn dry_run_text(planned: &Planned, as_json: bool) -> String {
     }
     for (k, v) in env {
         s.push_str(&format!("  env: {}={}\n", visible::prose(k), visible::word(v)));
+    }
+    if let Some(stdin) = &planned.stdin {
+        s.push_str(&format!("  stdin: {}\n", stdin.summary()));
     }
     s.push_str(&format!("  timeout: {}s\n", planned.timeout.as_secs()));
     s.push_str(&format!("  tier: {}\n", planned.tier));

@@ -391,12 +391,13 @@ impl Written<'_> {
     }
 }
 
-/// Every text the manifest writes a credential into (an argument, an `env` value, a
+/// Every text the manifest writes a credential into (an argument, an `env` value, stdin, a
 /// parameter's default), with where it is and why it looks like one.
 pub(super) fn secrets<'m>(s: &Subject<'m>) -> Vec<(Written<'m>, &'m str, String)> {
     let mut texts: Vec<(Written<'m>, &'m str)> =
         elements(s).into_iter().map(|(site, text)| (Written::Command(site), text)).collect();
     texts.extend(s.m.command.env.iter().map(|(k, v)| (Written::Command(Site::Env(k)), v.as_str())));
+    texts.extend(s.m.command.stdin.iter().map(|v| (Written::Command(Site::Stdin), v.as_str())));
     for (name, p) in &s.m.parameters {
         if let Some(d) = p.default.as_ref().and_then(|d| d.as_str()) {
             texts.push((Written::Default(name), d));
@@ -426,7 +427,7 @@ fn secret_named_literal<'t>(written: Written<'t>, text: &'t str) -> Option<&'t s
             let (name, value) = text.split_once('=')?;
             (name.trim_start_matches('-'), value)
         }
-        Written::Command(Site::Cwd) => return None,
+        Written::Command(Site::Cwd | Site::Stdin) => return None,
     };
     let literal = !value.trim().is_empty() && !value.contains("{{");
     (literal && is_secret_name(name)).then_some(name)

@@ -917,6 +917,9 @@ fn approval_question(request: &ApprovalRequest) -> (String, Value) {
     for (k, v) in &request.env {
         command.push_str(&format!("\nenv: {}={}", crate::visible::prose(k), crate::visible::word(v)));
     }
+    if let Some(stdin) = &request.stdin {
+        command.push_str(&format!("\nstdin: {}", stdin.summary()));
+    }
     let message = format!("Run `{}` (tier {})? {}.\n\n{command}", request.tool, request.tier, request.reason);
     let schema = json!({
         "type": "object",

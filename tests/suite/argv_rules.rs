@@ -315,6 +315,7 @@ fn dry_run_json_shape() {
             "command": "printf '%s' 'a b'",
             "cwd": "/",
             "env": {"K": "a b"},
+            "stdin": null,
             "timeout_secs": 9,
             "max_output_bytes": 4096,
             "tier": "read_only",
