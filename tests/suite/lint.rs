@@ -641,7 +641,7 @@ fn the_bundled_checkout_lints_clean() {
         .arg("lint")
         .run()
         .success()
-        .stdout_eq("checked 9 files (9 tools): 0 errors, 0 warnings\n");
+        .stdout_eq("checked 11 files (11 tools): 0 errors, 0 warnings\n");
     Test::new()
         .current_dir(REPO)
         .args(["lint", "agents/default"])
