@@ -296,12 +296,18 @@ pub struct Locked {
 }
 
 impl Locked {
-    /// Read the lock file, its signature checked first when a key is given.
+    /// Read the lock file, its signature checked first when a key is given. The file is
+    /// read once: the bytes whose signature verifies are the bytes parsed, so a lock file
+    /// swapped in between cannot be trusted on another's signature.
     pub fn read(&self) -> Result<LockFile, LockError> {
+        let path = &self.lockfile;
+        let bytes = std::fs::read(path).map_err(|source| LockError::Unreadable { path: path.to_owned(), source })?;
         if let Some(key) = &self.verify {
-            verify_signature(&self.lockfile, key)?;
+            verify_signature(&bytes, path, key)?;
         }
-        LockFile::read(&self.lockfile)
+        let text = String::from_utf8(bytes)
+            .map_err(|e| LockError::Invalid { path: path.to_owned(), message: format!("not UTF-8 text: {e}") })?;
+        LockFile::parse(&text, path)
     }
 
     /// The files whose change means the lock must be read again (the lock file, its
@@ -474,10 +480,11 @@ fn tier_rank(v: &Value) -> usize {
     }
 }
 
-/// Check `lockfile`'s minisign signature (`LOCKFILE.minisig`) with the public key in
-/// `pubkey_file` (a minisign `.pub` file, or the key's base64 line). A missing, malformed
-/// or wrong signature is an error, never a warning.
-pub fn verify_signature(lockfile: &Path, pubkey_file: &Path) -> Result<(), LockError> {
+/// Check that `data`, read from `lockfile`, is what `lockfile`'s minisign signature
+/// (`LOCKFILE.minisig`) signs with the public key in `pubkey_file` (a minisign `.pub` file,
+/// or the key's base64 line). A missing, malformed or wrong signature is an error, never a
+/// warning.
+fn verify_signature(data: &[u8], lockfile: &Path, pubkey_file: &Path) -> Result<(), LockError> {
     let err = |m: String| LockError::Signature(m);
     let key_text = std::fs::read_to_string(pubkey_file)
         .map_err(|e| err(format!("cannot read the public key {}: {e}", pubkey_file.display())))?;
@@ -492,8 +499,7 @@ pub fn verify_signature(lockfile: &Path, pubkey_file: &Path) -> Result<(), LockE
         .map_err(|e| err(format!("{} is not signed: cannot read {}: {e}", lockfile.display(), sig_path.display())))?;
     let signature = minisign_verify::Signature::decode(&sig_text)
         .map_err(|e| err(format!("{} is not a minisign signature: {e}", sig_path.display())))?;
-    let data = std::fs::read(lockfile).map_err(|e| err(format!("cannot read {}: {e}", lockfile.display())))?;
-    key.verify(&data, &signature, false).map_err(|e| {
+    key.verify(data, &signature, false).map_err(|e| {
         err(format!(
             "the signature {} does not verify {} with the key {}: {e}",
             sig_path.display(),

@@ -187,10 +187,7 @@ fn write_atomically(path: &Path, text: &str) -> Result<()> {
 
 /// `packs lock --check`: every drift as a coded, positioned diagnostic.
 fn check(catalog: &Catalog, a: &LockArgs, o: &LockOptions<'_>) -> Result<i32> {
-    if let Some(key) = o.verify {
-        lock::verify_signature(o.lockfile, key)?;
-    }
-    let lock = LockFile::read(o.lockfile)?;
+    let lock = o.locked().read()?;
     let mut report = Report { files: 0, tools: 0, diagnostics: Vec::new() };
     for t in catalog.tools() {
         report.files += 1;

@@ -340,3 +340,60 @@ fn locked_tests_of_a_refused_tool_fail() {
         .stdout_contains("not run: refused by the lock file")
         .stdout_contains("0 passed, 1 failed");
 }
+
+/// A minisign key pair made by the `minisign` crate (no password): the public key file
+/// and the secret key.
+fn crate_keypair(dir: &Path) -> (PathBuf, minisign::SecretKey) {
+    let pair = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
+    let public = dir.join("crate.pub");
+    std::fs::write(&public, pair.pk.to_box().unwrap().to_string()).unwrap();
+    (public, pair.sk)
+}
+
+#[test]
+fn a_lock_file_swapped_during_verification_is_never_trusted_on_anothers_signature() {
+    // Two lock files take turns at packs.lock: the signed one pins `count` as it was; the
+    // attacker's, unsigned, pins `count` as the attacker rewrote it. A check of the signed
+    // bytes followed by a parse of the swapped-in ones would run the rewrite.
+    let p = Project::new();
+    let keys = tempfile::tempdir().unwrap();
+    let (public, secret) = crate_keypair(keys.path());
+    p.lock();
+    let signed = std::fs::read_to_string(p.file("packs.lock")).unwrap();
+    let signature = minisign::sign(None, &secret, signed.as_bytes(), None, None).unwrap();
+    std::fs::write(p.file("packs.lock.minisig"), signature.to_string()).unwrap();
+    p.packs(&["--locked", "--verify", public.to_str().unwrap(), "run", "count"]).success().stdout_eq("1\n2\n3\n");
+    p.write(
+        "packs/count.tool.json",
+        &json!({"name": "count", "description": "Count to three", "command": {"program": "echo", "args": ["pwned"]}})
+            .to_string(),
+    );
+    p.lock();
+    let forged = std::fs::read_to_string(p.file("packs.lock")).unwrap();
+    assert_ne!(signed, forged);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (stop, lockfile, staged) = (stop.clone(), p.file("packs.lock"), p.file("packs.lock.next"));
+        std::thread::spawn(move || {
+            for text in [&signed, &forged].into_iter().cycle() {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                std::fs::write(&staged, text).unwrap();
+                std::fs::rename(&staged, &lockfile).unwrap();
+            }
+        })
+    };
+    let mut outcomes = std::collections::BTreeMap::new();
+    for _ in 0..200 {
+        let out = p.packs(&["--locked", "--verify", public.to_str().unwrap(), "run", "count"]);
+        assert_ne!(out.stdout(), "pwned\n", "the attacker's pin was trusted: {}", out.stderr);
+        out.code(1);
+        let why = if out.stderr.contains("does not verify") { "forged lock refused" } else { "rewrite refused" };
+        *outcomes.entry(why).or_insert(0) += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    swapper.join().unwrap();
+    // Both files were read at some point (the race was real), and neither ever ran the rewrite.
+    assert_eq!(outcomes.len(), 2, "{outcomes:?}");
+}
