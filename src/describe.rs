@@ -199,6 +199,7 @@ pub(crate) fn ask(path: &Path, cache: Option<&DescribeCache>) -> Result<(Describ
         max_output_bytes: DESCRIBE_MAX_BYTES,
         sandbox: None,
         limits: Vec::new(),
+        image: None,
     };
     let out = runner::run(&invocation).map_err(|e| e.to_string())?;
     if out.timed_out {

@@ -35,6 +35,7 @@ mod describe_cache;
 mod environment;
 pub mod formats;
 mod help;
+mod image;
 pub mod lint;
 pub mod lock;
 mod manifest;

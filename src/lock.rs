@@ -207,14 +207,19 @@ pub fn pin(tool: &Tool, base: Option<&Path>) -> Result<Pin, LockError> {
         ToolKind::Native => None,
         _ => {
             let path = tool.source();
-            let bytes = std::fs::read(path).map_err(|source| LockError::ToolUnreadable {
-                name: tool.name().to_owned(),
-                path: path.to_owned(),
-                source,
-            })?;
+            let bytes = std::fs::read(path).map_err(|source| unreadable(tool, source))?;
             Some(sha256(&bytes))
         }
     };
+    Ok(pin_of(tool, base, file))
+}
+
+fn unreadable(tool: &Tool, source: std::io::Error) -> LockError {
+    LockError::ToolUnreadable { name: tool.name().to_owned(), path: tool.source().to_owned(), source }
+}
+
+/// The pin of `tool` whose file's digest is `file`.
+fn pin_of(tool: &Tool, base: Option<&Path>, file: Option<String>) -> Pin {
     let parts = parts(tool, file.as_deref());
     let pinned: BTreeMap<String, String> = parts.iter().map(|(k, v)| (k.clone(), canonical(v))).collect();
     let meaning = sha256(canonical(&Value::Object(parts.into_iter().collect())).as_bytes());
@@ -227,15 +232,21 @@ pub fn pin(tool: &Tool, base: Option<&Path>) -> Result<Pin, LockError> {
             Some(shown.to_string_lossy().into_owned())
         }
     };
-    Ok(Pin {
-        name: tool.name().to_owned(),
-        kind: tool.kind().as_str().to_owned(),
-        source,
-        file,
-        meaning,
-        describe,
-        pinned,
-    })
+    Pin { name: tool.name().to_owned(), kind: tool.kind().as_str().to_owned(), source, file, meaning, describe, pinned }
+}
+
+/// `tool` pinned as it is now, and (for an executable, on Linux) the sealed copy of the
+/// very bytes whose digest the pin holds, to start it from once it is found unchanged.
+fn pin_now(tool: &Tool) -> Result<(Pin, Option<crate::image::PinnedImage>), LockError> {
+    #[cfg(target_os = "linux")]
+    if tool.kind() == ToolKind::Executable {
+        // One read: the bytes hashed are the bytes sealed.
+        let bytes = std::fs::read(tool.source()).map_err(|e| unreadable(tool, e))?;
+        let image = crate::image::Image::of(&bytes).map_err(|e| unreadable(tool, e))?;
+        let pin = pin_of(tool, None, Some(sha256(&bytes)));
+        return Ok((pin, Some(std::sync::Arc::new(image))));
+    }
+    Ok((pin(tool, None)?, None))
 }
 
 /// How a tool differs from its pin.
@@ -341,14 +352,22 @@ pub fn refuse_all(catalog: &mut Catalog, reason: &str) -> Vec<String> {
 /// Enforce `lock` on `catalog`: every tool that is not pinned, or whose meaning or
 /// describe differs from its pin, is withdrawn (a lookup of it fails with the reason);
 /// tools that still match keep working, and so does a tool whose file was only
-/// reformatted. A tool whose file cannot be read is refused too.
+/// reformatted. A tool whose file cannot be read is refused too. An executable that
+/// matches is started from then on from the bytes that were hashed, sealed in memory
+/// (on Linux), never from its path: a file swapped in after this check never runs.
 pub fn enforce(catalog: &mut Catalog, lock: &LockFile) -> Vec<Refusal> {
     let mut refused = Vec::new();
     let checked: Vec<(String, PathBuf, Option<Drift>)> = catalog
         .tools()
         .map(|t| {
-            let drift = match pin(t, None) {
-                Ok(now) => drift(&now, lock).filter(|d| *d != Drift::Reformatted),
+            let drift = match pin_now(t) {
+                Ok((now, image)) => {
+                    let drift = drift(&now, lock).filter(|d| *d != Drift::Reformatted);
+                    if let (None, Some(image)) = (&drift, image) {
+                        t.pin_image(image);
+                    }
+                    drift
+                }
                 Err(e) => Some(Drift::Changed(vec![format!("file ({e})")])),
             };
             (t.name().to_owned(), t.source().to_owned(), drift)

@@ -64,6 +64,10 @@ pub(crate) struct Invocation {
     /// The kernel restrictions the child enters before it runs the program.
     #[serde(skip)]
     pub sandbox: Option<std::sync::Arc<crate::sandbox::Prepared>>,
+    /// The sealed bytes to start the program from instead of its file (an executable
+    /// tool `--locked` checked; see [`crate::image`]).
+    #[serde(skip)]
+    pub image: Option<crate::image::PinnedImage>,
 }
 
 /// Set `limits` on the calling process: in the child between fork and exec. Only
@@ -180,7 +184,13 @@ pub(crate) fn run_observed(
     }
     // Resolving the program here (with the child's PATH) lets std start it with
     // posix_spawn (vfork) instead of fork + a PATH walk of failing execve calls.
+    // An executable `--locked` checked starts from its sealed bytes: its path is only a name.
+    #[cfg(target_os = "linux")]
+    let image = inv.image.as_ref().map(|i| i.fd());
+    #[cfg(not(target_os = "linux"))]
+    let image: Option<std::convert::Infallible> = inv.image.as_ref().map(|i| *i);
     let found = match resolve_program(program, inv) {
+        _ if image.is_some() => Some(PathBuf::from(program)),
         Lookup::Found(path) => Some(path),
         Lookup::AsWritten => program.contains('/').then(|| PathBuf::from(program)),
         // Never left to execvp: it would search relative entries and hand a file without
@@ -197,6 +207,12 @@ pub(crate) fn run_observed(
     // it, or read it through `/proc`.
     let limits = inv.limits.clone();
     let setup = move || {
+        if !confined {
+            // Started by `spawn` for its image only: a process group of its own, as std's
+            // `process_group(0)` gives the others.
+            // SAFETY: setpgid takes no pointers.
+            return if unsafe { libc::setpgid(0, 0) } < 0 { Err(io::Error::last_os_error()) } else { Ok(()) };
+        }
         // SAFETY: setsid takes no arguments.
         if unsafe { libc::setsid() } < 0 {
             return Err(io::Error::last_os_error());
@@ -207,9 +223,10 @@ pub(crate) fn run_observed(
     let tag = crate::orphans::new_tag();
     // What the child gets, computed once whichever way it is started.
     let env = child_env(inv, &tag);
-    // A confined child with a program path is started by `spawn` (clone with a shared
-    // memory, no copy of packs); otherwise std starts it (posix_spawn, or a fork for the setup).
-    let direct = cfg!(target_os = "linux") && confined && found.is_some();
+    // A confined child with a program path, or one started from its image, is started by
+    // `spawn` (clone with a shared memory, no copy of packs); otherwise std starts it
+    // (posix_spawn, or a fork for the setup).
+    let direct = cfg!(target_os = "linux") && (confined || image.is_some()) && found.is_some();
     let std_command = || {
         let mut cmd = match &found {
             Some(path) => {
@@ -246,7 +263,8 @@ pub(crate) fn run_observed(
         Some(path) => {
             let argv: Vec<&std::ffi::OsStr> =
                 std::iter::once(std::ffi::OsStr::new(program)).chain(args.iter().map(std::ffi::OsStr::new)).collect();
-            crate::spawn::spawn(path, &argv, &env, inv.cwd.as_deref(), inv.stdin.is_some(), &setup).map(|s| {
+            let how = crate::spawn::Child { cwd: inv.cwd.as_deref(), stdin_pipe: inv.stdin.is_some(), image };
+            crate::spawn::spawn(path, &argv, &env, how, &setup).map(|s| {
                 (
                     Spawned::Direct(s.pid),
                     s.stdin.map(OwnedFd::from),
@@ -900,6 +918,7 @@ mod tests {
         Invocation {
             sandbox: None,
             limits: Vec::new(),
+            image: None,
             argv: argv.iter().map(|s| s.to_string()).collect(),
             env: Vec::new(),
             clear_env: false,

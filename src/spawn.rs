@@ -30,6 +30,21 @@ pub(crate) struct Started {
     pub(crate) stderr: File,
 }
 
+/// Where the child starts, besides its program, arguments and environment.
+pub(crate) struct Child<'a> {
+    /// Its working directory (none: packs').
+    pub(crate) cwd: Option<&'a Path>,
+    /// Its stdin from a pipe (returned in [`Started::stdin`]) rather than /dev/null.
+    pub(crate) stdin_pipe: bool,
+    /// A descriptor holding the program's bytes, to start it from instead of its path
+    /// ([`crate::image`]); it is open in the program as [`IMAGE_FD`].
+    pub(crate) image: Option<c_int>,
+}
+
+/// The descriptor a program started from its image finds it on (a script's interpreter
+/// opens `/dev/fd/3` to read it).
+pub(crate) const IMAGE_FD: c_int = 3;
+
 /// What the child needs, all prepared before the clone.
 struct ChildArgs<'a> {
     path: &'a CString,
@@ -38,6 +53,8 @@ struct ChildArgs<'a> {
     cwd: Option<&'a CString>,
     /// stdin, stdout, stderr, each above 2 so no `dup2` overwrites another's source.
     fds: [c_int; 3],
+    /// The image to start from (see [`Child::image`]), or -1.
+    image: c_int,
     setup: &'a (dyn Fn() -> io::Result<()> + Sync),
     /// Set by the child when a step or `execve` failed: the errno.
     error: c_int,
@@ -78,20 +95,19 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok((above_stdio(r)?, above_stdio(w)?))
 }
 
-/// Start `path` with `argv` (its first element the name the program sees) and exactly
-/// the environment `env`, stdin from a pipe (`stdin_pipe`) or /dev/null, stdout and stderr
-/// into pipes, in `cwd`,
-/// after `setup` ran in the child (it must only make system calls: it runs in packs'
-/// memory). An error of `setup`, `chdir` or `execve` is returned here, and that child
-/// is reaped.
+/// Start `path` (or its image, `how.image`) with `argv` (its first element the name the
+/// program sees) and exactly the environment `env`, stdin from a pipe (`how.stdin_pipe`)
+/// or /dev/null, stdout and stderr into pipes, in `how.cwd`, after `setup` ran in the
+/// child (it must only make system calls: it runs in packs' memory). An error of `setup`,
+/// `chdir` or `execve` is returned here, and that child is reaped.
 pub(crate) fn spawn(
     path: &Path,
     argv: &[&OsStr],
     env: &[(OsString, OsString)],
-    cwd: Option<&Path>,
-    stdin_pipe: bool,
+    how: Child<'_>,
     setup: &(dyn Fn() -> io::Result<()> + Sync),
 ) -> io::Result<Started> {
+    let Child { cwd, stdin_pipe, image } = how;
     let path = cstring(path.as_os_str())?;
     let argv: Vec<CString> = argv.iter().map(|a| cstring(a)).collect::<io::Result<_>>()?;
     let envp: Vec<CString> = env
@@ -122,6 +138,7 @@ pub(crate) fn spawn(
         envp: envp_ptrs.as_ptr(),
         cwd: cwd.as_ref(),
         fds: [stdin.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()],
+        image: image.unwrap_or(-1),
         setup,
         error: 0,
     };
@@ -209,6 +226,17 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
                 fail(args, errno());
             }
         }
+        // The image on IMAGE_FD, open across exec (a script's interpreter reads it there).
+        if args.image >= 0 {
+            let kept = if args.image == IMAGE_FD {
+                libc::fcntl(IMAGE_FD, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(args.image, IMAGE_FD)
+            };
+            if kept < 0 {
+                fail(args, errno());
+            }
+        }
         if let Some(cwd) = args.cwd
             && libc::chdir(cwd.as_ptr()) != 0
         {
@@ -217,7 +245,11 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
         if let Err(e) = (args.setup)() {
             fail(args, e.raw_os_error().unwrap_or(libc::EPERM));
         }
-        libc::execve(args.path.as_ptr(), args.argv, args.envp);
+        if args.image >= 0 {
+            libc::syscall(libc::SYS_execveat, IMAGE_FD, c"".as_ptr(), args.argv, args.envp, libc::AT_EMPTY_PATH);
+        } else {
+            libc::execve(args.path.as_ptr(), args.argv, args.envp);
+        }
         fail(args, errno())
     }
 }
@@ -228,11 +260,15 @@ mod tests {
 
     use super::*;
 
+    fn child_in(cwd: Option<&Path>) -> Child<'_> {
+        Child { cwd, stdin_pipe: false, image: None }
+    }
+
     /// Start `path` with `argv` (no setup) and return its exit status and stdout.
     fn run(path: &str, argv: &[&str], env: &[(&str, &str)], cwd: Option<&str>) -> (i32, Vec<u8>) {
         let argv: Vec<&OsStr> = argv.iter().map(OsStr::new).collect();
         let env: Vec<(OsString, OsString)> = env.iter().map(|(k, v)| (k.into(), v.into())).collect();
-        let mut started = spawn(Path::new(path), &argv, &env, cwd.map(Path::new), false, &|| Ok(())).unwrap();
+        let mut started = spawn(Path::new(path), &argv, &env, child_in(cwd.map(Path::new)), &|| Ok(())).unwrap();
         let mut out = Vec::new();
         started.stdout.read_to_end(&mut out).unwrap();
         let mut status = 0;
@@ -254,6 +290,35 @@ mod tests {
     }
 
     #[test]
+    fn a_program_starts_from_its_image_whatever_its_path_holds() {
+        // A script and a binary, each read into an image and then replaced on disk: what
+        // runs is what was read, and a script's interpreter reads it on IMAGE_FD.
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("script");
+        std::fs::write(&script, "#!/bin/sh\necho \"ran as $0 with $1\"\n").unwrap();
+        let binary = dir.path().join("binary");
+        std::fs::copy("/bin/echo", &binary).unwrap();
+        let image = |path: &Path| crate::image::Image::of(&std::fs::read(path).unwrap()).unwrap();
+        let images = [image(&script), image(&binary)];
+        std::fs::write(&script, "#!/bin/sh\necho pwned\n").unwrap();
+        std::fs::remove_file(&binary).unwrap();
+        let mut outs = Vec::new();
+        for (image, path) in images.iter().zip([&script, &binary]) {
+            let argv = [OsStr::new("tool"), OsStr::new("arg")];
+            let how = Child { cwd: None, stdin_pipe: false, image: Some(image.fd()) };
+            let mut started = spawn(path, &argv, &[], how, &|| Ok(())).unwrap();
+            let mut out = String::new();
+            started.stdout.read_to_string(&mut out).unwrap();
+            let mut status = 0;
+            // SAFETY: waitpid writes into a local.
+            assert_eq!(unsafe { libc::waitpid(started.pid, &raw mut status, 0) }, started.pid);
+            assert_eq!(status, 0, "{out}");
+            outs.push(out);
+        }
+        assert_eq!(outs, ["ran as /dev/fd/3 with arg\n", "arg\n"]);
+    }
+
+    #[test]
     fn no_signal_is_blocked_or_ignored_in_the_child() {
         // Rust ignores SIGPIPE in packs; a tool must get the default back (as std gives it).
         let (_, out) = run("/bin/cat", &["cat", "/proc/self/status"], &[], None);
@@ -270,7 +335,7 @@ mod tests {
     fn failures_before_exec_are_returned_with_their_errno() {
         let argv = [OsStr::new("x")];
         let fails = |path: &str, setup: &(dyn Fn() -> io::Result<()> + Sync)| {
-            spawn(Path::new(path), &argv, &[], None, false, setup).err().and_then(|e| e.raw_os_error())
+            spawn(Path::new(path), &argv, &[], child_in(None), setup).err().and_then(|e| e.raw_os_error())
         };
         assert_eq!(fails("/nonexistent/program", &|| Ok(())), Some(libc::ENOENT));
         let dir = tempfile::tempdir().unwrap();
@@ -280,7 +345,7 @@ mod tests {
         // No shell fallback: a file that is not a program is an error, never `sh FILE`.
         assert_eq!(fails(plain.to_str().unwrap(), &|| Ok(())), Some(libc::ENOEXEC));
         assert_eq!(fails("/bin/true", &|| Err(io::Error::from_raw_os_error(libc::EACCES))), Some(libc::EACCES));
-        let bad_cwd = spawn(Path::new("/bin/true"), &argv, &[], Some(Path::new("/nonexistent")), false, &|| Ok(()));
+        let bad_cwd = spawn(Path::new("/bin/true"), &argv, &[], child_in(Some(Path::new("/nonexistent"))), &|| Ok(()));
         assert_eq!(bad_cwd.err().and_then(|e| e.raw_os_error()), Some(libc::ENOENT));
     }
 }

@@ -109,6 +109,9 @@ pub struct Tool {
     validator: OnceLock<Result<jsonschema::Validator, String>>,
     /// `policy.writable`, compiled.
     writable: Vec<Template>,
+    /// An executable's bytes as `--locked` checked them: the tool is started from them,
+    /// never from its path again.
+    image: OnceLock<crate::image::PinnedImage>,
 }
 
 impl Tool {
@@ -176,6 +179,7 @@ impl Tool {
             body: Body::Manifest { manifest: Box::new(manifest), command: OnceLock::new() },
             validator: OnceLock::new(),
             writable,
+            image: OnceLock::new(),
         };
         Ok((tool, warnings))
     }
@@ -195,6 +199,7 @@ impl Tool {
             .map_err(|(i, e)| format!("its policy.writable.{i} is invalid: {e}"))?;
         Ok(Self {
             writable,
+            image: OnceLock::new(),
             policy,
             output,
             output_template: output_template.map(Box::new),
@@ -248,6 +253,7 @@ impl Tool {
             source: PathBuf::from(format!("<native {name}>")),
             validator: OnceLock::new(),
             writable: Vec::new(),
+            image: OnceLock::new(),
         };
         tool.validator().map_err(|message| NativeToolError::BadSchema { tool: name, message })?;
         Ok(tool)
@@ -395,6 +401,16 @@ impl Tool {
     /// The file the tool came from (for a native tool, `<native NAME>`).
     pub fn source(&self) -> &Path {
         &self.source
+    }
+
+    /// The sealed bytes an executable is started from, once `--locked` checked them.
+    pub(crate) fn image(&self) -> Option<&crate::image::PinnedImage> {
+        self.image.get()
+    }
+
+    /// Start this executable from `image` from now on (the first image set stays).
+    pub(crate) fn pin_image(&self, image: crate::image::PinnedImage) {
+        let _ = self.image.set(image);
     }
 
     /// The JSON Schema calls are validated against (context values filled in first).

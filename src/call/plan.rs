@@ -122,6 +122,7 @@ impl Plan {
                 max_output_bytes: policy.max_output_bytes,
                 sandbox: None,
                 limits: policy.limits(),
+                image: tool.image().cloned(),
             }),
         };
         Ok(Self {

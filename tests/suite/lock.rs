@@ -397,3 +397,99 @@ fn a_lock_file_swapped_during_verification_is_never_trusted_on_anothers_signatur
     // Both files were read at some point (the race was real), and neither ever ran the rewrite.
     assert_eq!(outcomes.len(), 2, "{outcomes:?}");
 }
+
+/// `EXE` with `echo ran` turned into `echo pwned`: the same describe, other bytes.
+fn evil_exe() -> String {
+    EXE.replace("echo ran", "echo pwned")
+}
+
+/// Replace `path` by `text` (executable) the way an attacker would: a new file renamed
+/// over it, or the same file rewritten in place.
+fn swap(path: &Path, text: &str, in_place: bool) {
+    use std::os::unix::fs::PermissionsExt;
+    if in_place {
+        std::fs::write(path, text).unwrap();
+        return;
+    }
+    // Hidden: discovery skips it, as it would skip an editor's temporary file.
+    let staged = path.with_file_name(format!(".{}.staged", path.file_name().unwrap().to_string_lossy()));
+    std::fs::write(&staged, text).unwrap();
+    std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::rename(&staged, path).unwrap();
+}
+
+#[test]
+fn an_executable_swapped_after_the_locked_check_never_runs_in_serve() {
+    use std::io::{BufRead, Write};
+    // serve --locked without --watch checks once at start: the executable's bytes are
+    // sealed then, and every later call runs them, whatever the file becomes.
+    let p = Project::new();
+    p.lock();
+    let mut child = Command::new(crate::common::PACKS)
+        .current_dir(p.path())
+        .args(["--locked", "serve"])
+        .env_remove("PACKS_LOCKED")
+        .env("XDG_CONFIG_HOME", p.file("no-config"))
+        .env("PACKS_CACHE_DIR", "")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    writeln!(stdin, "{init}").unwrap();
+    let _ = lines.next();
+    let mut ask = |id: u64| -> String {
+        let call =
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "probe", "arguments": {}}});
+        writeln!(stdin, "{call}").unwrap();
+        let reply: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        reply["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{reply}")).to_owned()
+    };
+    assert_eq!(ask(1), "ran\n");
+    swap(&p.file("packs/probe"), &evil_exe(), false);
+    assert_eq!(ask(2), "ran\n", "a file renamed over the executable ran");
+    swap(&p.file("packs/probe"), &evil_exe().replace("pwned", "pwned in place"), true);
+    assert_eq!(ask(3), "ran\n", "the executable rewritten in place ran");
+    std::fs::remove_file(p.file("packs/probe")).unwrap();
+    assert_eq!(ask(4), "ran\n", "the pinned bytes run even with the file gone");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn an_executable_swapped_while_packs_run_checks_it_never_runs() {
+    // One file takes turns being the pinned executable and another with the same
+    // describe: `packs --locked run` either refuses it or runs the pinned bytes.
+    let p = Project::new();
+    p.lock();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (stop, path) = (stop.clone(), p.file("packs/probe"));
+        std::thread::spawn(move || {
+            let evil = evil_exe();
+            for text in [EXE, evil.as_str()].into_iter().cycle() {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                swap(&path, text, false);
+            }
+        })
+    };
+    let mut outcomes = std::collections::BTreeMap::new();
+    for _ in 0..150 {
+        let out = p.packs(&["--locked", "run", "probe"]);
+        assert!(!out.stdout().contains("pwned"), "the swapped-in executable ran: {}", out.report());
+        let outcome = match out.status.code() {
+            Some(0) => "ran",
+            Some(1) if out.stderr.contains("refused by the lock file") => "refused",
+            _ => panic!("{}", out.report()),
+        };
+        *outcomes.entry(outcome).or_insert(0) += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert!(outcomes.contains_key("ran"), "{outcomes:?}");
+}
