@@ -89,7 +89,7 @@ page_tests! {
     readme => "README.md";
     architecture => "docs/ARCHITECTURE.md";
     deploy => "docs/DEPLOY.md";
-    dispatch => "docs/DISPATCH.md", ignore = "not yet converted to executed examples";
+    dispatch => "docs/DISPATCH.md";
     formats => "docs/FORMATS.md";
     frontends => "docs/FRONTENDS.md", ignore = "not yet converted to executed examples";
     library => "docs/LIBRARY.md";
