@@ -99,7 +99,7 @@ page_tests! {
     migrating => "docs/MIGRATING.md", ignore = "not yet converted to executed examples";
     performance => "docs/PERFORMANCE.md";
     sandbox => "docs/SANDBOX.md", ignore = "not yet converted to executed examples";
-    tool_interface => "docs/TOOL_INTERFACE.md", ignore = "not yet converted to executed examples";
+    tool_interface => "docs/TOOL_INTERFACE.md";
 }
 
 #[test]
