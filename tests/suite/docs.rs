@@ -89,7 +89,7 @@ page_tests! {
     readme => "README.md";
     architecture => "docs/ARCHITECTURE.md";
     deploy => "docs/DEPLOY.md";
-    dispatch => "docs/DISPATCH.md", ignore = "not yet converted to executed examples";
+    dispatch => "docs/DISPATCH.md";
     formats => "docs/FORMATS.md";
     frontends => "docs/FRONTENDS.md", ignore = "not yet converted to executed examples";
     library => "docs/LIBRARY.md";
@@ -99,7 +99,7 @@ page_tests! {
     migrating => "docs/MIGRATING.md", ignore = "not yet converted to executed examples";
     performance => "docs/PERFORMANCE.md";
     sandbox => "docs/SANDBOX.md", ignore = "not yet converted to executed examples";
-    tool_interface => "docs/TOOL_INTERFACE.md", ignore = "not yet converted to executed examples";
+    tool_interface => "docs/TOOL_INTERFACE.md";
 }
 
 #[test]
