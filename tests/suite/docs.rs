@@ -96,7 +96,7 @@ page_tests! {
     lint => "docs/LINT.md", ignore = "not yet converted to executed examples";
     lock => "docs/LOCK.md", ignore = "not yet converted to executed examples";
     manifest => "docs/MANIFEST.md";
-    migrating => "docs/MIGRATING.md", ignore = "not yet converted to executed examples";
+    migrating => "docs/MIGRATING.md";
     performance => "docs/PERFORMANCE.md";
     sandbox => "docs/SANDBOX.md", ignore = "not yet converted to executed examples";
     tool_interface => "docs/TOOL_INTERFACE.md", ignore = "not yet converted to executed examples";
