@@ -93,7 +93,7 @@ page_tests! {
     formats => "docs/FORMATS.md";
     frontends => "docs/FRONTENDS.md", ignore = "not yet converted to executed examples";
     library => "docs/LIBRARY.md";
-    lint => "docs/LINT.md", ignore = "not yet converted to executed examples";
+    lint => "docs/LINT.md";
     lock => "docs/LOCK.md", ignore = "not yet converted to executed examples";
     manifest => "docs/MANIFEST.md";
     migrating => "docs/MIGRATING.md";
