@@ -91,7 +91,7 @@ page_tests! {
     deploy => "docs/DEPLOY.md";
     dispatch => "docs/DISPATCH.md", ignore = "not yet converted to executed examples";
     formats => "docs/FORMATS.md";
-    frontends => "docs/FRONTENDS.md", ignore = "not yet converted to executed examples";
+    frontends => "docs/FRONTENDS.md";
     library => "docs/LIBRARY.md";
     lint => "docs/LINT.md";
     lock => "docs/LOCK.md", ignore = "not yet converted to executed examples";
