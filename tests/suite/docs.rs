@@ -91,12 +91,12 @@ page_tests! {
     deploy => "docs/DEPLOY.md";
     dispatch => "docs/DISPATCH.md";
     formats => "docs/FORMATS.md";
-    frontends => "docs/FRONTENDS.md", ignore = "not yet converted to executed examples";
+    frontends => "docs/FRONTENDS.md";
     library => "docs/LIBRARY.md";
-    lint => "docs/LINT.md", ignore = "not yet converted to executed examples";
+    lint => "docs/LINT.md";
     lock => "docs/LOCK.md", ignore = "not yet converted to executed examples";
     manifest => "docs/MANIFEST.md";
-    migrating => "docs/MIGRATING.md", ignore = "not yet converted to executed examples";
+    migrating => "docs/MIGRATING.md";
     performance => "docs/PERFORMANCE.md";
     sandbox => "docs/SANDBOX.md", ignore = "not yet converted to executed examples";
     tool_interface => "docs/TOOL_INTERFACE.md";
