@@ -94,7 +94,7 @@ page_tests! {
     frontends => "docs/FRONTENDS.md", ignore = "not yet converted to executed examples";
     library => "docs/LIBRARY.md";
     lint => "docs/LINT.md", ignore = "not yet converted to executed examples";
-    lock => "docs/LOCK.md", ignore = "not yet converted to executed examples";
+    lock => "docs/LOCK.md";
     manifest => "docs/MANIFEST.md";
     migrating => "docs/MIGRATING.md", ignore = "not yet converted to executed examples";
     performance => "docs/PERFORMANCE.md";
