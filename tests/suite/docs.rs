@@ -98,7 +98,7 @@ page_tests! {
     manifest => "docs/MANIFEST.md";
     migrating => "docs/MIGRATING.md", ignore = "not yet converted to executed examples";
     performance => "docs/PERFORMANCE.md";
-    sandbox => "docs/SANDBOX.md", ignore = "not yet converted to executed examples";
+    sandbox => "docs/SANDBOX.md";
     tool_interface => "docs/TOOL_INTERFACE.md", ignore = "not yet converted to executed examples";
 }
 
