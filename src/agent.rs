@@ -30,7 +30,8 @@ pub struct AgentConfig {
     /// Variables of packs' environment passed to every tool the agent calls.
     pub pass_env: Vec<String>,
     /// How strictly the agent's calls are confined by the kernel (`enforce`, `best-effort`,
-    /// `off`); a `--sandbox` option or `PACKS_SANDBOX` wins.
+    /// `off`): only where it is stricter than the operator's (`--sandbox`, `PACKS_SANDBOX`,
+    /// else `enforce`); an agent tightens, never loosens.
     pub sandbox: Option<String>,
     /// Use only tools pinned as they are in the lock file (as `--locked`).
     pub locked: bool,

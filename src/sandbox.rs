@@ -38,6 +38,18 @@ crate::names::named_enum! {
     }
 }
 
+impl SandboxMode {
+    /// Whether this mode confines more than `other` (`enforce` > `best-effort` > `off`).
+    pub(crate) fn is_stricter_than(self, other: Self) -> bool {
+        let rank = |m: Self| match m {
+            Self::Off => 0,
+            Self::BestEffort => 1,
+            Self::Enforce => 2,
+        };
+        rank(self) > rank(other)
+    }
+}
+
 /// Where a call may write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Writes {

@@ -72,9 +72,10 @@ impl Context {
     }
 
     /// Calls are made on behalf of `agent`: its allow/deny/ask lists and `max_tier` apply,
-    /// and its `pass_env` (added to the context's), `sandbox` and `mode` settings, unless
-    /// [`Context::with_sandbox`] or [`Context::with_mode`] set them (before or after). An
-    /// agent set earlier is replaced, its settings with it.
+    /// its `pass_env` (added to the context's) and its `mode` unless [`Context::with_mode`]
+    /// set one (before or after), and its `sandbox` only where it is stricter than the
+    /// operator's ([`Context::with_sandbox`], else `enforce`): an agent tightens, never
+    /// loosens. An agent set earlier is replaced, its settings with it.
     #[must_use]
     pub fn with_agent(mut self, agent: Agent) -> Self {
         self.agent = Some(Arc::new(agent));
@@ -91,7 +92,14 @@ impl Context {
             }
         }
         self.mode = self.operator.mode.clone().or_else(|| agent.and_then(|a| a.config.mode.clone()));
-        self.sandbox = self.operator.sandbox.or_else(|| agent.and_then(Agent::sandbox)).unwrap_or_default();
+        // An agent may tighten the sandbox, never loosen it: its `sandbox` counts only where
+        // it is stricter than the operator's (or the default, `enforce`). An `agent.toml`
+        // (in a checkout, or rewritten by a tool) cannot turn confinement off.
+        let operator = self.operator.sandbox.unwrap_or_default();
+        self.sandbox = match agent.and_then(Agent::sandbox) {
+            Some(theirs) if theirs.is_stricter_than(operator) => theirs,
+            _ => operator,
+        };
         self
     }
 
@@ -200,9 +208,10 @@ mod tests {
         let first = agent(dir.path(), "first", "mode = \"Coding\"\nsandbox = \"off\"\npass_env = [\"A\"]\n");
         let second = agent(dir.path(), "second", "pass_env = [\"B\"]\n");
         let base = Context::new().with_pass_env(["OP"]).with_agent(first);
+        // Its `sandbox = "off"` loosens nothing: the default stays.
         assert_eq!(
             (base.mode(), base.sandbox(), base.pass_env()),
-            (Some("Coding"), SandboxMode::Off, &["OP".to_owned(), "A".to_owned()][..])
+            (Some("Coding"), SandboxMode::Enforce, &["OP".to_owned(), "A".to_owned()][..])
         );
         // A token's agent in `packs serve --http`: nothing of the first agent stays.
         let token = base.clone().with_agent(second.clone());
@@ -218,5 +227,13 @@ mod tests {
         ] {
             assert_eq!((c.mode(), c.sandbox()), (Some("Dictation"), SandboxMode::BestEffort));
         }
+        // An agent may tighten what the operator set, set before or after it.
+        let strict = agent(dir.path(), "strict", "sandbox = \"enforce\"\n");
+        let loose = Context::new().with_sandbox(SandboxMode::Off);
+        assert_eq!(loose.clone().with_agent(strict.clone()).sandbox(), SandboxMode::Enforce);
+        assert_eq!(Context::new().with_agent(strict).with_sandbox(SandboxMode::Off).sandbox(), SandboxMode::Enforce);
+        let careful = agent(dir.path(), "careful", "sandbox = \"best-effort\"\n");
+        assert_eq!(loose.with_agent(careful.clone()).sandbox(), SandboxMode::BestEffort);
+        assert_eq!(Context::new().with_agent(careful).sandbox(), SandboxMode::Enforce);
     }
 }

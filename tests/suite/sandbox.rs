@@ -418,3 +418,33 @@ fn the_private_tmpdir_is_removed_even_when_the_tool_locks_it() {
     assert!(tmp.contains("packs-call-"), "{tmp}");
     assert!(!Path::new(&tmp).exists(), "{tmp} was left behind");
 }
+
+#[test]
+fn an_agent_toml_tightens_the_sandbox_but_never_turns_it_off() {
+    // A tool that reports its own confinement: seccomp mode 2 and no_new_privs mean confined.
+    let status = json!({"name": "conf", "description": "d",
+        "command": {"program": "grep", "args": ["-E", "^(Seccomp|NoNewPrivs):", "/proc/self/status"]}});
+    let packs = Packs::new().manifest("conf", status);
+    let confined = "NoNewPrivs:\t1\nSeccomp:\t2\n";
+    let unconfined = "NoNewPrivs:\t0\nSeccomp:\t0\n";
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "conf", "arguments": {}}});
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let openai = r#"{"tool_calls": [{"id": "c1", "function": {"name": "conf", "arguments": "{}"}}]}"#;
+    for (toml, flags, expected) in [
+        // The implicit default agent of a checkout says "off": nothing changes.
+        ("sandbox = \"off\"\n", &[][..], confined),
+        ("sandbox = \"best-effort\"\n", &[][..], confined),
+        // Only the operator turns it off; an agent may turn it back on.
+        ("", &["--sandbox", "off"][..], unconfined),
+        ("sandbox = \"enforce\"\n", &["--sandbox", "off"][..], confined),
+    ] {
+        let test = || Test::new().write("agents/default/agent.toml", toml).packs_dir(packs.path()).args(flags);
+        let served = test().arg("serve").stdin(format!("{init}\n{call}\n")).run();
+        let reply: Value = serde_json::from_str(served.stdout().lines().nth(1).unwrap()).unwrap();
+        assert_eq!(reply["result"]["content"][0]["text"], expected, "serve, agent.toml {toml:?}, {flags:?}");
+        let called = test().arg("call").stdin(openai).run();
+        assert_eq!(called.success().json()[0]["content"], expected, "call, agent.toml {toml:?}, {flags:?}");
+        let ran = test().args(["--agent", "default", "run", "conf"]).run();
+        ran.success().stdout_eq(expected);
+    }
+}
