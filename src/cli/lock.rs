@@ -43,7 +43,12 @@ pub(super) struct LockOptions<'a> {
 
 /// Read the lock file for `--locked` (its signature checked first when a key is given).
 pub(super) fn read_trusted(o: &LockOptions<'_>) -> Result<LockFile> {
-    o.locked().read().with_context(|| "--locked needs a lock file: write one with `packs lock`")
+    match o.locked().read() {
+        Err(e @ lock::LockError::Unreadable { .. }) => {
+            Err(anyhow::Error::new(e).context("--locked needs a lock file: write one with `packs lock`"))
+        }
+        other => Ok(other?),
+    }
 }
 
 impl LockOptions<'_> {
@@ -82,7 +87,8 @@ pub(super) fn run(a: &LockArgs, packs: &[PathBuf], o: &LockOptions<'_>, quiet: b
         Some(key) => Some(lock::SigningKey::open(key, std::env::var("PACKS_SIGN_PASSWORD").ok())?),
         None => None,
     };
-    let previous = match LockFile::read(o.lockfile) {
+    // With --verify, the pins `--update` keeps are trusted only on a good signature (one read).
+    let previous = match o.locked().read() {
         Ok(l) => Some(l),
         Err(lock::LockError::Unreadable { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) if a.update.is_empty() => {

@@ -493,3 +493,23 @@ fn an_executable_swapped_while_packs_run_checks_it_never_runs() {
     swapper.join().unwrap();
     assert!(outcomes.contains_key("ran"), "{outcomes:?}");
 }
+
+#[test]
+fn update_with_verify_keeps_no_pin_of_a_lock_file_whose_signature_fails() {
+    // `--update NAME` keeps every other pin: under --verify they must be the signed ones.
+    let p = Project::new();
+    let keys = tempfile::tempdir().unwrap();
+    let (public, secret) = crate_keypair(keys.path());
+    p.lock();
+    let signed = std::fs::read_to_string(p.file("packs.lock")).unwrap();
+    let signature = minisign::sign(None, &secret, signed.as_bytes(), None, None).unwrap();
+    std::fs::write(p.file("packs.lock.minisig"), signature.to_string()).unwrap();
+    let verify = ["--verify", public.to_str().unwrap()];
+    p.packs(&[&verify[..], &["lock", "--update", "count"]].concat()).success();
+    // Someone edits a pin the update would carry over.
+    let forged = signed.replacen("sha256:", "sha256:0", 1);
+    p.write("packs.lock", &forged);
+    let out = p.packs(&[&verify[..], &["lock", "--update", "count"]].concat());
+    out.code(1).stderr_contains("does not verify");
+    assert_eq!(std::fs::read_to_string(p.file("packs.lock")).unwrap(), forged, "the lock file was rewritten");
+}
