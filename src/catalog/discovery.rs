@@ -102,17 +102,25 @@ pub(crate) fn discover(dir: &Path) -> Discovered {
     found
 }
 
+/// The most bytes a file may have to be taken for a misnamed manifest: manifests are small,
+/// and data files beside them (fixtures, caches) are not read through on every load.
+const LOOKALIKE_MAX_BYTES: u64 = 64 * 1024;
+
 /// The `misnamed-manifest` warning for `path` (a `*.json` or `*.toml` file not named as a
-/// manifest), when it looks like one: it parses, and is a table with `name` and `command`,
-/// or `name`, `description` and `parameters`. packs reads only `*.tool.json` and
-/// `*.tool.toml`, so such a file would be ignored without a word.
+/// manifest), when it looks like one: at most [`LOOKALIKE_MAX_BYTES`], it parses, and is a
+/// table with `name` and `command` (an executable's describe answer, with `name`,
+/// `description` and `parameters` but no `command`, is not one). packs reads only
+/// `*.tool.json` and `*.tool.toml`, so such a file would be ignored without a word.
 pub(crate) fn misnamed_manifest(path: &Path) -> Option<Diagnostic> {
     use std::io::Read;
     let file_name = path.file_name()?.to_str()?;
     let (stem, ext) = file_name.rsplit_once('.')?;
+    let file = std::fs::File::open(path).ok()?;
+    if !file.metadata().ok()?.is_file() || file.metadata().ok()?.len() > LOOKALIKE_MAX_BYTES {
+        return None;
+    }
     let mut text = String::new();
-    // A manifest is small; a large data file is not read through.
-    std::fs::File::open(path).ok()?.take(1 << 20).read_to_string(&mut text).ok()?;
+    file.take(LOOKALIKE_MAX_BYTES).read_to_string(&mut text).ok()?;
     let value: serde_json::Value = match ext {
         "json" => serde_json::from_str(&text).ok()?,
         "toml" => toml::from_str(&text).ok()?,
@@ -120,7 +128,7 @@ pub(crate) fn misnamed_manifest(path: &Path) -> Option<Diagnostic> {
     };
     let table = value.as_object()?;
     let has = |k: &str| table.contains_key(k);
-    if !(has("name") && (has("command") || (has("description") && has("parameters")))) {
+    if !(has("name") && has("command")) {
         return None;
     }
     let renamed = format!("{stem}.tool.{ext}");
@@ -151,8 +159,11 @@ pub(super) fn load_dir(
     mut record: Option<&mut DirRecord>,
 ) -> (Vec<Tool>, Vec<Diagnostic>, Vec<PathBuf>) {
     let Discovered { mut manifests, executables, mut diagnostics, lookalikes, entered } = discover(dir);
-    // A manifest saved without the `.tool.` infix is named, not silently passed over.
-    diagnostics.extend(lookalikes.iter().filter_map(|p| misnamed_manifest(p)));
+    // A manifest saved without the `.tool.` infix is named, not silently passed over (by
+    // listings and lint; a call looking up one name does not read the data files around).
+    if only.is_none() {
+        diagnostics.extend(lookalikes.iter().filter_map(|p| misnamed_manifest(p)));
+    }
     let mut skipped = Vec::new();
     if let Some(name) = only {
         // Sequential: for a hundred files, starting threads costs more than it saves.

@@ -698,11 +698,17 @@ fn an_unknown_key_at_any_level_is_an_error_with_a_did_you_mean_and_the_rules_sti
 #[test]
 fn a_manifest_without_the_tool_infix_is_named_with_its_new_name() {
     let g = "{\n  \"name\": \"g\",\n  \"description\": \"Greet\",\n  \"command\": \"echo hi\"\n}\n";
-    let toml = "name = \"h\"\ndescription = \"d\"\n[parameters.x]\ntype = \"string\"\n";
+    let toml = "name = \"h\"\ndescription = \"d\"\ncommand = \"echo\"\n[parameters.x]\ntype = \"string\"\n";
+    // Not taken for manifests: data, a broken file, an executable's describe answer (no
+    // `command`), and a file too large to be a manifest (not read through on every load).
+    let describe = json!({"name": "d", "description": "d", "parameters": {"type": "object"}});
+    let big = json!({"name": "big", "command": "true", "rows": "x".repeat(70_000)});
     let packs = Packs::new()
         .file("g.json", g)
         .file("sub/h.toml", toml)
         .file("data.json", "{\"name\": \"not a tool\"}")
+        .file("describe.json", &describe.to_string())
+        .file("big.json", &big.to_string())
         .file("broken.json", "{\"name\": ");
     let dir = packs.path().display().to_string();
     let out = Test::new().args(["lint", "--format", "github"]).arg(packs.path()).run();
@@ -716,6 +722,8 @@ fn a_manifest_without_the_tool_infix_is_named_with_its_new_name() {
     list.success().stdout_eq("NAME  KIND  READ-ONLY  DESCRIPTION  SOURCE\n");
     list.stderr_contains(&format!("warning[misnamed-manifest]: {dir}/g.json: this looks like a tool manifest"));
     list.stderr_contains("(help: rename h.toml to h.tool.toml)");
+    // A call looks up one name: it reads no data file around it, and says nothing of them.
+    Test::new().packs_dir(&packs).args(["run", "g"]).run().code(1).stderr_lacks("misnamed-manifest");
     // Named alone, the file gets the same help.
     Test::new().arg("lint").arg(packs.join("g.json")).run().code(2).stderr_contains("(rename g.json to g.tool.json)");
 }
