@@ -325,8 +325,9 @@ impl CommandTemplate {
     }
 }
 
+/// Render one template of the command, at most [`crate::template::MAX_RENDER_BYTES`].
 fn render(t: &Template, data: &Data, site: Site<'_>) -> Result<String, RenderFailure> {
-    t.render(data).map_err(|e| RenderFailure {
+    t.render_capped(data).map_err(|e| RenderFailure {
         field: site.to_string(),
         template: t.source().to_owned(),
         message: e.reason().to_string(),

@@ -156,6 +156,22 @@ impl Template {
         self.render_marked(data, false)
     }
 
+    /// Render with `data`, stopping with [`TOO_LONG`] once the text passes
+    /// [`MAX_RENDER_BYTES`]: a block repeating a value (`{{#each items}}{{../text}}{{/each}}`)
+    /// could otherwise build hundreds of megabytes from a small request before any size
+    /// check saw it. (Text without blocks holds each value once: it is as large as the
+    /// request, and is not cut here.)
+    pub(crate) fn render_capped(&self, data: &Data) -> Result<String, RenderError> {
+        let Body::Handlebars(..) = &self.body else { return self.render(data) };
+        let mut out = Capped { text: String::new(), limit: MAX_RENDER_BYTES, over: false };
+        let result = self.render_handlebars(data, false, &mut out);
+        match (out.over, result) {
+            (true, _) => Err(RenderError::from(handlebars::RenderErrorReason::Other(TOO_LONG.to_owned()))),
+            (false, Err(e)) => Err(e),
+            (false, Ok(())) => Ok(out.text),
+        }
+    }
+
     /// Where the first character of `rendered` (this template rendered with `data`)
     /// came from: `None` when the manifest's text (or a default, `env.` or `secret.`
     /// value: the manifest's and the operator's) leads, or the output is empty.
@@ -202,16 +218,51 @@ impl Template {
                 }
                 Ok(out)
             }
-            Body::Handlebars(translated, compiled) => {
-                let t = compiled
-                    .get_or_init(|| compile(&self.source, translated))
-                    .as_ref()
-                    .map_err(|e| RenderError::from(handlebars::RenderErrorReason::Other(e.message.clone())))?;
-                let mut rc = RenderContext::new(None);
-                let _marking = Marking::set(marks);
-                t.renders(registry(), &data.0, &mut rc)
+            Body::Handlebars(..) => {
+                let mut out = Capped { text: String::new(), limit: usize::MAX, over: false };
+                self.render_handlebars(data, marks, &mut out)?;
+                Ok(out.text)
             }
         }
+    }
+
+    /// Render a handlebars body into `out` (which may stop it).
+    fn render_handlebars(&self, data: &Data, marks: bool, out: &mut dyn Output) -> Result<(), RenderError> {
+        let Body::Handlebars(translated, compiled) = &self.body else { unreachable!("a handlebars body") };
+        let t = compiled
+            .get_or_init(|| compile(&self.source, translated))
+            .as_ref()
+            .map_err(|e| RenderError::from(handlebars::RenderErrorReason::Other(e.message.clone())))?;
+        let mut rc = RenderContext::new(None);
+        let _marking = Marking::set(marks);
+        t.render(registry(), &data.0, &mut rc, out)
+    }
+}
+
+/// The most bytes a command template may render to ([`Template::render_capped`]): more
+/// than any argv element may hold (the kernel's limit is 128 KiB) and as much as a tool's
+/// standard input may.
+pub(crate) const MAX_RENDER_BYTES: usize = 1024 * 1024;
+
+/// Why [`Template::render_capped`] stopped.
+pub(crate) const TOO_LONG: &str = "renders to more than 1 MiB (1,048,576 bytes) with these values";
+
+/// Collects rendered text up to `limit` bytes; past it, it sets `over` and refuses more,
+/// which ends the render.
+struct Capped {
+    text: String,
+    limit: usize,
+    over: bool,
+}
+
+impl Output for Capped {
+    fn write(&mut self, seg: &str) -> Result<(), std::io::Error> {
+        if self.text.len().saturating_add(seg.len()) > self.limit {
+            self.over = true;
+            return Err(std::io::Error::other(TOO_LONG));
+        }
+        self.text.push_str(seg);
+        Ok(())
     }
 }
 

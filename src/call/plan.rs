@@ -67,7 +67,16 @@ impl Plan {
                 } else {
                     command.render(&values)
                 };
-                let r = rendered.map_err(|failure| ToolError::Render { file: tool.source().to_owned(), failure })?;
+                let r = rendered.map_err(|failure| {
+                    if failure.message == crate::template::TOO_LONG {
+                        // The values are too large for the template, as a too-long argument
+                        // is: the caller's to fix.
+                        let message = format!("`{}` {}; give less input", failure.field, crate::template::TOO_LONG);
+                        let errors = vec![FieldError { field: String::new(), message, schema: None }];
+                        return ToolError::Validation { tool: tool.name().to_owned(), errors };
+                    }
+                    ToolError::Render { file: tool.source().to_owned(), failure }
+                })?;
                 (r.argv, r.env, r.cwd.map(PathBuf::from), r.stdin, r.secrets, r.dash_leads)
             }
             Body::Executable => {

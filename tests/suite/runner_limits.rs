@@ -58,13 +58,13 @@ fn timeout_without_json() {
 
 /// Runs its arguments as a command, then reports the peak resident set size of that
 /// process (what GNU `time -v` reports, with only python3, which every machine here has).
-const PEAK_RSS: &str = "import resource, subprocess, sys\n\
+pub(crate) const PEAK_RSS: &str = "import resource, subprocess, sys\n\
     code = subprocess.run(sys.argv[1:]).returncode\n\
     print('peak RSS (KiB):', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n\
     sys.exit(code)";
 
 /// The peak resident set size [`PEAK_RSS`] reported, in KiB.
-fn max_rss_kib(stderr: &str) -> Option<u64> {
+pub(crate) fn max_rss_kib(stderr: &str) -> Option<u64> {
     stderr.lines().find_map(|l| l.trim().strip_prefix("peak RSS (KiB): ")?.parse().ok())
 }
 

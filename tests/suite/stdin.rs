@@ -95,6 +95,45 @@ fn stdin_over_one_mebibyte_is_refused_before_anything_runs() {
 }
 
 #[test]
+fn a_block_that_repeats_a_value_stops_at_one_mebibyte_before_it_is_built() {
+    // 117 KB of arguments would render 300 MB through `{{#each}}`: the render stops at the
+    // cap, so packs never holds the rest (found by review: 322 MB at its peak), in stdin
+    // and in an argument alike.
+    let each = "{{#each items}}{{../text}}{{/each}}";
+    let parameters = json!({"text": {"type": "string", "required": true},
+        "items": {"type": "array", "items": {"type": "integer"}, "required": true}});
+    let packs = Packs::new()
+        .manifest(
+            "amp",
+            json!({"name": "amp", "description": "d", "parameters": parameters.clone(),
+            "command": {"program": "wc", "args": ["-c"], "stdin": each}}),
+        )
+        .manifest(
+            "amp_arg",
+            json!({"name": "amp_arg", "description": "d", "parameters": parameters,
+            "command": {"program": "printf", "args": ["%.3s", each]}}),
+        );
+    let args = json!({"text": "A".repeat(100_000), "items": (0..3000).collect::<Vec<_>>()}).to_string();
+    for (name, field) in [("amp", "command.stdin"), ("amp_arg", "command.args.1")] {
+        let out = Test::new()
+            .packs_dir(packs.path())
+            .args(["run", name, &args, "--json"])
+            .wrapper(["python3", "-c", crate::runner_limits::PEAK_RSS])
+            .run();
+        out.code(1);
+        let e: Value = serde_json::from_str(out.stdout()).unwrap();
+        assert_eq!(e["error"]["kind"], "validation", "{e}");
+        let message = e["error"]["message"].as_str().unwrap();
+        assert!(message.contains(&format!("`{field}` renders to more than 1 MiB")), "{message}");
+        let kib = crate::runner_limits::max_rss_kib(&out.stderr).unwrap_or_else(|| panic!("{}", out.stderr));
+        assert!(kib < 100 * 1024, "{name}: packs held {kib} KiB at its peak");
+    }
+    // Below the cap the block renders whole.
+    let small = json!({"text": "A".repeat(1000), "items": (0..1000).collect::<Vec<_>>()});
+    run_json(&packs, "amp", &small).success();
+}
+
+#[test]
 fn dry_run_shows_the_size_and_a_preview_human_and_json() {
     let packs = cat();
     Test::new()
