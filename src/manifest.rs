@@ -382,7 +382,106 @@ pub(crate) fn known_keys(parent: &FieldPath) -> &'static [&'static str] {
         [Seg::Key(k)] if k == "lint" => &["allow", "review"],
         [Seg::Key(k), Seg::Index(_)] if k == "tests" => crate::tool_test::TEST_KEYS,
         [Seg::Key(k), Seg::Index(_), Seg::Key(e)] if k == "tests" && e == "expect" => crate::tool_test::EXPECT_KEYS,
+        [Seg::Key(k), _, Seg::Key(s), ..] if k == "parameters" && (s == "items" || s == "schema") => SCHEMA_KEYWORDS,
         _ => &[],
+    }
+}
+
+/// The keywords of JSON Schema (draft 7, and the `$defs` of later drafts): what a
+/// parameter's `items` and `schema` may hold. A validator ignores any other key, so a
+/// misspelled one (`patern`) would silently check nothing.
+const SCHEMA_KEYWORDS: &[&str] = &[
+    "$id",
+    "$schema",
+    "$ref",
+    "$comment",
+    "$defs",
+    "title",
+    "description",
+    "default",
+    "readOnly",
+    "writeOnly",
+    "examples",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "additionalItems",
+    "items",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "contains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "additionalProperties",
+    "definitions",
+    "properties",
+    "patternProperties",
+    "dependencies",
+    "propertyNames",
+    "const",
+    "enum",
+    "type",
+    "format",
+    "contentMediaType",
+    "contentEncoding",
+    "if",
+    "then",
+    "else",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+];
+
+/// Every key of the JSON Schema `schema` (at `at`) and of the schemas inside it that is not
+/// a JSON Schema keyword.
+fn unknown_schema_keys(schema: &Value, at: &FieldPath, out: &mut Vec<FieldPath>) {
+    let Some(object) = schema.as_object() else { return };
+    for (key, value) in object {
+        let here = at.key(key);
+        if !SCHEMA_KEYWORDS.contains(&key.as_str()) {
+            out.push(here);
+            continue;
+        }
+        match key.as_str() {
+            // One schema.
+            "items"
+            | "additionalItems"
+            | "additionalProperties"
+            | "contains"
+            | "propertyNames"
+            | "not"
+            | "if"
+            | "then"
+            | "else" => match value {
+                Value::Array(list) => {
+                    for (i, s) in list.iter().enumerate() {
+                        unknown_schema_keys(s, &here.index(i), out);
+                    }
+                }
+                _ => unknown_schema_keys(value, &here, out),
+            },
+            // A list of schemas.
+            "allOf" | "anyOf" | "oneOf" => {
+                for (i, s) in value.as_array().into_iter().flatten().enumerate() {
+                    unknown_schema_keys(s, &here.index(i), out);
+                }
+            }
+            // A map of names to schemas.
+            "properties" | "patternProperties" | "definitions" | "$defs" | "dependencies" => {
+                for (name, s) in value.as_object().into_iter().flatten() {
+                    unknown_schema_keys(s, &here.key(name), out);
+                }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -616,7 +715,17 @@ fn check(m: &Manifest, src: &SourceFile, warnings: &mut Vec<Diagnostic>) -> Vec<
             "`output.extract_field` has no effect unless `output.format` is `json` or `jsonl`",
         ));
     }
-    let mut errors = Vec::new();
+    let mut unknown = Vec::new();
+    for (name, p) in &m.parameters {
+        let at = FieldPath::dotted("parameters").key(name);
+        if let Some(items) = &p.items {
+            unknown_schema_keys(items, &at.key("items"), &mut unknown);
+        }
+        if let Some(schema) = &p.schema {
+            unknown_schema_keys(&Value::Object(schema.clone()), &at.key("schema"), &mut unknown);
+        }
+    }
+    let mut errors: Vec<Diagnostic> = unknown.iter().map(|path| unknown_key(src, path)).collect();
     let mut err = |path: &str, code, msg: String| {
         errors.push(Diagnostic::at(src, Severity::Error, code, &FieldPath::dotted(path), Target::Value, msg));
     };

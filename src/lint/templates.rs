@@ -22,7 +22,9 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
                     Target::Key,
                     format!("parameter `{name}` is offered to the model but no template uses it"),
                 )
-                .with_help(format!("use `{{{{{name}}}}}` in `command.args`, `env` or `cwd`, or remove the parameter")),
+                .with_help(format!(
+                    "use `{{{{{name}}}}}` in `command.args`, `env`, `cwd` or `stdin`, or remove the parameter"
+                )),
             );
         }
     }

@@ -727,3 +727,33 @@ fn a_manifest_without_the_tool_infix_is_named_with_its_new_name() {
     // Named alone, the file gets the same help.
     Test::new().arg("lint").arg(packs.join("g.json")).run().code(2).stderr_contains("(rename g.json to g.tool.json)");
 }
+
+#[test]
+fn a_misspelled_keyword_inside_items_or_schema_is_an_unknown_key() {
+    // JSON Schema ignores keys it does not know: `patern` in `items` would check nothing
+    // (found by review, where `packs new` writes its `pattern`).
+    let m = json!({"name": "t", "description": "d", "command": "echo {{x}} {{y}}", "parameters": {
+        "x": {"type": "array", "items": {"type": "string", "patern": "^[^-]"}},
+        "y": {"type": "object", "schema": {"properties": {"a": {"type": "string", "maxLenght": 3}},
+               "required": ["a"], "additionalProperties": false}}}});
+    let packs = Packs::new().manifest("t", m);
+    let out = Test::new().args(["lint", "--format", "json"]).arg(packs.path()).run();
+    let report = out.code(1).json();
+    let found: Vec<(String, String)> = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "unknown-key")
+        .map(|d| (d["field"].as_str().unwrap().to_owned(), d["help"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("parameters.x.items.patern".to_owned(), "did you mean `pattern`?".to_owned()),
+            ("parameters.y.schema.properties.a.maxLenght".to_owned(), "did you mean `maxLength`?".to_owned()),
+        ],
+        "{report:#}"
+    );
+    // And the tool is not loaded.
+    Test::new().packs_dir(packs.path()).args(["run", "t", "--arg", "x=a"]).run().code(1).stderr_contains("unknown-key");
+}
