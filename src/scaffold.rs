@@ -85,6 +85,9 @@ pub(crate) struct Shape {
     pub(crate) timeout_secs: u64,
 }
 
+/// A string that is empty or does not start with `-` (a value that cannot become an option).
+const NO_LEADING_DASH: &str = "^([^-]|$)";
+
 /// Programs that print a `--` they are given instead of reading it as the end of their
 /// options (echo, the coreutils one and every shell's): a skeleton for them puts no `--`
 /// before the values and refuses a value's leading `-` in its schema instead.
@@ -111,13 +114,13 @@ pub(crate) fn new_manifest(name: &str, program: &str, description: &str, params:
         decl.insert("type".into(), p.kind.clone().into());
         match p.kind.as_str() {
             "array" if no_dash => {
-                decl.insert("items".into(), json!({"type": "string", "pattern": "^[^-]"}));
+                decl.insert("items".into(), json!({"type": "string", "pattern": NO_LEADING_DASH}));
             }
             "array" => {
                 decl.insert("items".into(), json!({"type": "string"}));
             }
             "string" if no_dash => {
-                decl.insert("pattern".into(), json!("^[^-]"));
+                decl.insert("pattern".into(), json!(NO_LEADING_DASH));
             }
             "integer" | "number" if no_dash => {
                 decl.insert("minimum".into(), json!(0));

@@ -57,6 +57,17 @@ pub(super) fn new(a: &NewArgs) -> Result<i32> {
     if let Some(dup) = a.params.iter().enumerate().find(|(i, p)| a.params[..*i].iter().any(|q| q.name == p.name)) {
         bail!("parameter `{}` is given twice", dup.1.name);
     }
+    if scaffold::prints_double_dash(&a.program)
+        && let Some(flag) = a.params.iter().find(|p| p.kind == "boolean")
+    {
+        bail!(
+            "`{}` takes no long options: a boolean parameter would be printed as `--{}`; leave `{}` out, \
+             or write its template by hand after `packs new`",
+            a.program,
+            flag.name.replace('_', "-"),
+            flag.name
+        );
+    }
     let style = match (a.toml, a.executable) {
         (_, true) => Style::Executable,
         (true, false) => Style::Toml,

@@ -8,18 +8,7 @@ fn new_writes_a_skeleton_that_lints_clean_and_passes_its_test() {
         [(None, "greet.tool.json"), (Some("--toml"), "greet.tool.toml"), (Some("--executable"), "greet.tool.toml")]
     {
         let work = Packs::new();
-        let mut args = vec![
-            "new",
-            "greet",
-            "--program",
-            "echo",
-            "--param",
-            "who",
-            "--param",
-            "loud:boolean?",
-            "--param",
-            "tags:array?",
-        ];
+        let mut args = vec!["new", "greet", "--program", "echo", "--param", "who", "--param", "tags:array?"];
         args.extend(style);
         Test::new()
             .current_dir(work.path())
@@ -50,16 +39,23 @@ fn new_writes_a_skeleton_that_lints_clean_and_passes_its_test() {
         // option of echo is refused by the parameter's schema instead.
         Test::new()
             .current_dir(work.path())
-            .args(["--packs", "packs", "run", "greet", "--arg", "who=world", "--arg", "loud=true"])
+            .args(["--packs", "packs", "run", "greet", "--arg", "who=world", "--arg", "tags=a"])
             .run()
             .success()
-            .stdout_eq("--loud world\n");
+            .stdout_eq("world a\n");
+        // An empty value is no option: it is given as it is.
+        Test::new()
+            .current_dir(work.path())
+            .args(["--packs", "packs", "run", "greet", "--arg", "who="])
+            .run()
+            .success()
+            .stdout_eq("\n");
         Test::new()
             .current_dir(work.path())
             .args(["--packs", "packs", "run", "greet", "--arg", "who=-n"])
             .run()
             .code(1)
-            .stderr_contains("`who`: \"-n\" does not match \"^[^-]\"");
+            .stderr_contains("`who`: \"-n\" does not match \"^([^-]|$)\"");
         // Never over an existing file without --force.
         Test::new().current_dir(work.path()).args(&args).run().code(1).stderr_contains("exists; pass --force");
         let mut forced = args.clone();
@@ -67,6 +63,12 @@ fn new_writes_a_skeleton_that_lints_clean_and_passes_its_test() {
         Test::new().current_dir(work.path()).args(&forced).run().success();
     }
     Test::new().args(["new", "Bad", "--program", "x"]).run().code(1).stderr_contains("is not a tool name");
+    // echo takes no long options: a boolean flag would be printed, so it is refused.
+    Test::new()
+        .args(["new", "shout", "--program", "echo", "--param", "loud:boolean"])
+        .run()
+        .code(1)
+        .stderr_contains("`echo` takes no long options: a boolean parameter would be printed as `--loud`");
     Test::new()
         .args(["new", "t", "--program", "x", "--tier", "admin"])
         .run()
@@ -297,9 +299,9 @@ fn the_readme_skeleton_prints_the_value_alone() {
     let cat: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(work.join("packs/cat_it.tool.json")).unwrap()).unwrap();
     assert_eq!(cat["command"]["args"], serde_json::json!(["{{path}}", "{{n}}", "{{more}}"]));
-    assert_eq!(cat["parameters"]["path"]["pattern"], "^[^-]");
+    assert_eq!(cat["parameters"]["path"]["pattern"], "^([^-]|$)");
     assert_eq!(cat["parameters"]["n"]["minimum"], 0);
-    assert_eq!(cat["parameters"]["more"]["items"]["pattern"], "^[^-]");
+    assert_eq!(cat["parameters"]["more"]["items"]["pattern"], "^([^-]|$)");
     Test::new().current_dir(work.path()).args(["lint", "packs", "--deny-warnings"]).run().success();
     Test::new().current_dir(work.path()).args(["--packs", "packs", "test"]).run().success().stdout_contains("3 passed");
 }
