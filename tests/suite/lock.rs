@@ -350,18 +350,25 @@ fn crate_keypair(dir: &Path) -> (PathBuf, minisign::SecretKey) {
     (public, pair.sk)
 }
 
-#[test]
-fn a_lock_file_swapped_during_verification_is_never_trusted_on_anothers_signature() {
-    // Two lock files take turns at packs.lock: the signed one pins `count` as it was; the
-    // attacker's, unsigned, pins `count` as the attacker rewrote it. A check of the signed
-    // bytes followed by a parse of the swapped-in ones would run the rewrite.
-    let p = Project::new();
+/// `p` locked, and its lock file signed by a key made for it: the key's directory (alive
+/// as long as it is needed), the public key file, and the signed text.
+fn signed_lock(p: &Project) -> (tempfile::TempDir, PathBuf, String) {
     let keys = tempfile::tempdir().unwrap();
     let (public, secret) = crate_keypair(keys.path());
     p.lock();
     let signed = std::fs::read_to_string(p.file("packs.lock")).unwrap();
     let signature = minisign::sign(None, &secret, signed.as_bytes(), None, None).unwrap();
     std::fs::write(p.file("packs.lock.minisig"), signature.to_string()).unwrap();
+    (keys, public, signed)
+}
+
+#[test]
+fn a_lock_file_swapped_during_verification_is_never_trusted_on_anothers_signature() {
+    // Two lock files take turns at packs.lock: the signed one pins `count` as it was; the
+    // attacker's, unsigned, pins `count` as the attacker rewrote it. A check of the signed
+    // bytes followed by a parse of the swapped-in ones would run the rewrite.
+    let p = Project::new();
+    let (_keys, public, signed) = signed_lock(&p);
     p.packs(&["--locked", "--verify", public.to_str().unwrap(), "run", "count"]).success().stdout_eq("1\n2\n3\n");
     p.write(
         "packs/count.tool.json",
@@ -498,12 +505,7 @@ fn an_executable_swapped_while_packs_run_checks_it_never_runs() {
 fn update_with_verify_keeps_no_pin_of_a_lock_file_whose_signature_fails() {
     // `--update NAME` keeps every other pin: under --verify they must be the signed ones.
     let p = Project::new();
-    let keys = tempfile::tempdir().unwrap();
-    let (public, secret) = crate_keypair(keys.path());
-    p.lock();
-    let signed = std::fs::read_to_string(p.file("packs.lock")).unwrap();
-    let signature = minisign::sign(None, &secret, signed.as_bytes(), None, None).unwrap();
-    std::fs::write(p.file("packs.lock.minisig"), signature.to_string()).unwrap();
+    let (_keys, public, signed) = signed_lock(&p);
     let verify = ["--verify", public.to_str().unwrap()];
     p.packs(&[&verify[..], &["lock", "--update", "count"]].concat()).success();
     // Someone edits a pin the update would carry over.
