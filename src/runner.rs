@@ -70,6 +70,26 @@ pub(crate) struct Invocation {
     pub image: Option<crate::image::PinnedImage>,
 }
 
+/// The invocation with its sandbox attached (and `TMPDIR` set to the call's private temp
+/// dir), when the kernel has something to enforce; `None` to run it as planned.
+pub(crate) fn confine(
+    invocation: &Invocation,
+    enforcement: Option<&crate::sandbox::Enforcement>,
+) -> io::Result<Option<Invocation>> {
+    let Some(enforcement) = enforcement.filter(|e| e.writes_under.is_some() || e.no_network) else {
+        return Ok(None);
+    };
+    let prepared = crate::sandbox::Prepared::new(enforcement)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot prepare its sandbox: {e}")))?;
+    let mut confined = invocation.clone();
+    if let Some(tmp) = &prepared.tmpdir {
+        confined.env.retain(|(k, _)| k != "TMPDIR");
+        confined.env.push(("TMPDIR".to_owned(), tmp.path().to_string_lossy().into_owned()));
+    }
+    confined.sandbox = Some(Arc::new(prepared));
+    Ok(Some(confined))
+}
+
 /// Set `limits` on the calling process: in the child between fork and exec. Only
 /// system calls; nothing allocates.
 fn set_limits(limits: &[(Limit, u64)]) -> io::Result<()> {

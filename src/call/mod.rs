@@ -35,8 +35,8 @@ pub use status::{Phase, Status};
 use crate::audit::{self, Entry};
 use crate::catalog::Catalog;
 use crate::output;
-use crate::runner::{self, Invocation, RunOutcome, SpawnError, Stream};
-use crate::sandbox::{Enforcement, Prepared};
+use crate::runner::{self, RunOutcome, SpawnError, Stream};
+use crate::sandbox::Enforcement;
 use crate::tool::{Body, Tool};
 use mask::{Masker, Secrets};
 use plan::{Plan, Target};
@@ -308,23 +308,6 @@ fn steps<'c>(
     execute(tool, &plan, &args.resolved, context, on_status).map(Outcome::Ran)
 }
 
-/// The invocation with its sandbox attached (and `TMPDIR` set to the call's private temp
-/// dir), when the kernel has something to enforce; `None` to run it as planned.
-fn confine(invocation: &Invocation, enforcement: Option<&Enforcement>) -> std::io::Result<Option<Invocation>> {
-    let Some(enforcement) = enforcement.filter(|e| e.writes_under.is_some() || e.no_network) else {
-        return Ok(None);
-    };
-    let prepared = Prepared::new(enforcement)
-        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot prepare its sandbox: {e}")))?;
-    let mut confined = invocation.clone();
-    if let Some(tmp) = &prepared.tmpdir {
-        confined.env.retain(|(k, _)| k != "TMPDIR");
-        confined.env.push(("TMPDIR".to_owned(), tmp.path().to_string_lossy().into_owned()));
-    }
-    confined.sandbox = Some(std::sync::Arc::new(prepared));
-    Ok(Some(confined))
-}
-
 fn denied(tool: &Tool, reason: Denial) -> ToolError {
     ToolError::PermissionDenied { tool: tool.name().to_owned(), tier: tool.tier(), reason }
 }
@@ -368,7 +351,7 @@ fn execute(
                 }));
             }
             let on_spawn = |process: &runner::Process| on_status(Status::Spawned { pid: process.pid(), process });
-            let confined = confine(invocation, plan.enforcement.as_ref()).map_err(|source| {
+            let confined = runner::confine(invocation, plan.enforcement.as_ref()).map_err(|source| {
                 let program = invocation.argv.first().cloned().unwrap_or_default();
                 spawn_error(SpawnError::Start { program, source })
             })?;

@@ -433,6 +433,46 @@ pub(crate) fn a_process_runs(argv: &[&str]) -> bool {
         .any(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == want))
 }
 
+/// What tools a test starts report to it: a Unix socket, which a confined tool can still
+/// reach (the sandbox confines where it writes files, not whom it talks to on this machine),
+/// for tools whose side effects the test counts (a `--describe` run, which packs confines).
+pub(crate) struct Reports {
+    _dir: TempDir,
+    socket: PathBuf,
+    listener: std::os::unix::net::UnixListener,
+}
+
+impl Reports {
+    pub(crate) fn new() -> Self {
+        let dir = tempfile::tempdir().expect("create a temp dir");
+        let socket = dir.path().join("reports.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind a Unix socket");
+        listener.set_nonblocking(true).expect("a non-blocking listener");
+        Self { _dir: dir, socket, listener }
+    }
+
+    /// A shell command (for a tool's script) that reports `what`.
+    pub(crate) fn shell(&self, what: &str) -> String {
+        format!(
+            "python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode())' '{}' '{what}'",
+            self.socket.display()
+        )
+    }
+
+    /// Every report made since the last call (the tools that made them have ended: their
+    /// connections wait in the listener's queue, their words in each connection).
+    pub(crate) fn take(&self) -> Vec<String> {
+        let mut reports = Vec::new();
+        while let Ok((mut stream, _)) = self.listener.accept() {
+            stream.set_nonblocking(false).expect("a blocking stream");
+            let mut what = String::new();
+            stream.read_to_string(&mut what).expect("read a report");
+            reports.push(what);
+        }
+        reports
+    }
+}
+
 /// The directory holding the built binary.
 pub(crate) fn bin_dir() -> PathBuf {
     Path::new(PACKS).parent().expect("binary has a parent dir").to_owned()

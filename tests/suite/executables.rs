@@ -120,22 +120,28 @@ fn broken_describes_are_skipped_with_a_reason() {
     assert_eq!(out.stderr.lines().count(), 8, "{}", out.stderr);
 }
 
-/// A shell tool that notes each `--describe` it answers in `count`.
-fn counted(count: &std::path::Path, description: &str) -> String {
+/// A shell tool that reports each `--describe` it answers to `reports` (a describe runs
+/// confined: it cannot note it in a file).
+fn counted(reports: &crate::common::Reports, description: &str) -> String {
     let describe =
         json!({"name": "counted", "description": description, "parameters": {"type": "object", "properties": {}}});
     format!(
-        "#!/bin/sh\nif [ \"$1\" = \"--describe\" ]; then\n  echo x >> '{}'\n  echo '{describe}'\n  exit 0\nfi\necho ran\n",
-        count.display()
+        "#!/bin/sh\nif [ \"$1\" = \"--describe\" ]; then\n  {}\n  echo '{describe}'\n  exit 0\nfi\necho ran\n",
+        reports.shell("described")
     )
 }
 
 #[test]
 fn describes_are_cached_while_the_executable_is_the_same_file() {
     let scratch = tempfile::tempdir().unwrap();
-    let (count, cache) = (scratch.path().join("count"), scratch.path().join("cache"));
-    let packs = Packs::new().executable("counted", &counted(&count, "first"));
-    let describes = || std::fs::read_to_string(&count).map_or(0, |s| s.lines().count());
+    let cache = scratch.path().join("cache");
+    let reports = crate::common::Reports::new();
+    let packs = Packs::new().executable("counted", &counted(&reports, "first"));
+    let total = std::cell::Cell::new(0);
+    let describes = || {
+        total.set(total.get() + reports.take().len());
+        total.get()
+    };
     let packs_with = |cache: &std::path::Path| Test::new().packs_dir(&packs).env("PACKS_CACHE_DIR", cache);
     let describe = || packs_with(&cache).args(["describe", "counted"]).run().success().json()["description"].clone();
 
@@ -159,7 +165,7 @@ fn describes_are_cached_while_the_executable_is_the_same_file() {
     assert_eq!(describes(), 2);
 
     // Changing the file makes packs ask again.
-    std::fs::write(packs.join("counted"), counted(&count, "second, longer")).unwrap();
+    std::fs::write(packs.join("counted"), counted(&reports, "second, longer")).unwrap();
     assert_eq!(describe(), "second, longer");
     assert_eq!(describes(), 3);
 
