@@ -34,6 +34,7 @@ mod describe;
 mod describe_cache;
 mod environment;
 pub mod formats;
+mod grants;
 mod help;
 mod image;
 pub mod lint;

@@ -64,6 +64,9 @@ pub(crate) enum Writes {
 pub(crate) struct Needs {
     pub(crate) writes: Writes,
     pub(crate) network: bool,
+    /// packs' own configuration (pack directories, agents, lock file, audit log...): never
+    /// writable by the tool, even inside a place it may write ([`crate::grants`]).
+    pub(crate) protected: Vec<PathBuf>,
 }
 
 impl Needs {
@@ -78,7 +81,15 @@ impl Needs {
             }
             Tier::System | Tier::Elevated => Writes::Anywhere,
         };
-        Self { writes, network: requires_network }
+        Self { writes, network: requires_network, protected: Vec::new() }
+    }
+
+    /// The same, with `paths` (packs' own configuration, resolved: see
+    /// [`crate::grants::resolved`]) kept out of every writable place.
+    #[must_use]
+    pub(crate) fn protecting(mut self, paths: &[PathBuf]) -> Self {
+        self.protected = paths.to_vec();
+        self
     }
 
     fn restricts_writes(&self) -> bool {
@@ -118,10 +129,15 @@ impl Enforcement {
         let mut parts = Vec::new();
         match &self.writes_under {
             Some(dirs) if dirs.is_empty() => parts.push("writes only to its private TMPDIR".to_owned()),
-            Some(dirs) => parts.push(format!(
-                "writes only under {} and its private TMPDIR",
-                dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
-            )),
+            Some(dirs) => {
+                let protected = self.needs.as_ref().map_or(&[][..], |n| n.protected.as_slice());
+                let kept_out = dirs.iter().any(|d| protected.iter().any(|p| p.starts_with(d)));
+                parts.push(format!(
+                    "writes only under {}{} and its private TMPDIR",
+                    dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
+                    if kept_out { " (but packs' own configuration there)" } else { "" }
+                ));
+            }
             None => {}
         }
         if self.no_network {
@@ -326,8 +342,9 @@ mod imp {
 
     impl Inner {
         pub(super) fn new(enforcement: &Enforcement, tmpdir: Option<&Path>) -> std::io::Result<Self> {
+            let protected = enforcement.needs.as_ref().map_or(&[][..], |n| n.protected.as_slice());
             let ruleset = match &enforcement.writes_under {
-                Some(dirs) => Some(ruleset(enforcement.landlock_abi, dirs, tmpdir)?),
+                Some(dirs) => Some(ruleset(enforcement.landlock_abi, dirs, tmpdir, protected)?),
                 None => None,
             };
             let filter = enforcement.no_network.then(no_network).transpose()?;
@@ -361,7 +378,12 @@ mod imp {
         }
     }
 
-    fn ruleset(abi: i32, dirs: &[std::path::PathBuf], tmpdir: Option<&Path>) -> std::io::Result<OwnedFd> {
+    fn ruleset(
+        abi: i32,
+        dirs: &[std::path::PathBuf],
+        tmpdir: Option<&Path>,
+        protected: &[std::path::PathBuf],
+    ) -> std::io::Result<OwnedFd> {
         let access = write_access(abi);
         let error =
             |e: landlock::RulesetError| std::io::Error::other(format!("cannot build the Landlock ruleset: {e}"));
@@ -371,17 +393,25 @@ mod imp {
             .map_err(error)?
             .create()
             .map_err(error)?;
+        let file_access = access & (AccessFs::WriteFile | AccessFs::Truncate);
         for dir in dirs.iter().map(std::path::PathBuf::as_path).chain(tmpdir) {
             // A declared writable place (a cache) may not exist yet: the tool could not
             // create it once confined.
             std::fs::create_dir_all(dir)?;
-            let fd = PathFd::new(dir).map_err(|e| std::io::Error::other(format!("{}: {e}", dir.display())))?;
-            ruleset = ruleset.add_rule(PathBeneath::new(fd, access)).map_err(error)?;
+            let real = std::fs::canonicalize(dir)?;
+            // The place, or (when packs' own configuration lies inside it) all of it but that.
+            for grant in crate::grants::grants(&real, protected) {
+                let (path, rights) = match &grant {
+                    crate::grants::Grant::Tree(path) => (path, access),
+                    crate::grants::Grant::File(path) => (path, file_access),
+                };
+                let fd = PathFd::new(path).map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))?;
+                ruleset = ruleset.add_rule(PathBeneath::new(fd, rights)).map_err(error)?;
+            }
         }
-        let device_access = access & (AccessFs::WriteFile | AccessFs::Truncate);
         for device in DEVICES {
             if let Ok(fd) = PathFd::new(device) {
-                ruleset = ruleset.add_rule(PathBeneath::new(fd, device_access)).map_err(error)?;
+                ruleset = ruleset.add_rule(PathBeneath::new(fd, file_access)).map_err(error)?;
             }
         }
         Option::<OwnedFd>::from(ruleset).ok_or_else(|| std::io::Error::other("Landlock gave no ruleset"))
@@ -465,7 +495,7 @@ mod tests {
     use super::*;
 
     fn needs(writes: Writes, network: bool) -> Needs {
-        Needs { writes, network }
+        Needs { writes, network, protected: Vec::new() }
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub struct Context {
     values: Map<String, Value>,
     agent: Option<Arc<Agent>>,
     workspace: Option<PathBuf>,
+    /// packs' own configuration, resolved: no confined tool writes there.
+    control_plane: Arc<[PathBuf]>,
     audit: Option<Arc<AuditLog>>,
     /// The settings in effect: the operator's (`with_*`), else the agent's.
     pass_env: Vec<String>,
@@ -143,6 +145,23 @@ impl Context {
     pub fn with_workspace(mut self, dir: PathBuf) -> Self {
         self.workspace = Some(dir);
         self
+    }
+
+    /// packs' own configuration: pack directories, agents, the lock file and its signature,
+    /// the audit log, secrets and token files, packs' cache. No confined tool may write there,
+    /// even where it may write otherwise (a workspace holding `./packs`): see docs/SANDBOX.md.
+    /// Paths are resolved now (links, the current directory); one that does not exist now is
+    /// not reserved (docs/SANDBOX.md says why).
+    #[must_use]
+    pub fn with_control_plane(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
+        let paths: Vec<PathBuf> = paths.into_iter().collect();
+        self.control_plane = crate::grants::resolved(&paths).into();
+        self
+    }
+
+    /// packs' own configuration, resolved ([`Context::with_control_plane`]).
+    pub(crate) fn control_plane(&self) -> &[PathBuf] {
+        &self.control_plane
     }
 
     /// The workspace root: as set, else the current directory.

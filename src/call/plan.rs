@@ -114,7 +114,8 @@ impl Plan {
             Body::Native(_) => None,
             Body::Manifest { .. } | Body::Executable => {
                 let needs =
-                    Needs::of(tool.tier(), policy.requires_network, &context.workspace(), &tool.writable_dirs());
+                    Needs::of(tool.tier(), policy.requires_network, &context.workspace(), &tool.writable_dirs())
+                        .protecting(context.control_plane());
                 let decided = sandbox::decide(needs, context.sandbox(), sandbox::Support::probe());
                 Some(decided.map_err(|source| ToolError::Unconfinable { tool: tool.name().to_owned(), source })?)
             }

@@ -348,6 +348,17 @@ pub(crate) fn main() -> i32 {
                 (Some(a), true) => a.pack_dirs(),
                 _ => cli.packs.clone(),
             };
+            // packs' own configuration: no confined tool may write there (docs/SANDBOX.md).
+            let mut control_plane = search_path(&dirs).dirs;
+            control_plane.push(Agent::root());
+            control_plane.push(cli.lockfile.clone());
+            control_plane.push(crate::lock::signature_path(&cli.lockfile));
+            control_plane.extend(cli.log.iter().chain(&cli.secrets_file).cloned());
+            control_plane.extend(crate::describe_cache::default_dir());
+            if let Command::Serve(args) = command {
+                control_plane.extend(args.protected_files());
+            }
+            base = base.with_control_plane(control_plane);
             if let Command::Sandbox { json } = command {
                 return sandbox::report(base.sandbox(), *json);
             }

@@ -67,6 +67,18 @@ pub(super) struct ServeArgs {
     session_key_file: Option<PathBuf>,
 }
 
+impl ServeArgs {
+    /// The files of the server's own configuration (tokens, keys, certificates): packs'
+    /// control plane, which no confined tool may write.
+    pub(super) fn protected_files(&self) -> Vec<PathBuf> {
+        [&self.token_file, &self.tls_cert, &self.tls_key, &self.oauth_ca, &self.session_key_file]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect()
+    }
+}
+
 /// `packs serve --http ADDR`.
 pub(super) fn http(args: &ServeArgs, addr: SocketAddr, serve: crate::mcp::Options) -> i32 {
     let mut options = crate::mcp::http::HttpOptions::new(serve, addr);

@@ -462,3 +462,58 @@ fn an_executables_describe_runs_confined_and_writes_nowhere() {
     assert_eq!(out.success().json()[0]["name"], "dropper", "{}", out.stderr);
     assert!(!packs.join("planted.tool.json").exists(), "a --describe run wrote into the pack directory");
 }
+
+#[test]
+fn a_workspace_tool_cannot_write_packs_own_configuration_inside_the_workspace() {
+    // The default layout: the pack directory, the agents, the lock file and the audit log
+    // all inside the workspace (the current directory). A workspace tool writes the
+    // workspace, but none of what packs trusts next.
+    let try_writes = shell_tool(
+        "writer",
+        json!({"read_only": false, "tier": "workspace"}),
+        json!({}),
+        &format!(
+            "{TRY_WRITES}; if echo x > made 2>/dev/null; then echo 'made a new file'; else echo 'no new file here'; fi"
+        ),
+        &[
+            "packs/planted.tool.json",
+            "packs/writer.tool.json",
+            "agents/a/agent.toml",
+            "agents/a/soul.md",
+            "packs.lock",
+            "audit.jsonl",
+            "README.md",
+            "src/new.rs",
+        ],
+    );
+    let test = Test::new()
+        .write("packs/writer.tool.json", &try_writes.to_string())
+        .write("agents/a/agent.toml", "tools = [\"writer\"]\n")
+        .write("README.md", "# readme\n")
+        .write("src/main.rs", "fn main() {}\n");
+    let root = test.path().to_owned();
+    Test::new().current_dir(&root).args(["lock"]).run().success();
+    let lock = std::fs::read_to_string(root.join("packs.lock")).unwrap();
+    let out = test.args(["--log", "audit.jsonl", "--agent", "a", "run", "writer"]).run();
+    out.success().stdout_eq(
+        "denied packs/planted.tool.json\ndenied packs/writer.tool.json\ndenied agents/a/agent.toml\n\
+         denied agents/a/soul.md\ndenied packs.lock\ndenied audit.jsonl\nwrote README.md\nwrote src/new.rs\n\
+         no new file here\n",
+    );
+    assert!(!root.join("packs/planted.tool.json").exists() && !root.join("agents/a/soul.md").exists());
+    assert_eq!(std::fs::read_to_string(root.join("agents/a/agent.toml")).unwrap(), "tools = [\"writer\"]\n");
+    assert_eq!(std::fs::read_to_string(root.join("packs.lock")).unwrap(), lock);
+    // The dry run says so.
+    Test::new()
+        .current_dir(&root)
+        .args(["run", "writer", "--dry-run"])
+        .run()
+        .success()
+        .stdout_contains("(but packs' own configuration there)");
+    // Kept out of the workspace, the control plane costs the workspace nothing.
+    let elsewhere = Packs::new().manifest("writer", try_writes);
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("README.md"), "# readme\n").unwrap();
+    let out = Test::new().packs_dir(elsewhere.path()).current_dir(ws.path()).args(["run", "writer"]).run();
+    out.success().stdout_contains("wrote README.md\n").stdout_contains("made a new file\n");
+}
