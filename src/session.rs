@@ -229,8 +229,8 @@ pub(crate) enum SessionError {
     Unhonoured(#[from] Unhonoured),
     #[error(transparent)]
     Agent(#[from] crate::agent::AgentError),
-    #[error("cannot write the audit log {}: {source}", path.display())]
-    Log { path: PathBuf, source: std::io::Error },
+    #[error("cannot write the audit log {}: {error}", path.display())]
+    Log { path: PathBuf, error: std::io::Error },
 }
 
 impl Session {
@@ -252,8 +252,8 @@ impl Session {
             && honours(Key::Log)
             && let Some(path) = &operator.log
         {
-            let log = crate::audit::AuditLog::open(path)
-                .map_err(|source| SessionError::Log { path: path.clone(), source })?;
+            let log =
+                crate::audit::AuditLog::open(path).map_err(|error| SessionError::Log { path: path.clone(), error })?;
             context = context.with_audit(log);
         }
         if honours(Key::Workspace)

@@ -171,8 +171,16 @@ enum Command {
     /// Pin the tools in packs.lock, check them against it (--check), re-pin one after review (--update)
     Lock(lock::LockArgs),
     /// Run the tests manifests carry (`tests`), through the real pipeline
+    ///
+    /// The global options apply as to `packs run`, except that every call is approved (writing
+    /// the test is the approval) and none is recorded: `--log` is refused.
     Test(test::TestArgs),
     /// Use a manifest file as an executable: `--describe`, or run it with a JSON argument
+    ///
+    /// The global options apply as to `packs run` (`--agent`, `--workspace`, `--sandbox`,
+    /// `--mode`, `--pass-env`, `--secrets-file`, `--log`, `--locked`), except that calls are
+    /// approved (the program running the file decides; its describe JSON carries
+    /// `confirm_before_run`) and `--packs` is refused: the file is the one tool.
     Exec(run::ExecArgs),
     /// Show a command's help, or a tool's manual page (or this help without NAME)
     Help {
