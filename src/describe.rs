@@ -204,10 +204,7 @@ pub(crate) fn ask(path: &Path, cache: Option<&DescribeCache>) -> Result<(Describ
     // Confined as a `read_only` tool without network: a describe answers, it changes nothing
     // (it writes only to a private TMPDIR), whatever the file became since it was written.
     // As far as this kernel can: an executable is described on any kernel.
-    let needs = crate::sandbox::Needs::of(crate::policy::Tier::ReadOnly, false, Path::new("/"), &[]);
-    let enforcement =
-        crate::sandbox::decide(needs, crate::sandbox::SandboxMode::BestEffort, crate::sandbox::Support::probe())
-            .map_err(|e| e.to_string())?;
+    let enforcement = crate::sandbox::for_a_describe();
     let confined = runner::confine(&invocation, Some(&enforcement))
         .map_err(|e| format!("`--describe` cannot be confined: {e}"))?;
     let out = runner::run(confined.as_ref().unwrap_or(&invocation)).map_err(|e| e.to_string())?;

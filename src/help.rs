@@ -12,6 +12,12 @@ const INDENT: &str = "       ";
 /// The manual page of `tool` (`packs help NAME`): a native tool's own, else one
 /// generated from the tool itself; control and invisible characters escaped.
 pub fn page(tool: &Tool) -> String {
+    page_in(tool, &crate::call::Context::new())
+}
+
+/// The manual page of `tool` as calls in `context` would run it (its POLICY section says
+/// what the kernel enforces under that context's sandbox mode and workspace).
+pub(crate) fn page_in(tool: &Tool, context: &crate::call::Context) -> String {
     if let Some(page) = tool.native().and_then(crate::NativeTool::help) {
         return crate::visible::prose(&page).into_owned();
     }
@@ -24,7 +30,7 @@ pub fn page(tool: &Tool) -> String {
     section(&mut s, "DESCRIPTION", &d.description);
     section(&mut s, "PARAMETERS", &parameters(tool));
     section(&mut s, "COMMAND", &command(tool));
-    section(&mut s, "POLICY", &policy(tool));
+    section(&mut s, "POLICY", &policy(tool, context));
     section(&mut s, "OUTPUT", &output(tool));
     if !tool.examples().is_empty() {
         section(&mut s, "EXAMPLES", &tool.examples().join("\n\n"));
@@ -151,7 +157,7 @@ fn command(tool: &Tool) -> String {
     s
 }
 
-fn policy(tool: &Tool) -> String {
+fn policy(tool: &Tool, context: &crate::call::Context) -> String {
     let p = tool.policy();
     let yes = |b: bool| if b { "yes" } else { "no" };
     let mut s = format!(
@@ -173,15 +179,10 @@ fn policy(tool: &Tool) -> String {
             let _ = write!(s, "\n{name}: {v}");
         }
     }
-    let enforced = if tool.kind() == crate::tool::ToolKind::Native {
-        "nothing (a native tool runs in the program's own process)".to_owned()
-    } else {
-        let workspace = std::env::current_dir().unwrap_or_default();
-        let needs = crate::sandbox::Needs::of(tool.tier(), p.requires_network, &workspace, &tool.writable_dirs());
-        match crate::sandbox::decide(needs, crate::sandbox::SandboxMode::Enforce, crate::sandbox::Support::probe()) {
-            Ok(e) => e.describe(),
-            Err(e) => format!("refused here unless `--sandbox best-effort` or `off`: {}", e.missing.join("; ")),
-        }
+    let enforced = match context.enforcement(tool) {
+        None => "nothing (a native tool runs in the program's own process)".to_owned(),
+        Some(Ok(e)) => e.describe(),
+        Some(Err(e)) => format!("refused here unless `--sandbox best-effort` or `off`: {}", e.missing.join("; ")),
     };
     let _ = write!(s, "\nenforced by the kernel: {enforced}");
     s

@@ -52,6 +52,7 @@ pub mod prompt;
 mod runner;
 mod sandbox;
 mod scaffold;
+mod session;
 mod skill;
 mod source;
 #[cfg(target_os = "linux")]

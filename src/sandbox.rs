@@ -225,6 +225,15 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
     })
 }
 
+/// What an executable's `--describe` run gets: the confinement of a `read_only` tool without
+/// network, as far as this kernel can (a describe is no call of the operator's: it is
+/// confined whatever `--sandbox` says, and never refused for want of the kernel's support).
+pub(crate) fn for_a_describe() -> Enforcement {
+    let needs = Needs::of(Tier::ReadOnly, false, Path::new("/"), &[]);
+    decide(needs, SandboxMode::BestEffort, Support::probe())
+        .unwrap_or_else(|_| unreachable!("best-effort never refuses"))
+}
+
 /// A call's sandbox, ready to enter: built in packs' process before the child starts.
 #[derive(Debug)]
 pub(crate) struct Prepared {

@@ -38,13 +38,19 @@ enum Observed {
 /// Run every test of `tool` (a tool of `catalog`) through the call pipeline. Calls are
 /// approved: writing the test is the approval. They are not recorded in an audit log.
 pub fn run_tests(catalog: &Catalog, tool: &Tool) -> Vec<Outcome> {
+    run_tests_in(catalog, tool, &Context::new())
+}
+
+/// Run every test of `tool` with `base`'s agent, workspace, sandbox mode, mode and
+/// pass-env (each test adds its own context values); approved and not recorded all the same.
+pub(crate) fn run_tests_in(catalog: &Catalog, tool: &Tool, base: &Context) -> Vec<Outcome> {
     let tests = tool.manifest().map(|m| m.tests.as_slice()).unwrap_or_default();
     tests
         .iter()
         .enumerate()
         .map(|(i, t)| {
             let label = format!("{} / {}", tool.name(), t.name.clone().unwrap_or_else(|| format!("#{}", i + 1)));
-            let failures = match observe(catalog, tool, t) {
+            let failures = match observe(catalog, tool, t, base) {
                 Ok(observed) => check(&t.expect, &observed),
                 Err(setup) => vec![setup],
             };
@@ -53,8 +59,8 @@ pub fn run_tests(catalog: &Catalog, tool: &Tool) -> Vec<Outcome> {
         .collect()
 }
 
-fn observe(catalog: &Catalog, tool: &Tool, t: &ToolTest) -> Result<Observed, String> {
-    let mut context = Context::new();
+fn observe(catalog: &Catalog, tool: &Tool, t: &ToolTest, base: &Context) -> Result<Observed, String> {
+    let mut context = base.clone();
     for (k, v) in &t.context {
         context.set(k, v.clone()).map_err(|e| e.to_string())?;
     }

@@ -61,6 +61,8 @@ mod sandbox;
 mod schemas;
 #[path = "suite/serve.rs"]
 mod serve;
+#[path = "suite/session.rs"]
+mod session;
 #[path = "suite/snapshot.rs"]
 mod snapshot;
 

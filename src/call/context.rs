@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::agent::Agent;
 use crate::audit::AuditLog;
-use crate::sandbox::SandboxMode;
+use crate::sandbox::{Enforcement, SandboxMode, Unenforceable};
 use crate::template::CONTEXT_KEYS;
 
 /// The caller's context: values such as the active URL or selection that fill
@@ -139,6 +139,22 @@ impl Context {
         self.sandbox
     }
 
+    /// What the kernel would enforce for a call of `tool` in this context: the one place
+    /// the sandbox level is decided (the plan, `--dry-run`, `packs help NAME` and the MCP
+    /// read-only hint all ask here). `None` for a native tool (it runs in packs' own
+    /// process); an error when this context's mode is `enforce` and the kernel cannot
+    /// confine what the tool's policy needs.
+    pub(crate) fn enforcement(&self, tool: &crate::tool::Tool) -> Option<Result<Enforcement, Unenforceable>> {
+        if tool.kind() == crate::tool::ToolKind::Native {
+            return None;
+        }
+        let policy = tool.policy();
+        let needs =
+            crate::sandbox::Needs::of(tool.tier(), policy.requires_network, &self.workspace(), &tool.writable_dirs())
+                .protecting(&self.control_plane);
+        Some(crate::sandbox::decide(needs, self.sandbox, crate::sandbox::Support::probe()))
+    }
+
     /// Confine `format: path` parameters to `dir` (default: the current directory), and
     /// run tools there unless their manifest sets a `cwd`.
     #[must_use]
@@ -157,11 +173,6 @@ impl Context {
         let paths: Vec<PathBuf> = paths.into_iter().collect();
         self.control_plane = crate::grants::resolved(&paths).into();
         self
-    }
-
-    /// packs' own configuration, resolved ([`Context::with_control_plane`]).
-    pub(crate) fn control_plane(&self) -> &[PathBuf] {
-        &self.control_plane
     }
 
     /// The workspace root: as set, else the current directory.

@@ -14,7 +14,7 @@ use crate::call::{Context, Decision, FieldError, ToolError};
 use crate::environment::minimal_env;
 use crate::policy::Tier;
 use crate::runner::Invocation;
-use crate::sandbox::{self, Enforcement, Needs};
+use crate::sandbox::Enforcement;
 use crate::template::Lead;
 use crate::tool::{Body, Tool};
 
@@ -110,16 +110,10 @@ impl Plan {
         let shown_env = env.iter().map(|(k, v)| (k.clone(), secrets.mask(v))).collect();
         let shown_cwd = cwd.as_ref().map(|c| PathBuf::from(secrets.mask(&c.to_string_lossy())));
         let shown_stdin = stdin.as_deref().map(|text| StdinPreview::of(text, &secrets));
-        let enforcement = match &tool.body {
-            Body::Native(_) => None,
-            Body::Manifest { .. } | Body::Executable => {
-                let needs =
-                    Needs::of(tool.tier(), policy.requires_network, &context.workspace(), &tool.writable_dirs())
-                        .protecting(context.control_plane());
-                let decided = sandbox::decide(needs, context.sandbox(), sandbox::Support::probe());
-                Some(decided.map_err(|source| ToolError::Unconfinable { tool: tool.name().to_owned(), source })?)
-            }
-        };
+        let enforcement = context
+            .enforcement(tool)
+            .transpose()
+            .map_err(|source| ToolError::Unconfinable { tool: tool.name().to_owned(), source })?;
         let target = match &tool.body {
             Body::Native(_) => Target::Native,
             Body::Manifest { .. } | Body::Executable => Target::Process(Invocation {

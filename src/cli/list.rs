@@ -138,8 +138,8 @@ pub(super) fn catalog(
     Ok(warnings.is_empty())
 }
 
-pub(super) fn help(catalog: &Catalog, name: &str) -> Result<i32> {
+pub(super) fn help(catalog: &Catalog, name: &str, context: &crate::call::Context) -> Result<i32> {
     let tool = catalog.get(name)?;
-    print(&crate::help::page(tool))?;
+    print(&crate::help::page_in(tool, context))?;
     Ok(exit::OK)
 }

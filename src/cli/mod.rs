@@ -20,9 +20,9 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::agent::Agent;
 use crate::catalog::{Catalog, SearchPath};
 use crate::formats::ExportFormat;
+use crate::session::{self, Front, Key, Operator, Session, Source};
 use crate::source::Diagnostic;
 use serve::ServeArgs;
 
@@ -150,6 +150,12 @@ enum Command {
     Serve(Box<ServeArgs>),
     /// Print an agent's system prompt: soul.md, then its context modules (and tools)
     Prompt(prompt::PromptArgs),
+    /// Show each setting in effect (sandbox, mode, agent, workspace...) and where it came from
+    Session {
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
     /// Show what this kernel can enforce for tools (Landlock, seccomp) and the sandbox mode
     Sandbox {
         /// Print JSON instead of text
@@ -165,8 +171,16 @@ enum Command {
     /// Pin the tools in packs.lock, check them against it (--check), re-pin one after review (--update)
     Lock(lock::LockArgs),
     /// Run the tests manifests carry (`tests`), through the real pipeline
+    ///
+    /// The global options apply as to `packs run`, except that every call is approved (writing
+    /// the test is the approval) and none is recorded: `--log` is refused.
     Test(test::TestArgs),
     /// Use a manifest file as an executable: `--describe`, or run it with a JSON argument
+    ///
+    /// The global options apply as to `packs run` (`--agent`, `--workspace`, `--sandbox`,
+    /// `--mode`, `--pass-env`, `--secrets-file`, `--log`, `--locked`), except that calls are
+    /// approved (the program running the file decides; its describe JSON carries
+    /// `confirm_before_run`) and `--packs` is refused: the file is the one tool.
     Exec(run::ExecArgs),
     /// Show a command's help, or a tool's manual page (or this help without NAME)
     Help {
@@ -245,10 +259,12 @@ impl ColorWhen {
 /// Run the CLI with the process's arguments; returns the exit code.
 pub(crate) fn main() -> i32 {
     use clap::{CommandFactory, FromArgMatches};
-    let parsed =
-        Cli::command().color(ColorWhen::from_args().clap()).try_get_matches().and_then(|m| Cli::from_arg_matches(&m));
-    let cli = match parsed {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .color(ColorWhen::from_args().clap())
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
             let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
             let _ = e.print();
@@ -267,8 +283,18 @@ pub(crate) fn main() -> i32 {
         // What a tool leaves outside its process group becomes packs' to end (Linux).
         crate::orphans::adopt();
     }
+    // The operator's configuration, resolved once; a flag this command cannot honour is refused.
+    let operator = cli.operator(&matches);
+    let front = cli.command.front();
+    if let Err(e) = front.check(&operator) {
+        report(&e.into());
+        return exit::USAGE;
+    }
     let result = match cli.command {
-        Command::Exec(args) => run::exec(&args),
+        Command::Exec(args) => match open_session(operator, &front) {
+            Ok(session) => run::exec(&args, &session),
+            Err(code) => return code,
+        },
         Command::Lint(args) => Ok(lint::lint(&args, &cli.packs, cli.agent.as_deref(), cli.color.stdout())),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
@@ -306,51 +332,15 @@ pub(crate) fn main() -> i32 {
             Ok(exit::OK)
         }
         ref command => {
-            let agent = match load_agent(cli.agent.as_deref(), command.serves_model()) {
-                Ok(a) => a,
-                Err(e) => {
-                    report(&e);
-                    return exit::USAGE;
-                }
+            let session = match open_session(operator, &front) {
+                Ok(session) => session,
+                Err(code) => return code,
             };
-            if let Some(file) = &cli.secrets_file
-                && let Err(e) = load_secrets(file)
-            {
-                report(&e);
-                return exit::USAGE;
-            }
-            let mut base = crate::call::Context::new();
-            // Only commands that run tools write the log (and need it writable).
-            let runs_tools = matches!(command, Command::Run(_) | Command::Call(_) | Command::Serve(_));
-            if let Some(path) = cli.log.as_ref().filter(|_| runs_tools) {
-                match crate::audit::AuditLog::open(path) {
-                    Ok(log) => base = base.with_audit(log),
-                    Err(e) => {
-                        report(&anyhow::anyhow!("cannot write the audit log {}: {e}", path.display()));
-                        return exit::USAGE;
-                    }
-                }
-            }
-            if let Some(a) = &agent {
-                base = base.with_agent(a.clone());
-            }
-            if let Some(w) = &cli.workspace {
-                base = base.with_workspace(w.clone());
-            }
-            base = base.with_pass_env(cli.pass_env.iter().cloned());
-            if let Some(mode) = cli.sandbox {
-                base = base.with_sandbox(mode);
-            }
-            if let Some(mode) = &cli.mode {
-                base = base.with_mode(mode.clone());
-            }
-            let dirs = match (&agent, cli.packs.is_empty()) {
-                (Some(a), true) => a.pack_dirs(),
-                _ => cli.packs.clone(),
-            };
+            let agent = &session.agent;
+            let dirs = session.dirs.clone();
             // packs' own configuration: no confined tool may write there (docs/SANDBOX.md).
             let mut control_plane = search_path(&dirs).dirs;
-            control_plane.push(Agent::root());
+            control_plane.push(crate::agent::Agent::root());
             control_plane.push(cli.lockfile.clone());
             control_plane.push(crate::lock::signature_path(&cli.lockfile));
             control_plane.extend(cli.log.iter().chain(&cli.secrets_file).cloned());
@@ -358,13 +348,16 @@ pub(crate) fn main() -> i32 {
             if let Command::Serve(args) = command {
                 control_plane.extend(args.protected_files());
             }
-            base = base.with_control_plane(control_plane);
+            let base = session.context.clone().with_control_plane(control_plane);
+            if let Command::Session { json } = command {
+                return session_report(&session, *json);
+            }
             if let Command::Sandbox { json } = command {
                 return sandbox::report(base.sandbox(), *json);
             }
             if let Command::Serve(args) = command {
-                let locked = (cli.locked || agent.as_ref().is_some_and(|a| a.config.locked))
-                    .then(|| lock::LockOptions { lockfile: &cli.lockfile, verify: cli.verify.as_deref() }.locked());
+                let (lockfile, verify) = session.lockfile();
+                let locked = session.locked.then(|| lock::LockOptions { lockfile, verify }.locked());
                 let options = crate::mcp::Options {
                     search: search_path(&dirs),
                     context: base.clone(),
@@ -388,7 +381,7 @@ pub(crate) fn main() -> i32 {
                 Command::Run(args) => Some(args.name()),
                 _ => None,
             };
-            let locked = cli.locked || agent.as_ref().is_some_and(|a| a.config.locked);
+            let locked = session.locked;
             // A listing whose inputs are all in the fingerprint, printed to a file or pipe: the
             // pack directories, and the agent's directory (its `agent.toml`) when one applies.
             let mut snapshot = match command {
@@ -412,8 +405,8 @@ pub(crate) fn main() -> i32 {
             // The lock file's verification never relies on the name index.
             let mut catalog = load_catalog(&dirs, cli.quiet, only, !locked);
             if locked {
-                let options = lock::LockOptions { lockfile: &cli.lockfile, verify: cli.verify.as_deref() };
-                match lock::read_trusted(&options) {
+                let (lockfile, verify) = session.lockfile();
+                match lock::read_trusted(&lock::LockOptions { lockfile, verify }) {
                     Ok(l) => lock::enforce(&mut catalog, &l, cli.quiet || only.is_some()),
                     Err(e) => {
                         report(&e.context("--locked: every tool is refused"));
@@ -442,8 +435,8 @@ pub(crate) fn main() -> i32 {
                 }
                 Command::Call(args) => call::call(&catalog, args, &base),
                 Command::Prompt(args) => prompt::prompt(&catalog, args, &base),
-                Command::Test(args) => test::test(&catalog, args),
-                Command::Help { name: Some(name), .. } => list::help(&catalog, name),
+                Command::Test(args) => test::test(&catalog, args, &base),
+                Command::Help { name: Some(name), .. } => list::help(&catalog, name, &base),
                 Command::Exec(_)
                 | Command::Lint(_)
                 | Command::Lock(_)
@@ -453,6 +446,7 @@ pub(crate) fn main() -> i32 {
                 | Command::Completions { .. }
                 | Command::Man
                 | Command::Serve(_)
+                | Command::Session { .. }
                 | Command::Sandbox { .. } => {
                     unreachable!("handled above")
                 }
@@ -545,20 +539,174 @@ fn load_secrets(path: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-impl Command {
-    /// Whether the command serves a model (what it is offered, what its calls may run): it
-    /// then acts for the default agent when `--agent` names none ([`Agent::for_model`]). The
-    /// operator's own commands act only for an agent named.
-    fn serves_model(&self) -> bool {
-        matches!(self, Self::Prompt(_) | Self::Catalog { .. } | Self::Call(_) | Self::Serve(_) | Self::Lint(_))
+impl Cli {
+    /// What the operator gave on the command line and in the environment, and where each
+    /// setting came from.
+    fn operator(&self, matches: &clap::ArgMatches) -> Operator {
+        use clap::parser::ValueSource;
+        let ids = [
+            (Key::Packs, "packs"),
+            (Key::Workspace, "workspace"),
+            (Key::Log, "log"),
+            (Key::SecretsFile, "secrets_file"),
+            (Key::PassEnv, "pass_env"),
+            (Key::Sandbox, "sandbox"),
+            (Key::Agent, "agent"),
+            (Key::Locked, "locked"),
+            (Key::Lockfile, "lockfile"),
+            (Key::Verify, "verify"),
+            (Key::Mode, "mode"),
+        ];
+        let given = ids
+            .into_iter()
+            .filter_map(|(key, id)| match matches.value_source(id) {
+                Some(ValueSource::CommandLine) => Some((key, Source::Flag)),
+                Some(ValueSource::EnvVariable) => Some((key, Source::Env)),
+                _ => None,
+            })
+            .collect();
+        Operator {
+            packs: self.packs.clone(),
+            workspace: self.workspace.clone(),
+            log: self.log.clone(),
+            secrets_file: self.secrets_file.clone(),
+            pass_env: self.pass_env.clone(),
+            sandbox: self.sandbox,
+            agent: self.agent.clone(),
+            locked: self.locked,
+            lockfile: self.lockfile.clone(),
+            verify: self.verify.clone(),
+            mode: self.mode.clone(),
+            given,
+        }
     }
 }
 
-/// The agent a command acts for: `--agent ID` (`none`: no agent); without it, for a command
-/// that serves a model, the default agent when it exists.
-fn load_agent(id: Option<&str>, serves_model: bool) -> anyhow::Result<Option<Agent>> {
-    let root = Agent::root();
-    Ok(if serves_model { Agent::for_model(&root, id)? } else { Agent::named(&root, id)? })
+impl Command {
+    /// The command as a front-end: the settings it honours (any other given on the command
+    /// line is refused), whether it serves a model (it then acts for the default agent when
+    /// `--agent` names none, [`crate::agent::Agent::for_model`]; the operator's own commands act only for an
+    /// agent named), and whether its calls are recorded.
+    fn front(&self) -> Front {
+        const LISTING: &[Key] = &[Key::Packs, Key::Agent, Key::Locked, Key::Lockfile, Key::Verify];
+        const OFFERING: &[Key] = &[Key::Packs, Key::Agent, Key::Locked, Key::Lockfile, Key::Verify, Key::Mode];
+        const HELP: &[Key] =
+            &[Key::Packs, Key::Agent, Key::Locked, Key::Lockfile, Key::Verify, Key::Workspace, Key::Sandbox];
+        const EXEC: &[Key] = &[
+            Key::Workspace,
+            Key::Log,
+            Key::SecretsFile,
+            Key::PassEnv,
+            Key::Sandbox,
+            Key::Agent,
+            Key::Locked,
+            Key::Lockfile,
+            Key::Verify,
+            Key::Mode,
+        ];
+        const TEST: &[Key] = &[
+            Key::Packs,
+            Key::Workspace,
+            Key::SecretsFile,
+            Key::PassEnv,
+            Key::Sandbox,
+            Key::Agent,
+            Key::Locked,
+            Key::Lockfile,
+            Key::Verify,
+            Key::Mode,
+        ];
+        let front =
+            |name, honours, because, serves_model, records| Front { name, honours, because, serves_model, records };
+        let lists = "it lists tools and runs none";
+        match self {
+            Self::Run(_) => front("run", session::ALL, "", false, true),
+            Self::Call(_) => front("call", session::ALL, "", true, true),
+            Self::Serve(_) => front("serve", session::ALL, "", true, true),
+            Self::Exec(_) => front("exec", EXEC, "it runs the one manifest file it is given", false, true),
+            Self::Test(_) => {
+                front("test", TEST, "its calls are approved by the tests and never recorded", false, false)
+            }
+            Self::Session { .. } => front("session", session::ALL, "", false, false),
+            Self::List { .. } => front("list", LISTING, lists, false, false),
+            Self::Describe { .. } => front("describe", LISTING, lists, false, false),
+            Self::Catalog { .. } => front("catalog", OFFERING, lists, true, false),
+            Self::Prompt(_) => front("prompt", OFFERING, lists, true, false),
+            // NAME may be a tool: its page says what the kernel enforces in this session.
+            Self::Help { name: Some(_), .. } => front("help", HELP, "a manual page runs no tool", false, false),
+            Self::Sandbox { .. } => front(
+                "sandbox",
+                &[Key::Sandbox, Key::Agent],
+                "it reports what the kernel enforces and runs no tool",
+                false,
+                false,
+            ),
+            Self::Lint(_) => {
+                front("lint", &[Key::Packs, Key::Agent], "it checks manifests and runs no tool", true, false)
+            }
+            Self::Lock(_) => front(
+                "lock",
+                &[Key::Packs, Key::Lockfile, Key::Verify],
+                "it pins the tools of the pack directories and runs none",
+                false,
+                false,
+            ),
+            Self::New(_) => front("new", &[], "it writes a manifest skeleton and runs no tool", false, false),
+            Self::Convert(_) => front("convert", &[], "it converts definitions and runs no tool", false, false),
+            Self::Completions { .. } => front("completions", &[], "it prints a completion script", false, false),
+            Self::Man => front("man", &[], "it prints packs' man page", false, false),
+            Self::Help { .. } => front("help", &[], "it prints a command's help", false, false),
+        }
+    }
+}
+
+/// Open the session for `front` (reading `--secrets-file` into packs' environment when it
+/// honours one); an error is reported, and its exit status returned.
+fn open_session(operator: Operator, front: &Front) -> Result<Session, i32> {
+    if front.honours.contains(&Key::SecretsFile)
+        && let Some(file) = &operator.secrets_file
+        && let Err(e) = load_secrets(file)
+    {
+        report(&e);
+        return Err(exit::USAGE);
+    }
+    Session::open(operator, front).map_err(|e| {
+        report(&e.into());
+        exit::USAGE
+    })
+}
+
+/// `packs session`: each setting in effect and where it came from.
+fn session_report(session: &Session, as_json: bool) -> i32 {
+    let resolved = session.resolved();
+    let written = if as_json {
+        let rows: serde_json::Map<String, serde_json::Value> = resolved
+            .iter()
+            .map(|r| {
+                let spec = r.key.spec();
+                let from = match &r.source {
+                    Source::Flag => spec.flag.to_owned(),
+                    Source::Env => spec.env.unwrap_or(spec.flag).to_owned(),
+                    Source::Agent(id) => format!("agent {id}"),
+                    Source::Default => "default".to_owned(),
+                };
+                (
+                    spec.flag.trim_start_matches("--").to_owned(),
+                    serde_json::json!({"value": r.value, "from": from, "rule": spec.rule.describe()}),
+                )
+            })
+            .collect();
+        print_json(&rows)
+    } else {
+        print(&resolved.iter().map(|r| format!("{r}\n")).collect::<String>())
+    };
+    match written {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            report(&e);
+            exit::USAGE
+        }
+    }
 }
 
 /// `--packs` directories, else `$PACKS_PATH`, else `./packs`; describes cached

@@ -242,7 +242,11 @@ fn dry_run_text(planned: &Planned, as_json: bool) -> String {
     s
 }
 
-pub(super) fn exec(a: &ExecArgs) -> Result<i32> {
+/// `packs exec FILE`: the session applies as to `packs run` (agent, workspace, sandbox, mode,
+/// pass-env, secrets, `--locked`, the audit log), with one named override: calls are approved,
+/// since the program running the file as an executable decides approval (the describe JSON
+/// carries `confirm_before_run` for it).
+pub(super) fn exec(a: &ExecArgs, session: &crate::session::Session) -> Result<i32> {
     let (tool, warnings) = match Catalog::load_file(&a.file) {
         Ok(loaded) => loaded,
         Err(errors) => {
@@ -251,18 +255,30 @@ pub(super) fn exec(a: &ExecArgs) -> Result<i32> {
         }
     };
     print_diagnostics(&warnings);
+    let name = tool.name().to_owned();
+    let mut catalog = Catalog::of_tool(tool);
+    if session.locked {
+        let (lockfile, verify) = session.lockfile();
+        let lock = super::lock::LockOptions { lockfile, verify };
+        match super::lock::read_trusted(&lock) {
+            Ok(l) => super::lock::enforce(&mut catalog, &l, true),
+            Err(e) => bail!(e.context("--locked: every tool is refused")),
+        }
+    }
     if a.describe {
+        let tool = catalog.get(&name)?;
         print(&format!("{}\n", serde_json::to_string_pretty(tool.describe())?))?;
         return Ok(exit::OK);
     }
     let Some(input) = &a.input else {
         bail!("give the arguments as one JSON argument, or --describe");
     };
-    let name = tool.name().to_owned();
-    let catalog = Catalog::of_tool(tool);
-    // The program that runs this file as an executable decides approval: the describe
-    // JSON carries `confirm_before_run` for it.
-    match Call::new(&name, Value::String(input.clone())).approver(&ApproveAll).run(&catalog) {
+    let outcome =
+        Call::new(&name, Value::String(input.clone())).context(&session.context).approver(&ApproveAll).run(&catalog);
+    if let Some(failure) = session.context.audit().and_then(crate::audit::AuditLog::take_failure) {
+        let _ = writeln!(std::io::stderr().lock(), "warning: {failure}; the call is not in the log");
+    }
+    match outcome {
         Ok(r) => {
             let mut err = std::io::stderr().lock();
             let _ = err.write_all(r.stderr.as_bytes());

@@ -32,7 +32,10 @@ struct Ran {
     seconds: f64,
 }
 
-pub(super) fn test(catalog: &Catalog, a: &TestArgs) -> anyhow::Result<i32> {
+/// Run the tests in `base`: the session's agent, workspace, sandbox, mode and pass-env apply,
+/// with two named overrides: calls are approved (writing the test is the approval) and
+/// never recorded (`--log` is refused).
+pub(super) fn test(catalog: &Catalog, a: &TestArgs, base: &crate::call::Context) -> anyhow::Result<i32> {
     for name in &a.names {
         catalog.get(name)?;
     }
@@ -40,7 +43,7 @@ pub(super) fn test(catalog: &Catalog, a: &TestArgs) -> anyhow::Result<i32> {
     for tool in catalog.tools().filter(|t| a.names.is_empty() || a.names.iter().any(|n| n == t.name())) {
         // Each test's time: the tests of one tool run one after another.
         let start = std::time::Instant::now();
-        let outcomes = testing::run_tests(catalog, tool);
+        let outcomes = testing::run_tests_in(catalog, tool, base);
         let each = start.elapsed().as_secs_f64() / outcomes.len().max(1) as f64;
         for outcome in outcomes {
             ran.push(Ran {

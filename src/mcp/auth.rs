@@ -68,6 +68,11 @@ fn digest(token: &str) -> [u8; 32] {
 impl Tokens {
     /// Read `path`: one `TOKEN AGENT_ID` per line, `#` comments and blank lines ignored;
     /// each agent loaded from `agents` (under `base`'s workspace, log and sandbox).
+    /// The agents the tokens act for.
+    pub(crate) fn agents(&self) -> impl Iterator<Item = &crate::agent::Agent> {
+        self.entries.iter().filter_map(|(_, client)| client.context.agent())
+    }
+
     pub(crate) fn read(path: &Path, agents: &Path, base: &Context) -> Result<Self, TokenFileError> {
         let bytes = std::fs::read(path).map_err(|source| TokenFileError::Read { path: path.to_owned(), source })?;
         let line_error = |line: usize, message: String| TokenFileError::Line { path: path.to_owned(), line, message };

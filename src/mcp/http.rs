@@ -222,6 +222,17 @@ pub fn serve(options: HttpOptions) -> Result<(), StartError> {
         }
         None => Client { principal: String::new(), context: Arc::new(base.clone()) },
     };
+    // A client's agent tightens what the operator set, never loosens it; one catalog serves
+    // every client, so an agent that asks for `locked` needs the whole server locked.
+    if options.serve.locked.is_none()
+        && let Some(agent) =
+            tokens.iter().flat_map(Tokens::agents).chain(oauth_client.context.agent()).find(|a| a.config.locked)
+    {
+        return Err(StartError::Tokens(format!(
+            "agent `{}` says `locked = true`: serve with --locked (one catalog serves every client)",
+            agent.id
+        )));
+    }
     let mut serve_options = options.serve.clone();
     serve_options.yes = false; // nobody at this end to approve for the client
     let server = Server::new(serve_options, seal);

@@ -369,11 +369,10 @@ fn entry(context: &Context, t: &crate::tool::Tool) -> Value {
     // made once only synthesizes it for the moment).
     t.describe();
     let mut entry = crate::formats::mcp::tool(t);
-    let enforced = t.kind() != crate::tool::ToolKind::Native && t.policy().writable.is_empty() && {
-        let needs = crate::sandbox::Needs::of(t.tier(), t.policy().requires_network, &context.workspace(), &[]);
-        crate::sandbox::decide(needs, context.sandbox(), crate::sandbox::Support::probe())
-            .is_ok_and(|e| e.writes_under.is_some() && e.unenforced.is_empty())
-    };
+    let enforced = t.policy().writable.is_empty()
+        && context
+            .enforcement(t)
+            .is_some_and(|decided| decided.is_ok_and(|e| e.writes_under.is_some() && e.unenforced.is_empty()));
     if !enforced && let Some(hints) = entry.get_mut("annotations").and_then(Value::as_object_mut) {
         hints.insert("readOnlyHint".into(), Value::Bool(false));
         hints.insert("destructiveHint".into(), Value::Bool(true));

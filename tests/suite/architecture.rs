@@ -95,3 +95,35 @@ fn the_module_graph_has_no_cycle() {
         }
     }
 }
+
+/// The sandbox level is decided in one place, `Context::enforcement`: the plan, the dry run,
+/// `packs help NAME` and the MCP read-only hint all ask it, so they cannot disagree.
+#[test]
+fn the_sandbox_level_is_decided_by_one_function() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut callers = BTreeMap::new();
+    for file in &files {
+        if file.ends_with("sandbox.rs") && file.parent() == Some(src.as_path()) {
+            continue; // where `decide` is defined, with its unit tests
+        }
+        let code = code(file);
+        for needle in ["sandbox::decide", "Needs::of"] {
+            let n = code.matches(needle).count();
+            if n > 0 {
+                *callers.entry((needle, file.strip_prefix(&src).unwrap().display().to_string())).or_insert(0) += n;
+            }
+        }
+    }
+    let decided: Vec<_> = callers.iter().collect();
+    assert_eq!(
+        decided,
+        [(&("Needs::of", "call/context.rs".to_owned()), &1), (&("sandbox::decide", "call/context.rs".to_owned()), &1)],
+        "the sandbox level is decided only in Context::enforcement: {callers:?}"
+    );
+    let text = std::fs::read_to_string(src.join("call/context.rs")).unwrap();
+    let body = text.split("fn enforcement(").nth(1).expect("Context::enforcement exists");
+    let body = &body[..body.find("\n    }\n").unwrap()];
+    assert!(body.contains("sandbox::decide(") && body.contains("Needs::of("), "{body}");
+}

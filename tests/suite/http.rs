@@ -32,6 +32,11 @@ fn tools() -> Packs {
 }
 
 fn start(packs: Packs, extra: &[&str]) -> Server {
+    start_with(packs, extra, &[])
+}
+
+/// [`start`] with these variables in the server's environment.
+fn start_with(packs: Packs, extra: &[&str], env: &[(&str, &std::path::Path)]) -> Server {
     let mut child = Command::new(PACKS)
         .arg("--packs")
         .arg(packs.path())
@@ -40,6 +45,7 @@ fn start(packs: Packs, extra: &[&str]) -> Server {
         .env_remove("PACKS_PATH")
         .env("PACKS_CACHE_DIR", "")
         .env("XDG_CONFIG_HOME", packs.join("no-config"))
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -143,6 +149,17 @@ fn a_bad_token_file_is_refused_at_start_naming_its_line() {
     let t = Test::new().write("tokens", "0123456789abcdef0123 ghost\n").env("PACKS_AGENTS", "agents");
     let tokens = t.path().join("tokens");
     t.args(["serve", "--http", "127.0.0.1:0", "--token-file"]).arg(&tokens).run().code(1).stderr_contains("tokens:1:");
+    // A token's agent that asks for the lock cannot be served by an unlocked server.
+    let t = Test::new()
+        .write("tokens", "0123456789abcdef0123 careful\n")
+        .write("agents/careful/agent.toml", "locked = true\n")
+        .env("PACKS_AGENTS", "agents");
+    let tokens = t.path().join("tokens");
+    t.args(["serve", "--http", "127.0.0.1:0", "--token-file"])
+        .arg(&tokens)
+        .run()
+        .code(1)
+        .stderr_contains("agent `careful` says `locked = true`: serve with --locked");
 }
 
 #[test]
@@ -432,4 +449,53 @@ fn a_refusal_before_the_body_is_read_says_the_connection_closes() {
         assert_eq!(r.status, 200, "{}", r.body);
         assert_eq!(r.header("connection"), None, "{:?}", r.headers);
     }
+}
+
+/// A token's agent is applied by the same rules as `--agent`: its `sandbox = "off"` loosens
+/// nothing the operator set, and the operator's `--mode` wins over its `mode`.
+#[test]
+fn a_tokens_agent_tightens_the_operators_settings_and_never_loosens_them() {
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("written");
+    let serve = |sandbox: &str| {
+        let packs = Packs::new()
+            .manifest(
+                "scribble",
+                json!({"name": "scribble", "description": "d", "policy": {"read_only": true},
+                "command": format!("touch {}", target.display())}),
+            )
+            .manifest(
+                "coding",
+                json!({"name": "coding", "description": "d", "modes": ["Coding"], "command": "echo coded"}),
+            )
+            .file("agents/loose/agent.toml", "sandbox = \"off\"\nmode = \"Coding\"\n")
+            .file("tokens", &format!("{TOKEN} loose\n"));
+        let (agents, tokens) = (packs.join("agents"), packs.join("tokens"));
+        let tokens = tokens.to_str().unwrap().to_owned();
+        start_with(
+            packs,
+            &["--sandbox", sandbox, "--mode", "Dictation", "--token-file", &tokens],
+            &[("PACKS_AGENTS", agents.as_path())],
+        )
+    };
+    let auth = format!("Authorization: Bearer {TOKEN}\r\n");
+    let s = serve("enforce");
+    let list = post(s.addr, &auth, r#"{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}"#);
+    assert_eq!(list.status, 200, "{}", list.body);
+    let names: Vec<Value> =
+        list.json()["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].clone()).collect();
+    assert_eq!(names, [json!("scribble")], "the operator's --mode Dictation wins over the agent's Coding");
+    let r = post(s.addr, &auth, &call(2, "coding"));
+    assert!(r.body.contains("coding"), "{}", r.body);
+    assert!(!r.body.contains("coded"), "a tool outside the operator's mode ran: {}", r.body);
+    let r = post(s.addr, &auth, &call(3, "scribble"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(!target.exists(), "the agent's sandbox = \"off\" loosened --sandbox enforce: {}", r.body);
+    drop(s);
+    // The operator's own --sandbox off is honoured: the same call writes.
+    let s = serve("off");
+    let r = post(s.addr, &auth, &call(4, "scribble"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(target.exists(), "{}", r.body);
 }

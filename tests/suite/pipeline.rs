@@ -101,6 +101,15 @@ fn dry_runs_and_manifest_tests_are_not_audited() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("audit.jsonl");
     Test::new().packs_dir(&packs).arg("--log").arg(&log).args(["run", "hello", "--dry-run"]).run().success();
-    Test::new().packs_dir(&packs).arg("--log").arg(&log).args(["test"]).run().success();
+    // `packs test` records nothing: it refuses --log, and leaves PACKS_LOG alone.
+    Test::new().packs_dir(&packs).env("PACKS_LOG", &log).args(["test"]).run().success();
+    Test::new()
+        .packs_dir(&packs)
+        .arg("--log")
+        .arg(&log)
+        .args(["test"])
+        .run()
+        .code(1)
+        .stderr_contains("`packs test` does not take --log");
     assert_eq!(log_lines(&log), Vec::<Value>::new());
 }

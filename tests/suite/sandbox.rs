@@ -162,7 +162,11 @@ fn packs_without_landlock_reading(packs: &Packs, args: &[&str], input: &[u8]) ->
     .unwrap();
     let program: BpfProgram = filter.try_into().unwrap();
     let mut cmd = std::process::Command::new(crate::common::PACKS);
-    cmd.arg("--packs").arg(packs.path()).args(args).env_remove("PACKS_PATH").env_remove("PACKS_SANDBOX");
+    // `packs sandbox` reads no pack directory, and refuses --packs.
+    if args.first() != Some(&"sandbox") {
+        cmd.arg("--packs").arg(packs.path());
+    }
+    cmd.args(args).env_remove("PACKS_PATH").env_remove("PACKS_SANDBOX");
     // SAFETY: the program is built before the fork; applying it is two system calls.
     unsafe {
         cmd.pre_exec(move || seccompiler::apply_filter(&program).map_err(std::io::Error::other));
