@@ -311,7 +311,7 @@ fn steps<'c>(
 /// The invocation with its sandbox attached (and `TMPDIR` set to the call's private temp
 /// dir), when the kernel has something to enforce; `None` to run it as planned.
 fn confine(invocation: &Invocation, enforcement: Option<&Enforcement>) -> std::io::Result<Option<Invocation>> {
-    let Some(enforcement) = enforcement.filter(|e| e.writes_under.is_some() || e.no_network) else {
+    let Some(enforcement) = enforcement.filter(|e| e.confines()) else {
         return Ok(None);
     };
     let prepared = Prepared::new(enforcement)

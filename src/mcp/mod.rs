@@ -363,7 +363,8 @@ fn offered<'c>(context: &Context, catalog: &'c Catalog) -> Vec<&'c crate::tool::
 
 /// A tool's `tools/list` entry. Clients auto-approve on `readOnlyHint`, so it is claimed
 /// only for a tool that states `read_only`, adds no `policy.writable` place, and whose
-/// writes the kernel confines here (a native tool runs in packs' own process: never).
+/// writes and signals the kernel confines here (a tool that can kill the user's other
+/// processes changes its environment; a native tool runs in packs' own process: never).
 fn entry(context: &Context, t: &crate::tool::Tool) -> Value {
     // A server lists the same tools again and again: keep each one's describe (an export
     // made once only synthesizes it for the moment).
@@ -372,7 +373,7 @@ fn entry(context: &Context, t: &crate::tool::Tool) -> Value {
     let enforced = t.kind() != crate::tool::ToolKind::Native && t.policy().writable.is_empty() && {
         let needs = crate::sandbox::Needs::of(t.tier(), t.policy().requires_network, &context.workspace(), &[]);
         crate::sandbox::decide(needs, context.sandbox(), crate::sandbox::Support::probe())
-            .is_ok_and(|e| e.writes_under.is_some() && e.unenforced.is_empty())
+            .is_ok_and(|e| e.writes_under.is_some() && e.signals_confined() && e.unenforced.is_empty())
     };
     if !enforced && let Some(hints) = entry.get_mut("annotations").and_then(Value::as_object_mut) {
         hints.insert("readOnlyHint".into(), Value::Bool(false));
