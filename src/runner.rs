@@ -76,7 +76,7 @@ pub(crate) fn confine(
     invocation: &Invocation,
     enforcement: Option<&crate::sandbox::Enforcement>,
 ) -> io::Result<Option<Invocation>> {
-    let Some(enforcement) = enforcement.filter(|e| e.writes_under.is_some() || e.no_network) else {
+    let Some(enforcement) = enforcement.filter(|e| e.confines()) else {
         return Ok(None);
     };
     let prepared = crate::sandbox::Prepared::new(enforcement)

@@ -9,6 +9,10 @@
 //! - **Network** (seccomp): a tool that does not state `requires_network: true` cannot
 //!   create a socket of any family but Unix-domain and netlink (so no IPv4, IPv6, packet,
 //!   VM or Bluetooth socket), nor an io_uring (which could make one).
+//! - **Signals, for every tier** (Landlock's signal scope, ABI 6): a tool and what it starts
+//!   may signal one another, and nothing else: not packs, not another call's tool, not the
+//!   user's other processes. On a kernel without ABI 6, seccomp refuses at least the signals
+//!   aimed at packs itself (its pid, its process group) and at every process (`kill(-1)`).
 //! - **No new privileges**: a setuid program cannot lift the restrictions.
 //!
 //! Everything is prepared in packs' process (the Landlock ruleset, the seccomp program,
@@ -108,20 +112,71 @@ pub struct Enforcement {
     pub no_network: bool,
     /// What the policy asked for and this kernel could not enforce (best-effort, off).
     pub unenforced: Vec<String>,
+    /// Which processes the tool may signal (decided for every tier, not by the policy).
+    pub(crate) signals: Signals,
     pub(crate) needs: Option<Needs>,
     pub(crate) landlock_abi: i32,
 }
 
+/// Which processes a tool may send signals to. Not part of a tool's policy: no tool may
+/// signal packs, so every tool gets the best this kernel offers, and a kernel that offers
+/// less is a documented gap (`packs sandbox`), not a refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Signals {
+    /// Only processes of its own call (Landlock's signal scope: its own domain).
+    OwnCall,
+    /// Anything but packs (its pid and process group) and every process at once (`-1`),
+    /// refused by seccomp: a kernel without Landlock ABI 6.
+    NotPacks,
+    /// Anything the user may signal (`--sandbox off`, or a kernel without seccomp).
+    Anything,
+}
+
+/// The Landlock ABI that scopes signals to a Landlock domain (Linux 6.12).
+pub(crate) const LANDLOCK_ABI_FOR_SIGNALS: i32 = 6;
+
+impl Signals {
+    /// What this kernel offers, under `mode`.
+    pub(crate) fn of(mode: SandboxMode, support: Support) -> Self {
+        match mode {
+            SandboxMode::Off => Self::Anything,
+            _ if support.landlock_abi >= LANDLOCK_ABI_FOR_SIGNALS => Self::OwnCall,
+            _ if support.seccomp => Self::NotPacks,
+            _ => Self::Anything,
+        }
+    }
+
+    /// In words, for `--dry-run`, `packs help` and `packs sandbox`.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Self::OwnCall => "signals only its own processes",
+            Self::NotPacks => "cannot signal packs (other processes: needs Landlock ABI 6)",
+            Self::Anything => "may signal any process of the user",
+        }
+    }
+}
+
 impl Enforcement {
     /// One word for the audit log and `--dry-run`: `enforced`, `partial`, `off` or `none`
-    /// (nothing to enforce: a `system` tool that may use the network).
+    /// (nothing enforced: a `system` tool that may use the network, on a kernel without
+    /// seccomp or Landlock ABI 6 to keep its signals from packs).
     pub fn level(&self) -> &'static str {
         match (self.mode, self.unenforced.is_empty()) {
             (SandboxMode::Off, _) => "off",
             (_, false) => "partial",
-            _ if self.writes_under.is_none() && !self.no_network => "none",
+            _ if !self.confines() => "none",
             _ => "enforced",
         }
+    }
+
+    /// Whether the kernel is asked to restrict anything for this call.
+    pub(crate) fn confines(&self) -> bool {
+        self.writes_under.is_some() || self.no_network || self.signals != Signals::Anything
+    }
+
+    /// Whether the tool can signal nothing outside its call (Landlock's signal scope).
+    pub(crate) fn signals_confined(&self) -> bool {
+        self.signals == Signals::OwnCall
     }
 
     /// What is enforced, in words (`--dry-run`, `packs help`).
@@ -142,6 +197,9 @@ impl Enforcement {
         }
         if self.no_network {
             parts.push("no network".to_owned());
+        }
+        if self.signals != Signals::Anything {
+            parts.push(self.signals.describe().to_owned());
         }
         let mut text = if parts.is_empty() { "nothing to confine".to_owned() } else { parts.join("; ") };
         if !self.unenforced.is_empty() {
@@ -220,6 +278,7 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
         writes_under,
         no_network,
         unenforced,
+        signals: Signals::of(mode, support),
         landlock_abi: support.landlock_abi,
         needs: (mode != SandboxMode::Off).then_some(needs),
     })
@@ -317,13 +376,14 @@ mod imp {
     use std::path::Path;
 
     use landlock::{
-        ABI, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
+        ABI, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+        RulesetCreatedAttr, Scope,
     };
     use seccompiler::{
         BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
     };
 
-    use super::{Enforcement, Support};
+    use super::{Enforcement, Signals, Support};
 
     /// Character devices a confined tool may still write (and truncate: `> /dev/null`).
     const DEVICES: &[&str] = &["/dev/null", "/dev/zero"];
@@ -352,11 +412,15 @@ mod imp {
     impl Inner {
         pub(super) fn new(enforcement: &Enforcement, tmpdir: Option<&Path>) -> std::io::Result<Self> {
             let protected = enforcement.needs.as_ref().map_or(&[][..], |n| n.protected.as_slice());
-            let ruleset = match &enforcement.writes_under {
-                Some(dirs) => Some(ruleset(enforcement.landlock_abi, dirs, tmpdir, protected)?),
-                None => None,
-            };
-            let filter = enforcement.no_network.then(no_network).transpose()?;
+            let writes = enforcement.writes_under.as_deref().map(|dirs| (dirs, tmpdir));
+            let scoped = enforcement.signals == Signals::OwnCall;
+            let ruleset = (writes.is_some() || scoped)
+                .then(|| ruleset(enforcement.landlock_abi, writes, protected, scoped))
+                .transpose()?;
+            let not_packs = enforcement.signals == Signals::NotPacks;
+            let filter = (enforcement.no_network || not_packs)
+                .then(|| program(enforcement.no_network, not_packs))
+                .transpose()?;
             Ok(Self { ruleset, filter })
         }
 
@@ -387,21 +451,29 @@ mod imp {
         }
     }
 
+    /// The Landlock ruleset: the write rights handled (with `dirs`, the temp dir and the
+    /// devices as exceptions, but never the `protected` control plane) when `writes` is
+    /// given; signals scoped to the domain when `scoped` (the kernel has ABI 6).
     fn ruleset(
         abi: i32,
-        dirs: &[std::path::PathBuf],
-        tmpdir: Option<&Path>,
+        writes: Option<(&[std::path::PathBuf], Option<&Path>)>,
         protected: &[std::path::PathBuf],
+        scoped: bool,
     ) -> std::io::Result<OwnedFd> {
         let access = write_access(abi);
         let error =
             |e: landlock::RulesetError| std::io::Error::other(format!("cannot build the Landlock ruleset: {e}"));
-        let mut ruleset = Ruleset::default()
-            .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(access)
-            .map_err(error)?
-            .create()
-            .map_err(error)?;
+        let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
+        if writes.is_some() {
+            ruleset = ruleset.handle_access(access).map_err(error)?;
+        }
+        if scoped {
+            ruleset = ruleset.scope(Scope::Signal).map_err(error)?;
+        }
+        let mut ruleset = ruleset.create().map_err(error)?;
+        let Some((dirs, tmpdir)) = writes else {
+            return Option::<OwnedFd>::from(ruleset).ok_or_else(|| std::io::Error::other("Landlock gave no ruleset"));
+        };
         let file_access = access & (AccessFs::WriteFile | AccessFs::Truncate);
         for dir in dirs.iter().map(std::path::PathBuf::as_path).chain(tmpdir) {
             // A declared writable place (a cache) may not exist yet: the tool could not
@@ -436,38 +508,111 @@ mod imp {
         cfg!(target_arch = "x86_64") && unsafe { libc::syscall(X32 | libc::SYS_getpid) } > 0
     }
 
-    /// The seccomp program that refuses network sockets (built once per process).
-    fn no_network() -> std::io::Result<&'static BpfProgram> {
-        static PROGRAM: std::sync::OnceLock<Result<BpfProgram, String>> = std::sync::OnceLock::new();
-        PROGRAM
-            .get_or_init(|| build_no_network().map_err(|e| e.to_string()))
+    /// The seccomp program for a call: refusing network sockets (`no_network`), signals
+    /// aimed at packs (`not_packs`), or both. Each is built once per process.
+    fn program(no_network: bool, not_packs: bool) -> std::io::Result<&'static BpfProgram> {
+        type Built = std::sync::OnceLock<Result<BpfProgram, String>>;
+        static PROGRAMS: [Built; 3] = [Built::new(), Built::new(), Built::new()];
+        let slot = match (no_network, not_packs) {
+            (true, false) => 0,
+            (false, true) => 1,
+            _ => 2,
+        };
+        PROGRAMS[slot]
+            .get_or_init(|| build(no_network, not_packs).map_err(|e| e.to_string()))
             .as_ref()
             .map_err(|e| std::io::Error::other(format!("cannot build the seccomp filter: {e}")))
     }
 
-    fn build_no_network() -> Result<BpfProgram, seccompiler::BackendError> {
+    /// A rule matching when argument `arg` (a 32-bit `pid_t` or `int`) is `value`, and
+    /// every other condition of `and`.
+    fn equals(arg: u8, value: i32, and: &[SeccompCondition]) -> Result<SeccompRule, seccompiler::BackendError> {
+        #[allow(clippy::cast_sign_loss)] // the kernel compares the argument's 32 bits
+        let bits = u64::from(value as u32);
+        let mut conditions = and.to_vec();
+        conditions.push(SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, bits)?);
+        SeccompRule::new(conditions)
+    }
+
+    fn build(no_network: bool, not_packs: bool) -> Result<BpfProgram, seccompiler::BackendError> {
         // On x86_64 the x32 ABI (when the kernel has it) reaches the same calls with this
         // bit set in the number: those are refused too.
         let x32: &[i64] = if x32_enabled() { &[0, X32] } else { &[0] };
         let mut rules = std::collections::BTreeMap::new();
         for base in x32 {
-            // Every family but Unix-domain and netlink (local to the machine; the C library
-            // asks the kernel about interfaces through it): IPv4, IPv6, packet, and also the
-            // VM sockets of a hypervisor, Bluetooth, CAN...
-            let local = [libc::AF_UNIX, libc::AF_NETLINK]
-                .iter()
-                .map(|family| {
-                    let family = u64::try_from(*family).unwrap_or_default();
-                    SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family)
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            rules.insert(base | libc::SYS_socket, vec![SeccompRule::new(local)?]);
-            // io_uring can open sockets of its own (IORING_OP_SOCKET).
-            rules.insert(base | libc::SYS_io_uring_setup, Vec::new());
+            if no_network {
+                // Every family but Unix-domain and netlink (local to the machine; the C library
+                // asks the kernel about interfaces through it): IPv4, IPv6, packet, and also the
+                // VM sockets of a hypervisor, Bluetooth, CAN...
+                let local = [libc::AF_UNIX, libc::AF_NETLINK]
+                    .iter()
+                    .map(|family| {
+                        let family = u64::try_from(*family).unwrap_or_default();
+                        SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family)
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                rules.insert(base | libc::SYS_socket, vec![SeccompRule::new(local)?]);
+                // io_uring can open sockets of its own (IORING_OP_SOCKET).
+                rules.insert(base | libc::SYS_io_uring_setup, Vec::new());
+            }
+            if not_packs {
+                signal_rules(*base, &mut rules)?;
+            }
         }
         let arch = std::env::consts::ARCH.try_into()?;
         let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)?;
         filter.try_into()
+    }
+
+    /// `fcntl` and `ioctl` requests that set a descriptor's owner from memory (Linux's
+    /// generic values; the `libc` crate does not name them).
+    const F_SETOWN_EX: i32 = 15;
+    const FIOSETOWN: i32 = 0x8901;
+    const SIOCSPGRP: i32 = 0x8902;
+
+    /// Refuse the signals a tool could aim at packs (this process, by its pid, and its
+    /// process group, by its id or its leader's pid) or at every process (`kill(-1)`),
+    /// where Landlock cannot scope signals. The tool runs in a session of its own, so
+    /// `kill(0)` is its own group. Not covered: another thread's id of packs, other
+    /// processes of the user (see docs/SANDBOX.md).
+    fn signal_rules(
+        base: i64,
+        rules: &mut std::collections::BTreeMap<i64, Vec<SeccompRule>>,
+    ) -> Result<(), seccompiler::BackendError> {
+        // SAFETY: getpid and getpgrp take no arguments and touch no memory.
+        let (pid, group) = unsafe { (libc::getpid(), libc::getpgrp()) };
+        let mut processes = vec![pid, group];
+        processes.dedup();
+        // kill: a process (packs, the leader of its group), a group (packs'), everyone.
+        let mut kill_targets: Vec<i32> = processes.iter().flat_map(|p| [*p, -*p]).collect();
+        kill_targets.push(-1);
+        let any = |arg: u8, targets: &[i32], and: &[SeccompCondition]| {
+            targets.iter().map(|t| equals(arg, *t, and)).collect::<Result<Vec<_>, _>>()
+        };
+        rules.insert(base | libc::SYS_kill, any(0, &kill_targets, &[])?);
+        // A thread of packs, named by its process (the first argument).
+        for call in [libc::SYS_tgkill, libc::SYS_rt_sigqueueinfo, libc::SYS_rt_tgsigqueueinfo, libc::SYS_pidfd_open] {
+            rules.insert(base | call, any(0, &processes, &[])?);
+        }
+        // Any thread by its id alone, and a pidfd (it can come from opening /proc/PID,
+        // which no argument shows): refused whoever they name.
+        rules.insert(base | libc::SYS_tkill, Vec::new());
+        rules.insert(base | libc::SYS_pidfd_send_signal, Vec::new());
+        // SIGIO and SIGURG (whose default is to end the process) go to a descriptor's
+        // owner: packs or its group as owner is refused, and the ways to set an owner that
+        // pass it through memory (F_SETOWN_EX, FIOSETOWN, SIOCSPGRP).
+        let setown = SeccompCondition::new(
+            1,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            u64::try_from(libc::F_SETOWN).unwrap_or_default(),
+        )?;
+        let owners: Vec<i32> = processes.iter().flat_map(|p| [*p, -*p]).collect();
+        let mut fcntl = any(2, &owners, &[setown])?;
+        fcntl.push(equals(1, F_SETOWN_EX, &[])?);
+        rules.insert(base | libc::SYS_fcntl, fcntl);
+        rules.insert(base | libc::SYS_ioctl, any(1, &[FIOSETOWN, SIOCSPGRP], &[])?);
+        Ok(())
     }
 }
 
@@ -528,5 +673,26 @@ mod tests {
         assert!(e.writes_under.is_some(), "ABI 2 still confines most writes");
         let off = decide(needs(Writes::Under(vec![]), false), SandboxMode::Off, old).unwrap();
         assert_eq!((off.level(), off.no_network, off.writes_under.is_none()), ("off", false, true));
+    }
+
+    #[test]
+    fn signals_get_the_best_the_kernel_offers_for_every_tier_and_never_a_refusal() {
+        let kernel = |landlock_abi, seccomp| Support { landlock_abi, seccomp };
+        let system = || needs(Writes::Anywhere, true);
+        for (support, mode, signals, level) in [
+            (kernel(6, true), SandboxMode::Enforce, Signals::OwnCall, "enforced"),
+            (kernel(5, true), SandboxMode::Enforce, Signals::NotPacks, "enforced"),
+            (kernel(0, true), SandboxMode::BestEffort, Signals::NotPacks, "enforced"),
+            (kernel(0, false), SandboxMode::Enforce, Signals::Anything, "none"),
+            (kernel(7, true), SandboxMode::Off, Signals::Anything, "off"),
+        ] {
+            let e = decide(system(), mode, support).unwrap();
+            assert_eq!((e.signals, e.level()), (signals, level), "{support:?} {mode}");
+            assert_eq!(e.describe().contains("signal"), signals != Signals::Anything, "{}", e.describe());
+        }
+        // A read_only tool on ABI 5: writes confined, packs protected, the rest a gap.
+        let e = decide(needs(Writes::Under(vec![]), false), SandboxMode::Enforce, kernel(5, true)).unwrap();
+        assert!(!e.signals_confined());
+        assert!(e.describe().contains("cannot signal packs"), "{}", e.describe());
     }
 }

@@ -5,7 +5,7 @@ use std::io::Write;
 use serde_json::json;
 
 use super::exit;
-use crate::sandbox::{LANDLOCK_ABI_FOR_WRITES, SandboxMode, Support};
+use crate::sandbox::{LANDLOCK_ABI_FOR_SIGNALS, LANDLOCK_ABI_FOR_WRITES, SandboxMode, Signals, Support};
 
 /// Print the kernel's support and what each tier gets under `mode`.
 pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
@@ -18,9 +18,19 @@ pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
         (true, false, SandboxMode::Enforce) => "refused (the kernel cannot enforce it)",
         (true, false, SandboxMode::BestEffort) => "runs partly or not confined (best-effort)",
     };
+    // Not a policy a tool states, so never a refusal: what this kernel offers, and the gap.
+    let signals = match (mode, Signals::of(mode, support)) {
+        (SandboxMode::Off, _) => "not enforced (off)".to_owned(),
+        (_, Signals::OwnCall) => "enforced (only its own processes)".to_owned(),
+        (_, Signals::NotPacks) => format!(
+            "packs protected (seccomp: its pid, its group, -1); other processes not protected (needs Landlock ABI {LANDLOCK_ABI_FOR_SIGNALS})"
+        ),
+        (_, Signals::Anything) => "not protected (needs Landlock ABI 6 or seccomp)".to_owned(),
+    };
     let rows = [
         ("read_only and workspace tools: writes confined", verdict(true, writes)),
         ("tools without requires_network: no IP sockets", verdict(true, support.seccomp)),
+        ("every tool: signals confined to its call", signals.as_str()),
     ];
     let mut out = std::io::stdout().lock();
     let written = if as_json {
@@ -31,6 +41,7 @@ pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
             "seccomp": support.seccomp,
             "writes_confined": verdict(true, writes),
             "network_refused": verdict(true, support.seccomp),
+            "signals_confined": signals,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&value).unwrap_or_default())
     } else {
@@ -38,6 +49,9 @@ pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
             0 => "not available".to_owned(),
             abi if abi < LANDLOCK_ABI_FOR_WRITES => {
                 format!("ABI {abi} (ABI {LANDLOCK_ABI_FOR_WRITES} is needed to confine every kind of write)")
+            }
+            abi if abi < LANDLOCK_ABI_FOR_SIGNALS => {
+                format!("ABI {abi} (ABI {LANDLOCK_ABI_FOR_SIGNALS} is needed to confine signals)")
             }
             abi => format!("ABI {abi}"),
         };

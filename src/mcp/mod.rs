@@ -363,16 +363,17 @@ fn offered<'c>(context: &Context, catalog: &'c Catalog) -> Vec<&'c crate::tool::
 
 /// A tool's `tools/list` entry. Clients auto-approve on `readOnlyHint`, so it is claimed
 /// only for a tool that states `read_only`, adds no `policy.writable` place, and whose
-/// writes the kernel confines here (a native tool runs in packs' own process: never).
+/// writes and signals the kernel confines here (a tool that can kill the user's other
+/// processes changes its environment; a native tool runs in packs' own process: never).
 fn entry(context: &Context, t: &crate::tool::Tool) -> Value {
     // A server lists the same tools again and again: keep each one's describe (an export
     // made once only synthesizes it for the moment).
     t.describe();
     let mut entry = crate::formats::mcp::tool(t);
     let enforced = t.policy().writable.is_empty()
-        && context
-            .enforcement(t)
-            .is_some_and(|decided| decided.is_ok_and(|e| e.writes_under.is_some() && e.unenforced.is_empty()));
+        && context.enforcement(t).is_some_and(|decided| {
+            decided.is_ok_and(|e| e.writes_under.is_some() && e.signals_confined() && e.unenforced.is_empty())
+        });
     if !enforced && let Some(hints) = entry.get_mut("annotations").and_then(Value::as_object_mut) {
         hints.insert("readOnlyHint".into(), Value::Bool(false));
         hints.insert("destructiveHint".into(), Value::Bool(true));

@@ -101,7 +101,7 @@ fn a_workspace_tool_writes_inside_even_when_a_link_is_swapped_after_the_check() 
         .run()
         .success()
         .stdout_contains(&format!(
-            "  sandbox: writes only under {} and its private TMPDIR; no network\n",
+            "  sandbox: writes only under {} and its private TMPDIR; no network; signals only its own processes\n",
             ws.path().canonicalize().unwrap().display()
         ));
 }
@@ -167,6 +167,8 @@ fn packs_without_landlock_reading(packs: &Packs, args: &[&str], input: &[u8]) ->
         cmd.arg("--packs").arg(packs.path());
     }
     cmd.args(args).env_remove("PACKS_PATH").env_remove("PACKS_SANDBOX");
+    // A process group of its own: a tool that reaches packs' group reaches nothing else.
+    cmd.process_group(0);
     // SAFETY: the program is built before the fork; applying it is two system calls.
     unsafe {
         cmd.pre_exec(move || seccompiler::apply_filter(&program).map_err(std::io::Error::other));
@@ -366,7 +368,7 @@ fn a_confined_tool_has_no_terminal_to_type_into() {
     );
     let run = |tool: &str| {
         // `script` gives packs a terminal, as a person's shell would.
-        let command = format!("{} --packs {} run {tool}", crate::common::PACKS, packs.path().display());
+        let command = format!("{} --packs {} {tool}", crate::common::PACKS, packs.path().display());
         let out = std::process::Command::new("script")
             .args(["-qec", &command, "/dev/null"])
             .env_remove("PACKS_PATH")
@@ -375,9 +377,11 @@ fn a_confined_tool_has_no_terminal_to_type_into() {
             .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    // A tool with nothing to confine shares packs' terminal (so the check can fail).
-    assert!(run("free").contains("has-tty"), "{}", run("free"));
-    assert!(run("confined").contains("no-tty"), "{}", run("confined"));
+    // An unconfined tool shares packs' terminal (so the check can fail); every tool is
+    // confined (its signals at least), `system` ones that may use the network too.
+    assert!(run("--sandbox off run free").contains("has-tty"), "{}", run("--sandbox off run free"));
+    assert!(run("run free").contains("no-tty"), "{}", run("run free"));
+    assert!(run("run confined").contains("no-tty"), "{}", run("run confined"));
 }
 
 #[test]
@@ -520,4 +524,150 @@ fn a_workspace_tool_cannot_write_packs_own_configuration_inside_the_workspace() 
     std::fs::write(ws.path().join("README.md"), "# readme\n").unwrap();
     let out = Test::new().packs_dir(elsewhere.path()).current_dir(ws.path()).args(["run", "writer"]).run();
     out.success().stdout_contains("wrote README.md\n").stdout_contains("made a new file\n");
+}
+
+/// A tool that aims signals at packs (`$PPID`), packs' process group and its own child, and
+/// says what each `kill` returned.
+fn signal_attacks() -> Packs {
+    let script = r#"kill -KILL $PPID; echo "packs: $?"
+kill -KILL -$(cut -d' ' -f5 /proc/$PPID/stat); echo "group: $?"
+sleep 30 & kill $!; wait $!; echo "own child: $?""#;
+    Packs::new().manifest("attack", shell_tool("attack", json!({"read_only": true}), json!({}), script, &[])).manifest(
+        "attack_system",
+        shell_tool("attack_system", json!({"tier": "system", "requires_network": true}), json!({}), script, &[]),
+    )
+}
+
+/// What `signal_attacks` prints when packs survived: every attack refused (`kill` exits 1),
+/// the tool's own child ended by its signal (128 + SIGTERM).
+const ATTACKS_REFUSED: &str = "packs: 1\ngroup: 1\nown child: 143\n";
+
+#[test]
+fn a_tool_cannot_signal_packs_run_nor_every_process_but_can_signal_its_own_child() {
+    let packs = signal_attacks();
+    // Landlock's signal scope (this kernel has ABI 6 or later), for every tier.
+    for tool in ["attack", "attack_system"] {
+        // packs in a session of its own: its group is packs alone.
+        let out = Test::new().packs_dir(&packs).wrapper(["setsid"]).args(["run", tool]).run();
+        out.success().stdout_eq(ATTACKS_REFUSED);
+    }
+    // A kernel without Landlock: seccomp refuses what is aimed at packs and at everyone.
+    for (mode, tool) in [("best-effort", "attack"), ("enforce", "attack_system")] {
+        let out = packs_without_landlock(&packs, &["--sandbox", mode, "run", tool]);
+        assert_eq!(out.status.code(), Some(0), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), ATTACKS_REFUSED, "{tool} under {mode}");
+    }
+    // What `--sandbox off` means: nothing; the tool kills packs.
+    let out = Test::new().packs_dir(&packs).wrapper(["setsid"]).args(["--sandbox", "off", "run", "attack"]).run();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&out.status), Some(libc::SIGKILL), "{}", out.report());
+}
+
+#[test]
+fn a_tool_cannot_signal_packs_serve_which_answers_the_next_request() {
+    use std::io::{BufRead, Write};
+    let packs = signal_attacks();
+    let call =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "attack", "arguments": {}}});
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    let mut child = std::process::Command::new(crate::common::PACKS)
+        .arg("--packs")
+        .arg(packs.path())
+        .arg("serve")
+        .env_remove("PACKS_PATH")
+        .env_remove("PACKS_SANDBOX")
+        .process_group(0)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    writeln!(stdin, "{call}").unwrap();
+    let answer: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(answer["result"]["content"][0]["text"], ATTACKS_REFUSED, "{answer}");
+    // Asked after the attack: the same server answers.
+    writeln!(stdin, "{ping}").unwrap();
+    let answer: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(answer, json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    // The seccomp fallback, on a kernel without Landlock.
+    let input = format!("{call}\n{ping}\n");
+    let out = packs_without_landlock_reading(&packs, &["--sandbox", "best-effort", "serve"], input.as_bytes());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let answers: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let by_id = |id: i64| answers.iter().find(|a| a["id"] == id).unwrap_or_else(|| panic!("no {id}: {stdout}"));
+    assert_eq!(by_id(1)["result"]["content"][0]["text"], ATTACKS_REFUSED);
+    assert_eq!(by_id(2)["result"], json!({}));
+}
+
+/// A process the test started, killed when the test ends however it ends.
+struct Outside(std::process::Child);
+
+impl Drop for Outside {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_tool_cannot_signal_a_process_started_outside_packs() {
+    // The outside process notes each SIGWINCH it gets (a signal every other process ignores
+    // or survives, so a failure here harms nothing: `kill -9 -1` would end every process
+    // of the machine's user) and otherwise sleeps.
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("hit");
+    let outside = Outside(
+        std::process::Command::new("sh")
+            .args([
+                "-c",
+                r#"trap 'echo hit >> "$1"' WINCH; echo ready >> "$1.ready"; while :; do sleep 0.05; done"#,
+                "sh",
+            ])
+            .arg(&marker)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let ready = dir.path().join("hit.ready");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !ready.exists() {
+        assert!(std::time::Instant::now() < deadline, "the outside process did not start");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // (kill(-1) returns 0 when every process refused the signal: only the marker tells.)
+    let packs = Packs::new()
+        .manifest("everyone", shell_tool("everyone", json!({"read_only": true}), json!({}), "kill -WINCH -1", &[]))
+        .manifest(
+            "it",
+            shell_tool(
+                "it",
+                json!({"read_only": true}),
+                json!({"pid": {"type": "integer"}}),
+                r#"kill -WINCH "$1""#,
+                &["{{pid}}"],
+            ),
+        );
+    let pid = format!("pid={}", outside.0.id());
+    Test::new().packs_dir(&packs).args(["run", "everyone"]).run();
+    Test::new()
+        .packs_dir(&packs)
+        .args(["run", "it", "--arg", &pid])
+        .run()
+        .code(2)
+        .stderr_contains("Operation not permitted");
+    // Without Landlock, seccomp refuses `-1` (by its pid, the process is the documented gap).
+    let out = packs_without_landlock(&packs, &["--sandbox", "best-effort", "run", "everyone"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Operation not permitted"), "{out:?}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!marker.exists(), "a signal from a tool reached the outside process");
+    // The check could fail: the same signal from outside packs arrives.
+    // SAFETY: kill with the pid of a child we started and have not reaped.
+    assert_eq!(unsafe { libc::kill(i32::try_from(outside.0.id()).unwrap(), libc::SIGWINCH) }, 0);
+    while !marker.exists() {
+        assert!(std::time::Instant::now() < deadline + std::time::Duration::from_secs(5), "no signal noted");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
