@@ -29,6 +29,7 @@ pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
     };
     let rows = [
         ("read_only and workspace tools: writes confined", verdict(true, writes)),
+        ("confined tools: packs' own configuration not writable", verdict(true, writes)),
         ("tools without requires_network: no IP sockets", verdict(true, support.seccomp)),
         ("every tool: signals confined to its call", signals.as_str()),
     ];
@@ -40,6 +41,7 @@ pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
             "landlock_abi_needed": LANDLOCK_ABI_FOR_WRITES,
             "seccomp": support.seccomp,
             "writes_confined": verdict(true, writes),
+            "control_plane_protected": verdict(true, writes),
             "network_refused": verdict(true, support.seccomp),
             "signals_confined": signals,
         });
