@@ -571,6 +571,19 @@ fn secret_in_output(template: &Template) -> Result<(), String> {
     }
 }
 
+/// Why a manifest's tool waits for review (`lint.review` not empty), or None.
+fn awaiting_review(manifest: &Manifest, file: &Path) -> Option<String> {
+    match manifest.lint.review.len() {
+        0 => None,
+        n => Some(format!(
+            "awaiting review: {} lists {n} thing{} a person must still check (`lint.review`); the tool is not \
+             offered or run until each is checked and its entry removed",
+            file.display(),
+            if n == 1 { "" } else { "s" }
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -641,18 +654,5 @@ mod tests {
         ] {
             assert!(!draft_neutral(&schema), "{schema}");
         }
-    }
-}
-
-/// Why a manifest's tool waits for review (`lint.review` not empty), or None.
-fn awaiting_review(manifest: &Manifest, file: &Path) -> Option<String> {
-    match manifest.lint.review.len() {
-        0 => None,
-        n => Some(format!(
-            "awaiting review: {} lists {n} thing{} a person must still check (`lint.review`); the tool is not \
-             offered or run until each is checked and its entry removed",
-            file.display(),
-            if n == 1 { "" } else { "s" }
-        )),
     }
 }
