@@ -433,8 +433,10 @@ fn skill(path: &Path, text: &str) -> Result<Converted, Vec<Diagnostic>> {
         Some(v) => v.clone(),
         None => Value::Null,
     };
-    let claw =
-        ["openclaw", "clawdbot", "clawdis"].iter().find_map(|k| metadata.get(*k)).cloned().unwrap_or(Value::Null);
+    let (alias, claw) = ["openclaw", "clawdbot", "clawdis"]
+        .iter()
+        .find_map(|k| metadata.get(*k).map(|v| (*k, v.clone())))
+        .unwrap_or(("openclaw", Value::Null));
     let strings = |v: Option<&Value>| -> Vec<String> {
         v.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_owned).collect()
     };
@@ -445,6 +447,10 @@ fn skill(path: &Path, text: &str) -> Result<Converted, Vec<Diagnostic>> {
     let primary = claw.get("primaryEnv").and_then(Value::as_str).map(str::to_owned);
     let os = strings(claw.get("os"));
     let install = claw.get("install").cloned();
+    let relative = relative_programs(path, text, skill.body_line, alias, &bins, &any_bins);
+    if !relative.is_empty() {
+        return Err(relative);
+    }
     if bins.is_empty() && any_bins.is_empty() {
         out.notes.push(format!(
             "{}: the skill names no required program (metadata.openclaw.requires.bins): only its context module is written",
@@ -524,4 +530,46 @@ fn skill(path: &Path, text: &str) -> Result<Converted, Vec<Diagnostic>> {
         out.files.push(NewFile { dest: Dest::Packs, name: style.file_name(&tool), text, style });
     }
     Ok(out)
+}
+
+/// A required program named by a relative path (`./payload`, `bin/run`, `../x`) is refused:
+/// the manifest would run whatever file of that name lies in the directory packs runs
+/// from, the workspace a model may write to. Each is an error at its line of the skill.
+fn relative_programs(
+    path: &Path,
+    text: &str,
+    body_line: usize,
+    alias: &str,
+    bins: &[String],
+    any_bins: &[String],
+) -> Vec<Diagnostic> {
+    let named = bins.iter().enumerate().map(|(i, b)| ("bins", i, b));
+    let named = named.chain(any_bins.iter().enumerate().map(|(i, b)| ("anyBins", i, b)));
+    let mut out = Vec::new();
+    for (list, i, bin) in named.filter(|(_, _, b)| b.contains('/') && !b.starts_with('/')) {
+        let field = format!("metadata.{alias}.requires.{list}.{i}");
+        let mut d = Diagnostic::file(
+            Severity::Error,
+            Code::InvalidSkill,
+            path,
+            format!(
+                "`{field}`: the program `{bin}` is a relative path: a manifest would run whatever file of that \
+                 name is in the directory packs runs from (the workspace, which a tool or a model may write)"
+            ),
+        )
+        .with_help("name a program on PATH, or give its absolute path, and convert again");
+        // The frontmatter's line that names it (its first mention), else the frontmatter's start.
+        let found = text
+            .lines()
+            .enumerate()
+            .take(body_line.saturating_sub(1))
+            .skip(1)
+            .find_map(|(n, line)| line.find(bin.as_str()).map(|col| (n + 1, line[..col].chars().count() + 1)));
+        let (line, column) = found.unwrap_or((1, 1));
+        d.line = Some(line);
+        d.column = Some(column);
+        d.field = Some(field);
+        out.push(d);
+    }
+    out
 }

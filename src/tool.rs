@@ -169,6 +169,14 @@ impl Tool {
         if !hb_errors.is_empty() {
             return Err(hb_errors);
         }
+        let mut warnings = warnings;
+        if let Some(why) = awaiting_review(&manifest, &source.path) {
+            let path = FieldPath::dotted("lint.review");
+            warnings.push(
+                Diagnostic::at(&source, Severity::Warning, Code::NeedsReview, &path, crate::source::Target::Key, why)
+                    .with_help("check each entry (`packs lint` lists them), then remove it: the tool is offered and runs once none is left"),
+            );
+        }
         let tool = Self {
             validation_schema: OnceLock::new(),
             describe: OnceLock::new(),
@@ -398,6 +406,12 @@ impl Tool {
         self.output_template.as_deref()
     }
 
+    /// Why the tool may not be offered or run yet: its manifest lists what a person must
+    /// still review (`lint.review`, which `packs convert` writes).
+    pub(crate) fn awaiting_review(&self) -> Option<String> {
+        awaiting_review(self.manifest()?, &self.source)
+    }
+
     /// The file the tool came from (for a native tool, `<native NAME>`).
     pub fn source(&self) -> &Path {
         &self.source
@@ -554,6 +568,19 @@ fn secret_in_output(template: &Template) -> Result<(), String> {
             "`{{{{secret.{name}}}}}` in `output.template` would send the secret to the model; secrets belong in `command` only"
         )),
         _ => Ok(()),
+    }
+}
+
+/// Why a manifest's tool waits for review (`lint.review` not empty), or None.
+fn awaiting_review(manifest: &Manifest, file: &Path) -> Option<String> {
+    match manifest.lint.review.len() {
+        0 => None,
+        n => Some(format!(
+            "awaiting review: {} lists {n} thing{} a person must still check (`lint.review`); the tool is not \
+             offered or run until each is checked and its entry removed",
+            file.display(),
+            if n == 1 { "" } else { "s" }
+        )),
     }
 }
 

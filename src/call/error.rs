@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::argv::RenderFailure;
 use crate::call::Denial;
+use crate::call::mask::Secrets;
 use crate::catalog::LookupError;
 use crate::policy::Tier;
 use crate::runner::SpawnError;
@@ -113,6 +114,61 @@ impl ToolError {
         matches!(self, Self::InvalidArguments { .. } | Self::Validation { .. })
     }
 
+    /// The same error with every secret of the call in its text replaced by `***`: each
+    /// text it holds (messages, field errors and their schemas, paths, the program, the
+    /// OS error's message), so its `Display`, its JSON and whatever a front-end builds
+    /// from its fields show none. The pipeline returns every error through this.
+    pub(crate) fn masked(self, secrets: &Secrets) -> Self {
+        if secrets.is_empty() {
+            return self;
+        }
+        let m = |text: String| secrets.mask(&text);
+        match self {
+            Self::NotFound(e) => Self::NotFound(e),
+            Self::InvalidArguments { tool, message } => Self::InvalidArguments { tool, message: m(message) },
+            Self::Validation { tool, errors } => Self::Validation {
+                tool,
+                errors: errors
+                    .into_iter()
+                    .map(|e| FieldError {
+                        field: m(e.field),
+                        message: m(e.message),
+                        schema: e.schema.map(|mut v| {
+                            crate::call::mask_json(&mut v, secrets);
+                            v
+                        }),
+                    })
+                    .collect(),
+            },
+            Self::Render { file, failure } => Self::Render {
+                file: PathBuf::from(m(file.to_string_lossy().into_owned())),
+                failure: RenderFailure {
+                    field: m(failure.field),
+                    template: m(failure.template),
+                    message: m(failure.message),
+                },
+            },
+            Self::BrokenTool { tool, message } => Self::BrokenTool { tool, message: m(message) },
+            Self::PermissionDenied { tool, tier, reason } => Self::PermissionDenied { tool, tier, reason },
+            Self::Unconfinable { tool, source } => Self::Unconfinable {
+                tool,
+                source: Unenforceable { missing: source.missing.into_iter().map(m).collect() },
+            },
+            Self::Spawn { tool, source } => Self::Spawn {
+                tool,
+                source: match source {
+                    SpawnError::Start { program, source } => {
+                        SpawnError::Start { program: m(program), source: masked_io(source, secrets) }
+                    }
+                    SpawnError::Wait { program, source } => {
+                        SpawnError::Wait { program: m(program), source: masked_io(source, secrets) }
+                    }
+                    other => other,
+                },
+            },
+        }
+    }
+
     /// The JSON form: `{"error": {"kind", "message", "retryable", "errors"?}}`.
     pub fn to_json(&self) -> Value {
         let mut e = Map::new();
@@ -127,5 +183,51 @@ impl ToolError {
             e.insert("reason".into(), reason.to_string().into());
         }
         serde_json::json!({ "error": e })
+    }
+}
+
+/// `e`, or, when its message holds a secret, an error of the same kind with the message masked.
+fn masked_io(e: std::io::Error, secrets: &Secrets) -> std::io::Error {
+    let text = e.to_string();
+    let masked = secrets.mask(&text);
+    if masked == text { e } else { std::io::Error::new(e.kind(), masked) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_text_of_an_error_is_masked() {
+        let secrets = Secrets::new(&["k3y".to_owned()]);
+        let spawn = ToolError::Spawn {
+            tool: "t".into(),
+            source: SpawnError::Start {
+                program: "/opt/k3y/bin".into(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no /srv/k3y"),
+            },
+        }
+        .masked(&secrets);
+        assert_eq!(spawn.to_string(), "tool `t`: cannot start `/opt/***/bin`: no /srv/***");
+        let ToolError::Spawn { source: SpawnError::Start { source, .. }, .. } = &spawn else { panic!() };
+        assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        let validation = ToolError::Validation {
+            tool: "t".into(),
+            errors: vec![FieldError {
+                field: "p".into(),
+                message: "\"x\" resolves to /srv/k3y/x".into(),
+                schema: Some(serde_json::json!({"description": "k3y"})),
+            }],
+        }
+        .masked(&secrets);
+        assert!(!validation.to_json().to_string().contains("k3y"), "{}", validation.to_json());
+        let unconfinable =
+            ToolError::Unconfinable { tool: "t".into(), source: Unenforceable { missing: vec!["k3y".into()] } };
+        assert!(!unconfinable.masked(&secrets).to_string().contains("k3y"));
+        let render = ToolError::Render {
+            file: "/p/k3y.json".into(),
+            failure: RenderFailure { field: "f".into(), template: "k3y".into(), message: "k3y".into() },
+        };
+        assert!(!render.masked(&secrets).to_string().contains("k3y"));
     }
 }

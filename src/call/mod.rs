@@ -174,7 +174,11 @@ impl<'a> Call<'a> {
             secrets: Secrets::default(),
             sandbox: None,
         };
-        let result = steps(catalog, self.name, self.input, context, self.approver, mode, &on_status, &mut record);
+        // Every error leaves the pipeline masked: once the call is planned, its secrets
+        // are known, and whatever failed after (a missing working directory named by a
+        // secret, a sandbox that could not be set up) shows none of them.
+        let result = steps(catalog, self.name, self.input, context, self.approver, mode, &on_status, &mut record)
+            .map_err(|e| e.masked(&record.secrets));
         if matches!(mode, Mode::Run | Mode::Test) {
             on_status(Status::Phase(Phase::Complete));
         }
@@ -274,12 +278,12 @@ fn steps<'c>(
         }
     })?;
     record.sandbox = Some(plan.enforcement.as_ref().map_or("in-process", Enforcement::level));
+    record.secrets = plan.secrets.clone();
     if dry {
         return Ok(Outcome::Planned(Planned::new(tool, plan, decision)));
     }
     record.argv.clone_from(&plan.shown_argv);
     record.stdin_bytes = plan.shown_stdin.as_ref().map(|s| s.bytes);
-    record.secrets = plan.secrets.clone();
     on_status(Status::Phase(Phase::Authorize));
     record.decision = match decision {
         Decision::Allow => "allowed",

@@ -103,9 +103,11 @@ impl Plan {
                 }],
             });
         }
-        refuse_options(tool, &args.given, &argv, &dash_leads, &secrets)?;
+        // From here on an error may quote what was rendered (a path under a working
+        // directory named by a secret): it is masked before it leaves.
+        refuse_options(tool, &args.given, &argv, &dash_leads, &secrets).map_err(|e| e.masked(&secrets))?;
         let cwd = cwd.or_else(|| context.workspace_set().cloned());
-        confine_paths(tool, &args.given, &context.workspace(), cwd.as_deref())?;
+        confine_paths(tool, &args.given, &context.workspace(), cwd.as_deref()).map_err(|e| e.masked(&secrets))?;
         let shown_argv = argv.iter().map(|a| secrets.mask(a)).collect();
         let shown_env = env.iter().map(|(k, v)| (k.clone(), secrets.mask(v))).collect();
         let shown_cwd = cwd.as_ref().map(|c| PathBuf::from(secrets.mask(&c.to_string_lossy())));
@@ -113,7 +115,7 @@ impl Plan {
         let enforcement = context
             .enforcement(tool)
             .transpose()
-            .map_err(|source| ToolError::Unconfinable { tool: tool.name().to_owned(), source })?;
+            .map_err(|source| ToolError::Unconfinable { tool: tool.name().to_owned(), source }.masked(&secrets))?;
         let target = match &tool.body {
             Body::Native(_) => Target::Native,
             Body::Manifest { .. } | Body::Executable => Target::Process(Invocation {

@@ -127,7 +127,8 @@ pub enum LookupError {
         /// A close name, if there is one.
         suggestion: Option<String>,
     },
-    /// The tool exists but was withdrawn: `--locked` refused it.
+    /// The tool exists but was withdrawn: `--locked` refused it, or its manifest awaits
+    /// review (`lint.review`).
     #[error("tool `{name}` is {reason}")]
     Refused {
         /// The tool's name.
@@ -161,7 +162,7 @@ pub struct Shadowed {
 enum Entry {
     Tool(Arc<Tool>),
     Ambiguous(PathBuf, PathBuf),
-    /// Withdrawn (the lock file refused it), with why.
+    /// Withdrawn (the lock file refused it, or its manifest awaits review), with why.
     Refused(String),
 }
 
@@ -340,8 +341,13 @@ impl Catalog {
             let name = tool.name().to_owned();
             match self.precedence.claim(&name, tool.source()) {
                 Claim::Won => {
+                    // A manifest awaiting review holds its name, but is neither offered nor run.
+                    let entry = match tool.awaiting_review() {
+                        Some(why) => Entry::Refused(why),
+                        None => Entry::Tool(Arc::new(tool)),
+                    };
                     self.index.insert(name.clone(), self.entries.len());
-                    self.entries.push((name, Entry::Tool(Arc::new(tool))));
+                    self.entries.push((name, entry));
                 }
                 Claim::Duplicate { first } => {
                     let first = first.to_owned();

@@ -86,6 +86,16 @@ fn definitions(format: &str, packs: &std::path::Path) -> serde_json::Value {
     Test::new().packs_dir(packs).args(["catalog", "--format", format]).run().success().json()
 }
 
+/// What a person does once they checked each `lint.review` entry: remove them.
+fn reviewed(dir: &std::path::Path) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        m.as_object_mut().unwrap().remove("lint");
+        std::fs::write(&path, m.to_string()).unwrap();
+    }
+}
+
 fn by_name(v: &serde_json::Value) -> Vec<serde_json::Value> {
     let list = v.get("functionDeclarations").unwrap_or(v).as_array().unwrap().clone();
     let mut list = list;
@@ -133,6 +143,9 @@ fn tool_definitions_round_trip_through_convert_for_every_format() {
                 .args(["convert", &format!("{format}.json"), "--output", "converted"])
                 .run();
             out.success().stderr_contains(": 0 errors,");
+            // Not offered while they await review: none is listed.
+            assert_eq!(by_name(&definitions(format, &work.join("converted"))), Vec::<serde_json::Value>::new());
+            reviewed(&work.join("converted"));
             let back = definitions(format, &work.join("converted"));
             assert_eq!(by_name(&back), by_name(&input), "{format} from {}", dir.display());
         }
@@ -203,15 +216,95 @@ fn a_skill_becomes_a_context_module_and_a_manifest_per_program() {
     ] {
         assert!(manifest.contains(expected), "{expected}\n{manifest}");
     }
-    // It loads, lints with warnings only, and the secret is a secret.
+    // It lints with warnings only; it is not offered or run while it awaits review, and
+    // once reviewed, the secret is a secret.
     Test::new().current_dir(work.path()).args(["lint", "packs"]).run().success().stdout_contains("0 errors");
-    Test::new()
-        .current_dir(work.path())
-        .env("TODOIST_API_KEY", "tk_live_1")
-        .args(["--packs", "packs", "run", "todoist_cli", "--dry-run"])
+    let dry_run = || {
+        Test::new()
+            .current_dir(work.path())
+            .env("TODOIST_API_KEY", "tk_live_1")
+            .args(["--packs", "packs", "run", "todoist_cli", "--dry-run"])
+            .run()
+    };
+    dry_run().code(1).stderr_contains("tool `todoist_cli` is awaiting review");
+    let path = work.join("packs/todoist_cli.tool.toml");
+    let reviewed: String = manifest.lines().filter(|l| !l.starts_with("review = ")).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, reviewed).unwrap();
+    dry_run().success().stdout_contains("env: TODOIST_API_KEY='***'");
+}
+
+#[test]
+fn a_skill_naming_a_relative_program_is_refused_at_its_line() {
+    // Found by review: `./payload` in a skill became a manifest that runs whatever file of
+    // that name is in the workspace.
+    let skill = "---\nname: payload\ndescription: Runs a payload.\nmetadata:\n  openclaw:\n    requires:\n      bins:\n        - jq\n        - ./payload\n      anyBins: [bin/alt]\n---\nRun it.\n";
+    let work = Packs::new().file("skills/payload/SKILL.md", skill);
+    let out = Test::new().current_dir(work.path()).args(["convert", "skills/payload/SKILL.md"]).run();
+    out.code(1)
+        .stderr_contains("skills/payload/SKILL.md:9:11")
+        .stderr_contains("`metadata.openclaw.requires.bins.1`: the program `./payload` is a relative path")
+        .stderr_contains("skills/payload/SKILL.md:10:17")
+        .stderr_contains("`metadata.openclaw.requires.anyBins.0`: the program `bin/alt`")
+        .stderr_contains("nothing was converted");
+    assert!(!work.join("packs").exists() && !work.join("agents").exists(), "nothing is written");
+    // An absolute path names one program, wherever packs runs: converted.
+    let work = Packs::new().file("SKILL.md", &skill.replace("./payload", "/usr/bin/env").replace("[bin/alt]", "[]"));
+    Test::new().current_dir(work.path()).args(["convert", "SKILL.md"]).run().success();
+    assert!(
+        std::fs::read_to_string(work.join("packs/usr_bin_env.tool.toml"))
+            .unwrap()
+            .contains("program = \"/usr/bin/env\"")
+    );
+}
+
+#[test]
+fn a_manifest_awaiting_review_is_neither_offered_nor_run() {
+    // Found by review: converted manifests with unreviewed `lint.review` entries loaded and ran.
+    let input = serde_json::json!([{"name": "probe", "description": "Probe", "input_schema": {"type": "object"}}]);
+    let work = Packs::new().file("tools.json", &input.to_string());
+    let dir = Packs::new();
+    let out = dir.path().to_str().unwrap();
+    Test::new().current_dir(work.path()).args(["convert", "tools.json", "--output", out]).run().success();
+    // Give it a program that runs, as a person would, and leave the review entries.
+    let path = dir.join("probe.tool.json");
+    let mut manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    manifest["command"] = serde_json::json!({"program": "echo", "args": ["ran"]});
+    std::fs::write(&path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    let packs = || Test::new().packs_dir(&dir);
+    packs()
+        .args(["run", "probe"])
         .run()
-        .success()
-        .stdout_contains("env: TODOIST_API_KEY='***'");
+        .code(1)
+        .stdout_eq("")
+        .stderr_contains("warning[needs-review]")
+        .stderr_contains("probe.tool.json:")
+        .stderr_contains("error: tool `probe` is awaiting review: ")
+        .stderr_contains("probe.tool.json lists 2 things a person must still check");
+    packs().args(["run", "probe", "--json"]).run().code(1).stdout_contains("awaiting review").stdout_lacks("\"ran");
+    Test::new()
+        .args(["exec", path.to_str().unwrap(), "{}"])
+        .run()
+        .code(1)
+        .stdout_eq("")
+        .stderr_contains("awaiting review");
+    let list = packs().args(["list"]).run();
+    list.success().stderr_contains("awaiting review");
+    assert!(!list.stdout().contains("probe"), "{}", list.stdout());
+    let messages = crate::serve::session(
+        &dir,
+        &[],
+        &[
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "probe", "arguments": {}}}),
+        ],
+    );
+    let text = serde_json::to_string(&messages).unwrap();
+    assert!(!text.contains("\"ran") && text.contains("awaiting review"), "{text}");
+    assert_eq!(messages[0]["result"]["tools"], serde_json::json!([]), "{text}");
+    // Reviewed: each entry checked and removed, the tool runs.
+    manifest.as_object_mut().unwrap().remove("lint");
+    std::fs::write(&path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    packs().args(["run", "probe"]).run().success().stdout_eq("ran\n");
 }
 
 #[test]

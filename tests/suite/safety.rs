@@ -726,3 +726,62 @@ fn operators_pass_named_variables_to_every_tool() {
         .code(1)
         .stderr_contains("`pass_env`: a variable name cannot be empty");
 }
+
+#[test]
+fn no_error_text_shows_a_secret() {
+    // Found by review: a `cwd` of /srv/tenants/{{secret.K}} that does not exist printed the
+    // secret in the CLI's error (the audit line masked it). The secret is in the working
+    // directory, the argv and the environment of each tool; each fails in its own way, and
+    // no front-end's text of it (error, JSON, dry run, exec, MCP) holds the secret.
+    let secret = "tenant-s3cr3t-42";
+    let base = json!({"description": "d",
+        "command": {"program": "echo", "args": ["--", "{{secret.PACKS_TENANT}}"],
+                    "env": {"TENANT_TOKEN": "{{secret.PACKS_TENANT}}"},
+                    "cwd": "/nonexistent-packs-test/tenants/{{secret.PACKS_TENANT}}"}});
+    let with = |name: &str, extra: serde_json::Value| {
+        let mut m = base.clone();
+        m["name"] = name.into();
+        for (k, v) in extra.as_object().unwrap() {
+            m[k] = v.clone();
+        }
+        m
+    };
+    let packs = Packs::new()
+        // Its working directory does not exist: the spawn fails.
+        .manifest("gone", with("gone", json!({})))
+        // A path parameter resolves below that directory, outside the workspace.
+        .manifest("outside", with("outside", json!({"parameters": {"p": {"type": "string", "format": "path"}}})))
+        .file("secrets.env", &format!("PACKS_TENANT={secret}\n"));
+    let secrets = packs.join("secrets.env");
+    let secrets = secrets.to_str().unwrap();
+    let run = |args: &[&str]| {
+        Test::new().packs_dir(&packs).args(["--secrets-file", secrets]).args(args.iter().copied()).run()
+    };
+    let clean = |out: &crate::common::Output, what: &str| {
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), out.stderr);
+        assert!(!text.contains(secret) && !text.contains("s3cr3t"), "{what} shows the secret:\n{text}");
+    };
+    for (tool, args, code) in [("gone", "{}", 2), ("outside", r#"{"p": "x"}"#, 1)] {
+        let out = run(&["run", tool, args]);
+        out.code(code).stderr_contains("***");
+        clean(&out, &format!("run {tool}"));
+        let out = run(&["run", tool, args, "--json"]);
+        out.code(code).stdout_contains("***");
+        clean(&out, &format!("run {tool} --json"));
+        let out = run(&["run", tool, args, "--dry-run"]);
+        clean(&out, &format!("run {tool} --dry-run"));
+        let file = packs.join(&format!("{tool}.tool.json"));
+        let out = Test::new().args(["--secrets-file", secrets, "exec", file.to_str().unwrap(), args]).run();
+        out.code(1).stderr_contains("***");
+        clean(&out, &format!("exec {tool}"));
+    }
+    let call = |id: i64, tool: &str, args: serde_json::Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": args}});
+    let messages = crate::serve::session(
+        &packs,
+        &["--secrets-file", secrets],
+        &[call(1, "gone", json!({})), call(2, "outside", json!({"p": "x"}))],
+    );
+    let text = serde_json::to_string(&messages).unwrap();
+    assert_eq!(messages.len(), 2, "{text}");
+    assert!(text.contains("***") && !text.contains(secret), "MCP answers show the secret: {text}");
+}
