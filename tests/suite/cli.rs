@@ -359,6 +359,17 @@ fn shell_completions_and_the_man_page() {
 }
 
 #[test]
+fn the_man_page_is_ascii_roff() {
+    let man = Test::new().args(["man"]).run();
+    let roff = man.success().stdout();
+    let stray: Vec<(usize, &str)> =
+        roff.lines().enumerate().filter(|(_, l)| !l.is_ascii()).map(|(n, l)| (n + 1, l)).collect();
+    assert!(stray.is_empty(), "lines of `packs man` with bytes beyond ASCII: {stray:?}");
+    // The help texts' ellipses are there, as three periods.
+    assert!(roff.contains("(`run`, `lint`, ...)"), "{roff}");
+}
+
+#[test]
 fn color_follows_the_flag_no_color_and_the_terminal() {
     let bad = format!("{}/tests/fixtures/lint/invalid-name.tool.json", crate::common::REPO);
     let lint = |extra: &[&str], env: &[(&str, &str)]| {
