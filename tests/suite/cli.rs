@@ -473,12 +473,7 @@ fn junit_10() -> std::collections::HashMap<String, Declared> {
             Event::Eof => break,
             _ => continue,
         };
-        let attr = |key: &str| {
-            e.attributes()
-                .flatten()
-                .find(|a| a.key.as_ref() == key)
-                .map(|a| a.value.into_owned())
-        };
+        let attr = |key: &str| e.attributes().flatten().find(|a| a.key.as_ref() == key).map(|a| a.value.into_owned());
         match (depth, e.name().as_ref()) {
             (1, "xs:element") => {
                 let name = attr("name").unwrap();
@@ -547,15 +542,14 @@ fn junit_10_violations(xml: &str) -> Vec<String> {
             }
             _ => {}
         }
-        let given: Vec<(String, String)> = e
-            .attributes()
-            .map(|a| a.unwrap())
-            .map(|a| (a.key.as_ref().to_owned(), a.value.into_owned()))
-            .collect();
+        let given: Vec<(String, String)> =
+            e.attributes().map(|a| a.unwrap()).map(|a| (a.key.as_ref().to_owned(), a.value.into_owned())).collect();
         for (key, value) in &given {
             match declared.attributes.iter().find(|(n, ..)| n == key) {
                 None => wrong.push(format!("<{name}> has `{key}`, which the schema does not declare")),
-                Some((.., kind)) if kind == "SUREFIRE_TIME" && !value.bytes().all(|b| b.is_ascii_digit() || b == b'.') => {
+                Some((.., kind))
+                    if kind == "SUREFIRE_TIME" && !value.bytes().all(|b| b.is_ascii_digit() || b == b'.') =>
+                {
                     wrong.push(format!("<{name} {key}=\"{value}\"> is not a time"));
                 }
                 _ => {}
@@ -595,7 +589,8 @@ fn junit_output_follows_the_jenkins_junit_10_schema() {
     assert!(xml.contains("<failure") && xml.contains("name=\"other\""), "{xml}");
     assert_eq!(junit_10_violations(&xml), Vec::<String>::new(), "{xml}");
     // The checker finds what the schema refuses.
-    let bad = "<testsuites><testsuite name=\"t\" tests=\"1\"><testcase name=\"c\" file=\"f\"/></testsuite></testsuites>";
+    let bad =
+        "<testsuites><testsuite name=\"t\" tests=\"1\"><testcase name=\"c\" file=\"f\"/></testsuite></testsuites>";
     assert_eq!(
         junit_10_violations(bad),
         [
