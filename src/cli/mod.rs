@@ -475,21 +475,43 @@ fn is_subcommand(name: &str) -> bool {
     Cli::command().get_subcommands().any(|c| c.get_name() == name || c.get_all_aliases().any(|a| a == name))
 }
 
-/// packs' man page: `packs(1)` with a section per command (its options included).
+/// packs' man page: `packs(1)` with a section per command (its options included), in
+/// ASCII roff: an ellipsis in the help texts becomes `...`, any other character beyond
+/// ASCII groff's `\[uXXXX]`.
 fn man_page(out: &mut Vec<u8>) -> std::io::Result<()> {
     use clap::CommandFactory;
     let mut cmd = Cli::command();
     cmd.build();
+    let mut roff = Vec::new();
     let man = clap_mangen::Man::new(cmd.clone());
-    man.render(out)?;
+    man.render(&mut roff)?;
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        out.extend_from_slice(format!(".SH \"PACKS {}\"\n", sub.get_name().to_uppercase()).as_bytes());
+        roff.extend_from_slice(format!(".SH \"PACKS {}\"\n", sub.get_name().to_uppercase()).as_bytes());
         let page = clap_mangen::Man::new(sub.clone());
-        page.render_description_section(out)?;
-        page.render_synopsis_section(out)?;
-        page.render_options_section(out)?;
+        page.render_description_section(&mut roff)?;
+        page.render_synopsis_section(&mut roff)?;
+        page.render_options_section(&mut roff)?;
     }
+    out.extend_from_slice(ascii_roff(&String::from_utf8_lossy(&roff)).as_bytes());
     Ok(())
+}
+
+/// `roff` with every character beyond ASCII written as ASCII: `…` as `...`, the others as
+/// groff's `\[uXXXX]` escape (raw UTF-8 is not portable roff: `groff -ww` warns, other
+/// formatters print mojibake).
+fn ascii_roff(roff: &str) -> String {
+    let mut ascii = String::with_capacity(roff.len());
+    for c in roff.chars() {
+        if c.is_ascii() {
+            ascii.push(c);
+        } else if c == '\u{2026}' {
+            // Every output device has three periods; groff's ASCII device has no U+2026.
+            ascii.push_str("...");
+        } else {
+            ascii.push_str(&format!("\\[u{:04X}]", u32::from(c)));
+        }
+    }
+    ascii
 }
 
 /// A clap parser for one of the library's named enums: the accepted names, each with
@@ -794,5 +816,13 @@ fn print(text: &str) -> anyhow::Result<()> {
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn roff_beyond_ascii_is_escaped() {
+        assert_eq!(super::ascii_roff("a … b — c é 🦀\n"), "a ... b \\[u2014] c \\[u00E9] \\[u1F980]\n");
     }
 }

@@ -20,6 +20,9 @@ pub(super) struct ServeArgs {
     /// Bearer tokens, one `TOKEN AGENT_ID` per line: each client's calls follow its agent's rules
     #[arg(long, value_name = "FILE", requires = "http")]
     token_file: Option<PathBuf>,
+    /// Bearer tokens for GET /metrics, one per line: the only ones it takes (a client's token gets 403)
+    #[arg(long, value_name = "FILE", requires = "http")]
+    metrics_token_file: Option<PathBuf>,
     /// A host name requests may address besides IP literals (and localhost on loopback); repeatable
     #[arg(long, value_name = "NAME", requires = "http")]
     allow_host: Vec<String>,
@@ -71,11 +74,18 @@ impl ServeArgs {
     /// The files of the server's own configuration (tokens, keys, certificates): packs'
     /// control plane, which no confined tool may write.
     pub(super) fn protected_files(&self) -> Vec<PathBuf> {
-        [&self.token_file, &self.tls_cert, &self.tls_key, &self.oauth_ca, &self.session_key_file]
-            .into_iter()
-            .flatten()
-            .cloned()
-            .collect()
+        [
+            &self.token_file,
+            &self.metrics_token_file,
+            &self.tls_cert,
+            &self.tls_key,
+            &self.oauth_ca,
+            &self.session_key_file,
+        ]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect()
     }
 }
 
@@ -83,6 +93,7 @@ impl ServeArgs {
 pub(super) fn http(args: &ServeArgs, addr: SocketAddr, serve: crate::mcp::Options) -> i32 {
     let mut options = crate::mcp::http::HttpOptions::new(serve, addr);
     options.token_file.clone_from(&args.token_file);
+    options.metrics_token_file.clone_from(&args.metrics_token_file);
     options.allow_hosts.clone_from(&args.allow_host);
     options.allow_origins.clone_from(&args.allow_origin);
     options.tls = args.tls_cert.clone().zip(args.tls_key.clone());

@@ -53,10 +53,12 @@ pub(crate) enum TokenFileError {
         message: String,
     },
     /// The file has no token.
-    #[error("{}: no token in the file (one `TOKEN AGENT_ID` per line)", path.display())]
+    #[error("{}: no token in the file (one `{expected}` per line)", path.display())]
     Empty {
         /// The file.
         path: PathBuf,
+        /// What a line holds.
+        expected: &'static str,
     },
 }
 
@@ -87,18 +89,7 @@ impl Tokens {
             let [token, agent] = fields[..] else {
                 return Err(line_error(n, format!("expected `TOKEN AGENT_ID`, found {} field(s)", fields.len())));
             };
-            if token.len() < MIN_TOKEN {
-                return Err(line_error(
-                    n,
-                    format!(
-                        "the token is {} characters: at least {MIN_TOKEN} are needed (e.g. `openssl rand -hex 32`)",
-                        token.len()
-                    ),
-                ));
-            }
-            if !token.bytes().all(|b| b.is_ascii_graphic()) {
-                return Err(line_error(n, "a token is visible ASCII only (it travels in an HTTP header)".into()));
-            }
+            well_formed(token).map_err(|message| line_error(n, message))?;
             let hash = digest(token);
             if entries.iter().any(|(h, _)| *h == hash) {
                 return Err(line_error(n, "this token is already on an earlier line".into()));
@@ -116,7 +107,7 @@ impl Tokens {
             entries.push((hash, client));
         }
         if entries.is_empty() {
-            return Err(TokenFileError::Empty { path: path.to_owned() });
+            return Err(TokenFileError::Empty { path: path.to_owned(), expected: "TOKEN AGENT_ID" });
         }
         Ok(Tokens { entries, secret: bytes })
     }
@@ -130,6 +121,77 @@ impl Tokens {
             if bool::from(hash.ct_eq(&presented)) {
                 found = Some(client);
             }
+        }
+        found
+    }
+}
+
+/// Why `token` cannot be used, if it cannot: too short to be safe from guessing, or not
+/// something an HTTP header carries.
+fn well_formed(token: &str) -> Result<(), String> {
+    if token.len() < MIN_TOKEN {
+        return Err(format!(
+            "the token is {} characters: at least {MIN_TOKEN} are needed (e.g. `openssl rand -hex 32`)",
+            token.len()
+        ));
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("a token is visible ASCII only (it travels in an HTTP header)".into());
+    }
+    Ok(())
+}
+
+/// The metrics token file (`--metrics-token-file`): the only credentials `/metrics` takes
+/// when the server authenticates its clients. The metrics count every agent's calls by tool,
+/// so a client's token, which sees only its own agent's tools, is not one of them; and a
+/// metrics token is not a client's (`/mcp` refuses it).
+#[derive(Debug)]
+pub(crate) struct MetricsTokens {
+    /// SHA-256 of each token, compared in constant time, all of them every time.
+    hashes: Vec<[u8; 32]>,
+}
+
+impl MetricsTokens {
+    /// Read `path`: one token per line, `#` comments and blank lines ignored. A token that
+    /// `clients` also holds is refused: one credential, one role.
+    pub(crate) fn read(path: &Path, clients: Option<&Tokens>) -> Result<Self, TokenFileError> {
+        let bytes = std::fs::read(path).map_err(|source| TokenFileError::Read { path: path.to_owned(), source })?;
+        let line_error = |line: usize, message: String| TokenFileError::Line { path: path.to_owned(), line, message };
+        let text = std::str::from_utf8(&bytes).map_err(|e| line_error(1, format!("not UTF-8: {e}")))?;
+        let mut hashes: Vec<[u8; 32]> = Vec::new();
+        for (n, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let [token] = fields[..] else {
+                return Err(line_error(n, format!("expected one `TOKEN`, found {} fields", fields.len())));
+            };
+            well_formed(token).map_err(|message| line_error(n, message))?;
+            let hash = digest(token);
+            if hashes.contains(&hash) {
+                return Err(line_error(n, "this token is already on an earlier line".into()));
+            }
+            if clients.is_some_and(|c| c.entries.iter().any(|(h, _)| *h == hash)) {
+                return Err(line_error(
+                    n,
+                    "this token is also a client's (in --token-file): give metrics a token of their own".into(),
+                ));
+            }
+            hashes.push(hash);
+        }
+        if hashes.is_empty() {
+            return Err(TokenFileError::Empty { path: path.to_owned(), expected: "TOKEN" });
+        }
+        Ok(MetricsTokens { hashes })
+    }
+
+    /// Whether `token` is one of them (every entry compared, each in constant time).
+    pub(crate) fn check(&self, token: &str) -> bool {
+        let presented = digest(token);
+        let mut found = false;
+        for hash in &self.hashes {
+            found |= bool::from(hash.ct_eq(&presented));
         }
         found
     }

@@ -12,7 +12,8 @@
 //! time it takes to arrive (408). A `tools/call` answers as a Server-Sent Events stream when
 //! the client takes one: progress, elicitation requests (2025-11-25) and then the result;
 //! the stream closing (the client went away) kills the tool's process group. `/healthz`
-//! answers without a token; `/metrics` needs one when tokens are in use.
+//! answers without a token; `/metrics` counts every agent's calls, so when clients are told
+//! apart it takes only a token of its own (`--metrics-token-file`), never a client's.
 //!
 //! hyper (HTTP/1.1) on tokio, rustls for TLS: see docs/ARCHITECTURE.md for why.
 
@@ -35,7 +36,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
 
-use super::auth::{Client, Tokens};
+use super::auth::{Client, MetricsTokens, Tokens};
 use super::oauth::{OAuth, OAuthOptions};
 use super::{
     Era, INVALID_REQUEST, METHOD_NOT_FOUND, MODERN_VERSIONS, Options, PARSE_ERROR, PROTOCOL_VERSIONS, Peer, Seal,
@@ -86,6 +87,8 @@ pub struct HttpOptions {
     pub token_file: Option<PathBuf>,
     /// Where agents named in the token file are loaded from.
     pub agents: PathBuf,
+    /// `--metrics-token-file`: one `TOKEN` per line, the credentials `/metrics` takes.
+    pub metrics_token_file: Option<PathBuf>,
     /// Host names (beyond `localhost` on a loopback address, and IP literals) a request's
     /// `Host` may name.
     pub allow_hosts: Vec<String>,
@@ -117,6 +120,7 @@ impl HttpOptions {
             serve,
             addr,
             token_file: None,
+            metrics_token_file: None,
             agents: crate::agent::Agent::root(),
             allow_hosts: Vec::new(),
             allow_origins: Vec::new(),
@@ -166,6 +170,8 @@ struct State {
     pool: Arc<Pool>,
     tokens: Option<Tokens>,
     oauth: Option<OAuth>,
+    /// The tokens `/metrics` takes (none: open only when no client has a token).
+    metrics_tokens: Option<MetricsTokens>,
     /// The client of a server without tokens (loopback only).
     anonymous: Client,
     loopback: bool,
@@ -193,6 +199,13 @@ pub fn serve(options: HttpOptions) -> Result<(), StartError> {
     let base = options.serve.context.clone();
     let tokens = match &options.token_file {
         Some(path) => Some(Tokens::read(path, &options.agents, &base).map_err(|e| StartError::Tokens(e.to_string()))?),
+        None => None,
+    };
+    let metrics_tokens = match &options.metrics_token_file {
+        Some(path) => Some(
+            MetricsTokens::read(path, tokens.as_ref())
+                .map_err(|e| StartError::Tokens(format!("--metrics-token-file: {e}")))?,
+        ),
         None => None,
     };
     let tls = match &options.tls {
@@ -251,6 +264,7 @@ pub fn serve(options: HttpOptions) -> Result<(), StartError> {
         calls: Arc::new(Semaphore::new(super::MAX_CALLS)),
         tokens,
         oauth,
+        metrics_tokens,
         anonymous: Client { principal: String::new(), context: Arc::new(base) },
         loopback,
         allow_hosts: options.allow_hosts.iter().map(|h| h.to_ascii_lowercase()).collect(),
@@ -427,6 +441,9 @@ async fn route(state: &Arc<State>, req: Request<Incoming>, _remote: SocketAddr) 
         // RFC 9728: where a client gets a token for this server (no token needed to ask).
         return json_response(StatusCode::OK, &oauth.metadata(), None);
     }
+    if path == "/metrics" && req.method() == Method::GET {
+        return metrics(state, req.headers()).await;
+    }
     let client = match authenticate(state, req.headers()).await {
         Ok(client) => client,
         Err(refusal) => {
@@ -435,11 +452,6 @@ async fn route(state: &Arc<State>, req: Request<Incoming>, _remote: SocketAddr) 
         }
     };
     match (path, req.method()) {
-        ("/metrics", &Method::GET) => Response::builder()
-            .status(StatusCode::OK)
-            .header(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")
-            .body(full(state.server.metrics.render()))
-            .expect("a valid response"),
         (ENDPOINT, &Method::POST) => post(state, req, client).await,
         (ENDPOINT, _) => {
             // No standalone SSE stream (GET) and no sessions to end (DELETE): both eras allow 405.
@@ -449,6 +461,45 @@ async fn route(state: &Arc<State>, req: Request<Incoming>, _remote: SocketAddr) 
         }
         _ => text(StatusCode::NOT_FOUND, &format!("not found: the MCP endpoint is {ENDPOINT}\n")),
     }
+}
+
+/// `GET /metrics`. The metrics count every agent's calls by tool name, so a client, who may
+/// see only its own agent's tools, never reads them: when clients are told apart (tokens or
+/// OAuth) only a token from `--metrics-token-file` opens them (a client's own gets 403), and
+/// with that file given, only its tokens do even on a server without client tokens.
+async fn metrics(state: &State, headers: &HeaderMap) -> Response<Body> {
+    let presented = headers.get(header::AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(super::auth::bearer);
+    let open = state.metrics_tokens.is_none() && state.tokens.is_none() && state.oauth.is_none();
+    let scraper = presented.is_some_and(|t| state.metrics_tokens.as_ref().is_some_and(|m| m.check(t)));
+    if open || scraper {
+        return Response::builder()
+            .status(StatusCode::OK)
+            .header(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")
+            .body(full(state.server.metrics.render()))
+            .expect("a valid response");
+    }
+    let client = match presented {
+        None => false,
+        Some(token) => {
+            state.tokens.as_ref().is_some_and(|t| t.check(token).is_some())
+                || match &state.oauth {
+                    Some(oauth) => oauth.verify(token).await.is_ok(),
+                    None => false,
+                }
+        }
+    };
+    if !client {
+        state.server.metrics.denied("unauthenticated");
+        let why = if presented.is_some() { Some("the token is not a metrics token") } else { None };
+        return unauthorized(state, why, "a bearer token from --metrics-token-file is needed");
+    }
+    state.server.metrics.denied("metrics_credential");
+    let message = if state.metrics_tokens.is_some() {
+        "a client's token does not open /metrics (they count every agent's calls): use a token from --metrics-token-file"
+    } else {
+        "a client's token does not open /metrics (they count every agent's calls): start the server with --metrics-token-file and scrape with one of its tokens"
+    };
+    rpc_error(StatusCode::FORBIDDEN, &Value::Null, INVALID_REQUEST, message)
 }
 
 /// DNS-rebinding protection: `Host` must name this server (an IP literal, `localhost` on a
@@ -512,12 +563,17 @@ async fn authenticate(state: &State, headers: &HeaderMap) -> Result<Client, Resp
             }
         }
     }
+    Err(unauthorized(state, presented.is_some().then_some(why.as_str()), "a bearer token is needed"))
+}
+
+/// 401 with its challenge: `why` a presented token was refused, or `needed` when none was.
+fn unauthorized(state: &State, why: Option<&str>, needed: &str) -> Response<Body> {
     // RFC 6750 challenge; with OAuth, RFC 9728's pointer to where a token comes from.
     let mut challenge = String::from(r#"Bearer realm="packs""#);
     if let Some(oauth) = &state.oauth {
         challenge.push_str(&format!(r#", resource_metadata="{}""#, oauth.metadata_url()));
     }
-    if presented.is_some() {
+    if let Some(why) = why {
         // A header value: visible ASCII, no quotes or backslashes.
         let why: String = why
             .chars()
@@ -526,16 +582,15 @@ async fn authenticate(state: &State, headers: &HeaderMap) -> Result<Client, Resp
             .collect();
         challenge.push_str(&format!(r#", error="invalid_token", error_description="{why}""#));
     }
-    let message = if presented.is_some() {
-        format!("a valid bearer token is needed: {why}")
-    } else {
-        "a bearer token is needed".to_owned()
+    let message = match why {
+        Some(why) => format!("a valid bearer token is needed: {why}"),
+        None => needed.to_owned(),
     };
     let mut response = rpc_error(StatusCode::UNAUTHORIZED, &Value::Null, INVALID_REQUEST, &message);
     if let Ok(value) = HeaderValue::from_str(&challenge) {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
     }
-    Err(response)
+    response
 }
 
 /// The MCP endpoint.

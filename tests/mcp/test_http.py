@@ -31,6 +31,7 @@ PACKS = os.environ.get("PACKS_BIN", "target/debug/packs")
 OPS = "ops-token-0123456789abcdef"
 SECRET = "s3cr3t-http-value"
 READER = "reader-token-0123456789abcdef"
+METRICS = "metrics-token-0123456789abcdef"
 
 
 def start(packs_dir, root, port, *extra):
@@ -77,6 +78,8 @@ async def main():
         Path(root, "agents", agent, "agent.toml").write_text(toml)
     tokens = Path(root, "tokens")
     tokens.write_text(f"# clients\n{OPS} ops\n{READER} reader\n")
+    metrics_tokens = Path(root, "metrics-tokens")
+    metrics_tokens.write_text(f"# Prometheus\n{METRICS}\n")
     manifest(d, "echo_words", parameters={"words": {"type": "string", "required": True}},
              command={"program": "echo", "args": ["--", "{{words}}"]}, policy={"read_only": True})
     manifest(d, "careful", command="echo approved-and-ran", policy={"confirm_before_run": True})
@@ -85,7 +88,7 @@ async def main():
              command={"program": "sleep", "args": ["{{marker}}"]}, policy={"timeout_secs": 60})
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    server = start(str(d), root, port, "--token-file", str(tokens))
+    server = start(str(d), root, port, "--token-file", str(tokens), "--metrics-token-file", str(metrics_tokens))
     answers = []
     asked = []
 
@@ -202,7 +205,10 @@ async def main():
             async def metrics_parse():
                 r = await h.get(f"http://127.0.0.1:{port}/metrics")
                 assert r.status_code == 401, r
+                # A client's token does not open them: they count every agent's calls.
                 r = await h.get(f"http://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {OPS}"})
+                assert r.status_code == 403, r
+                r = await h.get(f"http://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {METRICS}"})
                 assert r.status_code == 200, r
                 families = {f.name: f for f in text_string_to_metric_families(r.text)}
                 calls = {(s.labels["tool"], s.labels["outcome"]): s.value for s in families["packs_calls"].samples}
@@ -216,7 +222,7 @@ async def main():
             for name, fn in [("no or wrong token: 401 with a challenge", no_token_401),
                              ("bad Origin or Host: 403", bad_origin_or_host_403),
                              ("a forged or borrowed session: 404", a_forged_session_is_refused),
-                             ("/metrics parses (OpenMetrics) and /healthz", metrics_parse)]:
+                             ("/metrics takes its own token, parses (OpenMetrics); /healthz", metrics_parse)]:
                 await check(name, fn)
 
         # SIGTERM: no new connections, the call in flight finishes, the server exits 0.

@@ -359,6 +359,17 @@ fn shell_completions_and_the_man_page() {
 }
 
 #[test]
+fn the_man_page_is_ascii_roff() {
+    let man = Test::new().args(["man"]).run();
+    let roff = man.success().stdout();
+    let stray: Vec<(usize, &str)> =
+        roff.lines().enumerate().filter(|(_, l)| !l.is_ascii()).map(|(n, l)| (n + 1, l)).collect();
+    assert!(stray.is_empty(), "lines of `packs man` with bytes beyond ASCII: {stray:?}");
+    // The help texts' ellipses are there, as three periods.
+    assert!(roff.contains("(`run`, `lint`, ...)"), "{roff}");
+}
+
+#[test]
 fn color_follows_the_flag_no_color_and_the_terminal() {
     let bad = format!("{}/tests/fixtures/lint/invalid-name.tool.json", crate::common::REPO);
     let lint = |extra: &[&str], env: &[(&str, &str)]| {
@@ -428,6 +439,166 @@ fn test_results_as_json_and_junit() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{xml}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "2 1 say 2 fails <&> \"quoted\" True\n", "{xml}");
+}
+
+/// What the Jenkins xUnit plugin's `junit-10.xsd` (tests/fixtures/junit) declares for one
+/// element: its attributes (name, required, type), the elements it may hold, and whether it
+/// holds text.
+#[derive(Default, Debug)]
+struct Declared {
+    attributes: Vec<(String, bool, String)>,
+    children: Vec<String>,
+    text: bool,
+}
+
+/// The schema's top-level elements, read from the vendored file itself.
+fn junit_10() -> std::collections::HashMap<String, Declared> {
+    use quick_xml::events::Event;
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/junit/junit-10.xsd");
+    let xsd = std::fs::read_to_string(path).unwrap();
+    let mut reader = quick_xml::Reader::from_str(&xsd);
+    let mut schema = std::collections::HashMap::<String, Declared>::new();
+    let (mut current, mut depth) = (None::<String>, 0);
+    loop {
+        let (e, empty) = match reader.read_event().unwrap() {
+            Event::Start(e) => (e, false),
+            Event::Empty(e) => (e, true),
+            Event::End(_) => {
+                depth -= 1;
+                if depth == 1 {
+                    current = None;
+                }
+                continue;
+            }
+            Event::Eof => break,
+            _ => continue,
+        };
+        let attr = |key: &str| e.attributes().flatten().find(|a| a.key.as_ref() == key).map(|a| a.value.into_owned());
+        match (depth, e.name().as_ref()) {
+            (1, "xs:element") => {
+                let name = attr("name").unwrap();
+                schema.insert(name.clone(), Declared { text: attr("type").is_some(), ..Declared::default() });
+                current = Some(name);
+            }
+            (1, _) => current = None,
+            (_, tag) => {
+                if let Some(declared) = current.as_ref().and_then(|c| schema.get_mut(c)) {
+                    match tag {
+                        "xs:complexType" => declared.text |= attr("mixed").as_deref() == Some("true"),
+                        "xs:attribute" => declared.attributes.push((
+                            attr("name").unwrap(),
+                            attr("use").as_deref() == Some("required"),
+                            attr("type").unwrap_or_default(),
+                        )),
+                        "xs:element" => declared.children.extend(attr("ref")),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        if !empty {
+            depth += 1;
+        }
+    }
+    assert!(schema.contains_key("testsuites") && schema["testcase"].attributes.len() > 2, "{schema:?}");
+    schema
+}
+
+/// Where `xml` breaks junit-10.xsd: an element it does not declare or not in its parent's
+/// content, an attribute it does not declare, a required one missing, a time that is not a
+/// number, text where none is taken.
+fn junit_10_violations(xml: &str) -> Vec<String> {
+    use quick_xml::events::Event;
+    let schema = junit_10();
+    let mut reader = quick_xml::Reader::from_str(xml);
+    let (mut stack, mut wrong) = (Vec::<String>::new(), Vec::new());
+    loop {
+        let (e, empty) = match reader.read_event().unwrap_or_else(|e| panic!("not XML ({e}): {xml}")) {
+            Event::Start(e) => (e, false),
+            Event::Empty(e) => (e, true),
+            Event::End(_) => {
+                stack.pop();
+                continue;
+            }
+            Event::Text(t) if !t.as_ref().trim().is_empty() => {
+                if !stack.last().is_some_and(|p| schema[p].text) {
+                    wrong.push(format!("text in <{}>", stack.last().map_or("", String::as_str)));
+                }
+                continue;
+            }
+            Event::Eof => break,
+            _ => continue,
+        };
+        let name = e.name().as_ref().to_owned();
+        let Some(declared) = schema.get(&name) else {
+            wrong.push(format!("<{name}> is not in the schema"));
+            stack.push(name);
+            continue;
+        };
+        match stack.last() {
+            None if name != "testsuites" => wrong.push(format!("the root is <{name}>, not <testsuites>")),
+            Some(parent) if !schema[parent].children.contains(&name) => {
+                wrong.push(format!("<{parent}> may not hold <{name}>"));
+            }
+            _ => {}
+        }
+        let given: Vec<(String, String)> =
+            e.attributes().map(|a| a.unwrap()).map(|a| (a.key.as_ref().to_owned(), a.value.into_owned())).collect();
+        for (key, value) in &given {
+            match declared.attributes.iter().find(|(n, ..)| n == key) {
+                None => wrong.push(format!("<{name}> has `{key}`, which the schema does not declare")),
+                Some((.., kind))
+                    if kind == "SUREFIRE_TIME" && !value.bytes().all(|b| b.is_ascii_digit() || b == b'.') =>
+                {
+                    wrong.push(format!("<{name} {key}=\"{value}\"> is not a time"));
+                }
+                _ => {}
+            }
+        }
+        for (required, ..) in declared.attributes.iter().filter(|(_, required, _)| *required) {
+            if !given.iter().any(|(k, _)| k == required) {
+                wrong.push(format!("<{name}> lacks the required `{required}`"));
+            }
+        }
+        if !empty {
+            stack.push(name);
+        }
+    }
+    wrong
+}
+
+#[test]
+fn junit_output_follows_the_jenkins_junit_10_schema() {
+    let packs = Packs::new()
+        .manifest(
+            "say",
+            json!({"name": "say", "description": "Say it", "parameters": {"w": {"type": "string", "required": true}},
+                "command": {"program": "echo", "args": ["{{w}}"]},
+                "tests": [
+                    {"name": "passes", "args": {"w": "ok"}, "expect": {"stdout_contains": "ok"}},
+                    {"name": "fails <&>", "args": {"w": "a <b> & c"}, "expect": {"stdout_contains": "never", "exit_code": 3}}
+                ]}),
+        )
+        .manifest(
+            "other",
+            json!({"name": "other", "description": "d", "command": "echo fine",
+                "tests": [{"name": "fine", "expect": {"stdout_contains": "fine"}}]}),
+        );
+    let out = Test::new().packs_dir(&packs).args(["test", "--format", "junit"]).run();
+    let xml = out.code(1).stdout().to_owned();
+    assert!(xml.contains("<failure") && xml.contains("name=\"other\""), "{xml}");
+    assert_eq!(junit_10_violations(&xml), Vec::<String>::new(), "{xml}");
+    // The checker finds what the schema refuses.
+    let bad =
+        "<testsuites><testsuite name=\"t\" tests=\"1\"><testcase name=\"c\" file=\"f\"/></testsuite></testsuites>";
+    assert_eq!(
+        junit_10_violations(bad),
+        [
+            "<testsuite> lacks the required `failures`",
+            "<testsuite> lacks the required `errors`",
+            "<testcase> has `file`, which the schema does not declare"
+        ]
+    );
 }
 
 #[test]

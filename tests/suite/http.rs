@@ -499,3 +499,88 @@ fn a_tokens_agent_tightens_the_operators_settings_and_never_loosens_them() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(target.exists(), "{}", r.body);
 }
+
+/// `GET path` with extra header lines.
+fn get(addr: SocketAddr, path: &str, extra: &str) -> Reply {
+    send(addr, format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{extra}\r\n").as_bytes())
+}
+
+#[test]
+fn metrics_take_a_token_of_their_own_and_never_a_clients() {
+    const OPS: &str = "ops-token-0123456789abcdef";
+    const READER: &str = "reader-token-0123456789abcdef";
+    const SCRAPER: &str = "metrics-token-0123456789abcdef";
+    let bearer = |token: &str| format!("Authorization: Bearer {token}\r\n");
+    let serve = |extra: &[&str]| {
+        let packs = tools()
+            .manifest("ops_only", json!({"name": "ops_only", "description": "d", "command": "echo done"}))
+            .file("agents/ops/agent.toml", "")
+            .file("agents/reader/agent.toml", "deny = [\"ops_only\"]\n")
+            .file("tokens", &format!("{OPS} ops\n{READER} reader\n"))
+            .file("metrics-tokens", &format!("# Prometheus\n{SCRAPER}\n"));
+        let (agents, tokens, scrapers) = (packs.join("agents"), packs.join("tokens"), packs.join("metrics-tokens"));
+        let (tokens, scrapers) = (tokens.to_str().unwrap().to_owned(), scrapers.to_str().unwrap().to_owned());
+        let mut args = vec!["--token-file".to_owned(), tokens];
+        for e in extra {
+            args.push(if *e == "METRICS" { scrapers.clone() } else { (*e).to_owned() });
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        start_with(packs, &args, &[("PACKS_AGENTS", agents.as_path())])
+    };
+    // Without a metrics token file, no client's token opens the metrics: the reader's agent
+    // hides ops_only from it, and the metrics would name it.
+    let s = serve(&[]);
+    let r = post(s.addr, &bearer(OPS), &call(1, "ops_only"));
+    assert!(r.body.contains("done"), "{}", r.body);
+    for token in [READER, OPS] {
+        let r = get(s.addr, "/metrics", &bearer(token));
+        assert_eq!(r.status, 403, "a client's token read the metrics: {}", r.body);
+        assert!(!r.body.contains("ops_only"), "{}", r.body);
+        assert!(r.body.contains("--metrics-token-file"), "{}", r.body);
+    }
+    assert_eq!(get(s.addr, "/metrics", "").status, 401);
+    drop(s);
+    // With one, its tokens read every agent's counts; clients still get 403, and a metrics
+    // token is no client's (401 at the MCP endpoint).
+    let s = serve(&["--metrics-token-file", "METRICS"]);
+    let r = post(s.addr, &bearer(OPS), &call(1, "ops_only"));
+    assert!(r.body.contains("done"), "{}", r.body);
+    let r = get(s.addr, "/metrics", &bearer(READER));
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert!(!r.body.contains("ops_only"), "{}", r.body);
+    let r = get(s.addr, "/metrics", &bearer("not-a-token-0123456789"));
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert!(r.header("www-authenticate").is_some_and(|v| v.starts_with("Bearer")), "{:?}", r.headers);
+    let r = get(s.addr, "/metrics", &bearer(SCRAPER));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains(r#"packs_calls_total{tool="ops_only",outcome="ok"} 1"#), "{}", r.body);
+    assert!(r.body.contains(r#"packs_denials_total{reason="metrics_credential"} 1"#), "{}", r.body);
+    let r = post(s.addr, &bearer(SCRAPER), r#"{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}"#);
+    assert_eq!(r.status, 401, "a metrics token listed the tools: {}", r.body);
+}
+
+#[test]
+fn a_metrics_token_that_is_also_a_clients_is_refused_at_start() {
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+    let t = Test::new()
+        .write("agents/ops/agent.toml", "")
+        .write("tokens", &format!("{TOKEN} ops\n"))
+        .write("metrics-tokens", &format!("# scrapers\n\n{TOKEN}\n"))
+        .env("PACKS_AGENTS", "agents");
+    let (tokens, scrapers) = (t.path().join("tokens"), t.path().join("metrics-tokens"));
+    t.args(["serve", "--http", "127.0.0.1:0", "--token-file"])
+        .arg(&tokens)
+        .arg("--metrics-token-file")
+        .arg(&scrapers)
+        .run()
+        .code(1)
+        .stderr_contains("--metrics-token-file: ")
+        .stderr_contains("metrics-tokens:3: this token is also a client's");
+    let t = Test::new().write("metrics-tokens", "short\n");
+    let scrapers = t.path().join("metrics-tokens");
+    t.args(["serve", "--http", "127.0.0.1:0", "--metrics-token-file"])
+        .arg(&scrapers)
+        .run()
+        .code(1)
+        .stderr_contains("metrics-tokens:1: the token is 5 characters");
+}
