@@ -117,17 +117,41 @@ pub struct Options {
     pub locked: Option<crate::lock::Locked>,
 }
 
-/// One in-flight call: its process once started, and whether it was cancelled.
+/// One in-flight call: its process once started, and whether it was cancelled (by the
+/// client, which wants no answer) or ended (by packs, which still owes one).
 #[derive(Default)]
 struct Flight {
     process: Option<crate::runner::Process>,
     cancelled: bool,
+    ended: bool,
+}
+
+/// How a call that is over came to be over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Finished {
+    /// It ran to its end: answer with its result.
+    Ran,
+    /// The client cancelled it: it expects no answer.
+    Cancelled,
+    /// packs ended it (the client's input ended, the server stopped): answer that.
+    Ended,
 }
 
 impl Flight {
     /// The client no longer wants the answer: end the tool's process group, if it started.
     fn cancel(&mut self) {
         self.cancelled = true;
+        self.kill();
+    }
+
+    /// packs ends the call (its client's input ended, the server stops): the client still
+    /// gets an answer saying so.
+    fn end(&mut self) {
+        self.ended = true;
+        self.kill();
+    }
+
+    fn kill(&self) {
         if let Some(process) = &self.process {
             process.kill();
         }
@@ -226,7 +250,7 @@ impl Server {
         let mut flights = lock(&self.flights);
         let mut ended = 0;
         for (_, flight) in flights.iter_mut().filter(|(k, _)| k.starts_with(prefix)) {
-            flight.cancel();
+            flight.end();
             ended += 1;
         }
         ended
@@ -754,7 +778,7 @@ impl Peer {
             Status::Spawned { process, .. } => {
                 let mut flights = lock(&self.server.flights);
                 if let Some(f) = flights.get_mut(&key) {
-                    if f.cancelled {
+                    if f.cancelled || f.ended {
                         process.kill();
                     }
                     f.process = Some(process.clone());
@@ -784,9 +808,18 @@ impl Peer {
             eprintln!("packs serve: signal {signal}: running tools were ended");
             std::process::exit(128 + signal);
         }
-        if self.finish(id) {
-            metrics.call_ended(label, "cancelled", started.elapsed());
-            return; // cancelled: the client no longer expects an answer
+        match self.finish(id) {
+            Finished::Cancelled => {
+                metrics.call_ended(label, "cancelled", started.elapsed());
+                return; // cancelled: the client no longer expects an answer
+            }
+            Finished::Ended => {
+                metrics.call_ended(label, "cancelled", started.elapsed());
+                let message = "cancelled: the client's input ended (or the server is stopping) before the call \
+                               finished, so packs ended it";
+                return self.error(id, SERVER_ERROR, message);
+            }
+            Finished::Ran => {}
         }
         if let Some(request) = approver.stateless.as_ref().and_then(|s| lock(&s.asked).take()) {
             // Not run: the client is asked, and retries with its answer and this token.
@@ -839,9 +872,13 @@ impl Peer {
         self.reply(id, if stateless { stateless_result(response) } else { response });
     }
 
-    /// The call is over; returns whether it had been cancelled.
-    fn finish(&self, id: &Value) -> bool {
-        lock(&self.server.flights).remove(&self.flight_key(id)).is_some_and(|f| f.cancelled)
+    /// The call is over: how it ended.
+    fn finish(&self, id: &Value) -> Finished {
+        match lock(&self.server.flights).remove(&self.flight_key(id)) {
+            Some(f) if f.cancelled => Finished::Cancelled,
+            Some(f) if f.ended => Finished::Ended,
+            _ => Finished::Ran,
+        }
     }
 
     /// Ask the client (MCP elicitation) whether a call may run.

@@ -242,6 +242,15 @@ fn a_client_that_hangs_up_ends_waiting_approvals_and_running_tools() {
     // Calls get 2 s to answer after a hang-up; fifteen only bounds that it ended.
     assert!(hung_up.elapsed() < std::time::Duration::from_secs(15), "took {:?}", hung_up.elapsed());
     assert!(!ran.exists(), "an approval nobody gave ran the tool");
+    // Every request was answered: the one waiting for approval with its denial, the one
+    // whose tool was ended with an error that says so.
+    let rest: Vec<Value> = lines.map(|l| serde_json::from_str(&l.unwrap()).unwrap()).collect();
+    let answer =
+        |id: i64| rest.iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("no answer to {id}: {rest:#?}"));
+    assert_eq!(answer(1)["result"]["isError"], true, "{rest:#?}");
+    let ended = &answer(2)["error"];
+    assert_eq!(ended["code"], -32000, "{rest:#?}");
+    assert!(ended["message"].as_str().unwrap().starts_with("cancelled: the client's input ended"), "{ended}");
 }
 
 /// A session with `packs serve` run as a user that may have `nproc` processes and threads
