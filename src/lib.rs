@@ -32,6 +32,7 @@ mod code;
 mod convert;
 mod describe;
 mod describe_cache;
+mod descriptors;
 mod environment;
 pub mod formats;
 mod grants;

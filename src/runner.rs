@@ -202,8 +202,8 @@ pub(crate) fn run_observed(
         let msg = format!("invalid environment variable name {name:?}");
         return Err(start_error(io::Error::new(io::ErrorKind::InvalidInput, msg)));
     }
-    // Resolving the program here (with the child's PATH) lets std start it with
-    // posix_spawn (vfork) instead of fork + a PATH walk of failing execve calls.
+    // Resolving the program here (with the child's PATH) lets it start by `spawn` (a
+    // vfork-style clone) instead of fork + a PATH walk of failing execve calls.
     // An executable `--locked` checked starts from its sealed bytes: its path is only a name.
     #[cfg(target_os = "linux")]
     let image = inv.image.as_ref().map(|i| i.fd());
@@ -228,8 +228,8 @@ pub(crate) fn run_observed(
     let limits = inv.limits.clone();
     let setup = move || {
         if !confined {
-            // Started by `spawn` for its image only: a process group of its own, as std's
-            // `process_group(0)` gives the others.
+            // Unconfined: a process group of its own (std's `process_group(0)` gives it
+            // on the other path, before this runs).
             // SAFETY: setpgid takes no pointers.
             return if unsafe { libc::setpgid(0, 0) } < 0 { Err(io::Error::last_os_error()) } else { Ok(()) };
         }
@@ -243,10 +243,12 @@ pub(crate) fn run_observed(
     let tag = crate::orphans::new_tag();
     // What the child gets, computed once whichever way it is started.
     let env = child_env(inv, &tag);
-    // A confined child with a program path, or one started from its image, is started by
-    // `spawn` (clone with a shared memory, no copy of packs); otherwise std starts it
-    // (posix_spawn, or a fork for the setup).
-    let direct = cfg!(target_os = "linux") && (confined || image.is_some()) && found.is_some();
+    // On Linux a child with a program path is started by `spawn` (clone with a shared
+    // memory, no copy of packs), where it also sheds every descriptor but its stdio (and
+    // its image) before exec: std's posix_spawn has no way to, so a shell's `exec 7>>file`
+    // before `packs` would reach the tool. Otherwise (a program left to the system's
+    // default search path, or not Linux) std forks, and the same sweep runs before exec.
+    let direct = cfg!(target_os = "linux") && found.is_some();
     let std_command = || {
         let mut cmd = match &found {
             Some(path) => {
@@ -265,13 +267,17 @@ pub(crate) fn run_observed(
         if let Some(cwd) = &inv.cwd {
             cmd.current_dir(cwd);
         }
-        if confined {
-            let setup = setup.clone();
-            // SAFETY: `setup` only makes system calls on data prepared before the fork; it
-            // allocates nothing and takes no lock.
-            unsafe { cmd.pre_exec(setup) };
-        } else {
+        if !confined {
             cmd.process_group(0);
+        }
+        let setup = setup.clone();
+        // SAFETY: `setup` and the sweep only make system calls on data prepared before the
+        // fork; they allocate nothing and take no lock.
+        unsafe {
+            cmd.pre_exec(move || {
+                crate::descriptors::close_on_exec_from(3)?;
+                if confined { setup() } else { Ok(()) }
+            });
         }
         cmd
     };
@@ -570,7 +576,7 @@ impl Reaper {
 
 /// A started tool process, to wait for.
 enum Spawned {
-    /// Started by std (unconfined: posix_spawn; or forked for its setup).
+    /// Started by std (forked, for a program left to the default search path, or not on Linux).
     Std(Child),
     /// Started by [`crate::spawn`].
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
@@ -975,12 +981,32 @@ mod tests {
         assert_eq!(parts, expected);
     }
 
-    /// `i` with `stdin`, started by std (unconfined) and by [`crate::spawn`] (a limit
-    /// makes it confined): both paths must feed stdin alike.
-    fn both_spawn_paths(i: Invocation, stdin: &[u8]) -> [Invocation; 2] {
+    /// `i` with `stdin`, started by [`crate::spawn`] unconfined and confined (a limit makes
+    /// it so), and by std (no `PATH` at all: the program is left to the system's default
+    /// search path): every path must feed stdin alike.
+    fn both_spawn_paths(i: Invocation, stdin: &[u8]) -> [Invocation; 3] {
         let i = Invocation { stdin: Some(Arc::from(stdin)), ..i };
         let confined = Invocation { limits: vec![(Limit::CpuSeconds, 600)], ..i.clone() };
-        [i, confined]
+        let by_std = Invocation { clear_env: true, ..i.clone() };
+        assert_eq!(resolve_program(&by_std.argv[0], &by_std), Lookup::AsWritten);
+        [i, confined, by_std]
+    }
+
+    #[test]
+    fn a_tool_inherits_only_its_stdin_stdout_and_stderr_on_every_path() {
+        // A descriptor packs holds without close-on-exec (as a shell's `exec 7>>file`
+        // leaves one): a tool must not get it, however it is started.
+        let file = tempfile::tempfile().unwrap();
+        // SAFETY: dup2 onto a number nothing else in this test binary uses.
+        assert_eq!(unsafe { libc::dup2(file.as_raw_fd(), 960) }, 960);
+        // SAFETY: 960 was just opened and is owned by nothing else.
+        let _leaked = unsafe { OwnedFd::from_raw_fd(960) };
+        for i in both_spawn_paths(inv(&["ls", "/proc/self/fd"]), b"") {
+            let out = run(&i).unwrap();
+            // 0, 1, 2 and the directory ls reads.
+            let text = String::from_utf8(out.stdout).unwrap();
+            assert_eq!(text, "0\n1\n2\n3\n", "limits {:?}, clear_env {}", i.limits, i.clear_env);
+        }
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! `{{urlencode secret.X}}`, JSON-escaped by `{{json secret.X}}`), the longest match
 //! first, in one pass over the text (Aho-Corasick: linear in the text's size, whatever
 //! the number of secrets). Text that was cut (the stdout kept under `max_output_bytes`,
-//! the tail kept of stderr) loses a secret cut at its edge too.
+//! the tail kept of stderr) loses a secret cut at its edge too. A stream ([`Masker`]) holds
+//! back only an end that could begin a secret, until the next chunk shows what it is.
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
@@ -17,6 +18,8 @@ const MASK: &str = "***";
 pub(crate) struct Secrets {
     /// Every form of every secret, longest first.
     forms: Vec<String>,
+    /// The bytes a form begins with, a bit each.
+    firsts: [u64; 4],
     matcher: Option<AhoCorasick>,
 }
 
@@ -38,7 +41,11 @@ impl Secrets {
         let matcher = (!forms.is_empty())
             .then(|| AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).build(&forms).ok())
             .flatten();
-        Self { forms, matcher }
+        let mut firsts = [0; 4];
+        for &b in forms.iter().filter_map(|f| f.as_bytes().first()) {
+            firsts[usize::from(b / 64)] |= 1 << (b % 64);
+        }
+        Self { forms, firsts, matcher }
     }
 
     /// No secret to mask.
@@ -49,6 +56,21 @@ impl Secrets {
     /// The longest form, in bytes.
     fn longest(&self) -> usize {
         self.forms.first().map_or(0, String::len)
+    }
+
+    /// The length of the longest end of `text` that could begin a secret (a proper prefix
+    /// of one of its forms); 0 when none could. Only positions holding a byte some form
+    /// begins with are compared, so ordinary text costs one look per byte of the last
+    /// `longest form - 1`.
+    fn beginning_at_end(&self, text: &[u8]) -> usize {
+        let from = text.len().saturating_sub(self.longest().saturating_sub(1));
+        (from..text.len())
+            .find(|&p| {
+                let (b, end) = (text[p], &text[p..]);
+                self.firsts[usize::from(b / 64)] & (1 << (b % 64)) != 0
+                    && self.forms.iter().any(|f| f.len() > end.len() && f.as_bytes().starts_with(end))
+            })
+            .map_or(0, |p| text.len() - p)
     }
 
     /// `text` with every secret replaced by `***`.
@@ -100,7 +122,9 @@ fn partial_start(text: &[u8], secret: &[u8]) -> Option<usize> {
 }
 
 /// Masks secrets in a stream that arrives in chunks: a secret split across two chunks
-/// is still caught, because the last `longest form - 1` bytes wait for the next chunk.
+/// is still caught, because the end of a chunk that could begin a secret (the longest
+/// suffix that is a proper prefix of one of its forms) waits for the next chunk. Anything
+/// else comes out at once: a line that ends in a newline is shown whole, as it arrives.
 pub(crate) struct Masker<'s> {
     secrets: &'s Secrets,
     held: Vec<u8>,
@@ -114,9 +138,10 @@ impl<'s> Masker<'s> {
     /// Add a chunk; returns what can be shown now, masked.
     pub(crate) fn push(&mut self, chunk: &[u8]) -> Vec<u8> {
         self.held.extend_from_slice(chunk);
-        let keep = self.secrets.longest().saturating_sub(1);
-        let mut cut = self.held.len().saturating_sub(keep);
-        // A secret that starts before the cut ends inside what is held: release all of it.
+        let mut cut = self.held.len() - self.secrets.beginning_at_end(&self.held);
+        // A secret that starts before the cut ends inside what is held (the held suffix lies
+        // within it): release all of it. No longer one can start there, or the suffix from
+        // its start would be a prefix of it, and kept.
         if let Some(m) = &self.secrets.matcher {
             for found in m.find_iter(&self.held) {
                 if found.start() < cut {
@@ -169,6 +194,60 @@ mod tests {
         out.extend(m.push(b"ter22 done"));
         out.extend(m.finish());
         assert_eq!(out, b"key=*** done");
+    }
+
+    /// What a masker shows after each of `chunks`, then at the end.
+    fn streamed(s: &Secrets, chunks: &[&str]) -> Vec<String> {
+        let mut m = Masker::new(s);
+        let mut shown: Vec<String> = chunks.iter().map(|c| String::from_utf8(m.push(c.as_bytes())).unwrap()).collect();
+        shown.push(String::from_utf8(m.finish()).unwrap());
+        shown
+    }
+
+    #[test]
+    fn streaming_holds_back_only_what_could_begin_a_secret() {
+        let s = secrets(&["hunter22"]);
+        // Nothing that could begin the secret: each chunk comes out whole, at once.
+        assert_eq!(streamed(&s, &["deploying main\n", "accepted\n"]), ["deploying main\n", "accepted\n", ""]);
+        assert_eq!(streamed(&s, &["token hunter22 accepted\n"]), ["token *** accepted\n", ""]);
+        // A possible beginning waits; if the rest never comes, it is shown as it was.
+        assert_eq!(streamed(&s, &["key=hun", "ter22 done"]), ["key=", "*** done", ""]);
+        assert_eq!(streamed(&s, &["key=hun", "gry\n"]), ["key=", "hungry\n", ""]);
+        assert_eq!(streamed(&s, &["ends with h"]), ["ends with ", "h"]);
+        // Split one byte at a time, the secret is still masked.
+        let text = "a hunter2 hunter22 h\n";
+        let chunks: Vec<String> = text.chars().map(String::from).collect();
+        let chunks: Vec<&str> = chunks.iter().map(String::as_str).collect();
+        assert_eq!(streamed(&s, &chunks).concat(), "a hunter2 *** h\n");
+    }
+
+    #[test]
+    fn streaming_waits_for_the_longest_form_a_held_end_could_begin() {
+        // "abc" is a secret and begins the longer "abcdef": it waits to see which it is.
+        let s = secrets(&["abc", "abcdef"]);
+        assert_eq!(streamed(&s, &["x abc", "def y"]), ["x ", "*** y", ""]);
+        assert_eq!(streamed(&s, &["x abc", " y"]), ["x ", "*** y", ""]);
+        // A secret whose end could begin it again ("abab" ends with "ab"): released whole.
+        let s = secrets(&["abab"]);
+        assert_eq!(streamed(&s, &["x abab", "ab"]), ["x ***", "", "ab"]);
+        assert_eq!(streamed(&s, &["x abab", "ab", "ab\n"]), ["x ***", "", "***\n", ""]);
+        // Encoded forms count too: "p%40" could begin the URL-encoded "p@ss".
+        let s = secrets(&["p@ss"]);
+        assert_eq!(streamed(&s, &["url=p%4", "0ss\n"]), ["url=", "***\n", ""]);
+    }
+
+    #[test]
+    fn a_stream_shows_what_masking_the_whole_text_shows_however_it_is_split() {
+        let s = secrets(&["abc", "abcdef", "abab", "p@ss"]);
+        for text in ["x abcdef abc ababab abcde p%40ss p@s", "abababcabcdefabc", "ab\nabc\nabcd"] {
+            let whole = s.mask(text);
+            for i in 0..=text.len() {
+                for j in i..=text.len() {
+                    let shown = streamed(&s, &[&text[..i], &text[i..j], &text[j..]]).concat();
+                    assert_eq!(shown, whole, "{text:?} split at {i} and {j}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -523,6 +523,49 @@ fn a_secret_split_across_writes_is_still_masked_when_streaming() {
 }
 
 #[test]
+fn a_streamed_line_comes_out_whole_while_the_tool_runs_with_a_secret_in_play() {
+    // The tool prints a line, then waits (10 s at most) until the test has read that line
+    // from packs' stdout: with a secret in play, the line must still come out whole, while
+    // the tool runs (only an end that could begin the secret is held back).
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let script = r#"echo "deploying $1"; i=0; while [ ! -e "$3" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+        if [ -e "$3" ]; then echo "token $2 accepted" >&2; else echo "nobody read the line in time" >&2; fi"#;
+    let packs = Packs::new().manifest(
+        "deploy",
+        json!({"name": "deploy", "description": "d",
+               "parameters": {"branch": {"type": "string"}, "go": {"type": "string"}},
+               "command": {"program": "sh", "args": ["-c", script, "sh", "{{branch}}", "{{secret.PACKS_DEPLOY_TOKEN}}", "{{go}}"]}}),
+    );
+    let mut child = std::process::Command::new(crate::common::PACKS)
+        .arg("--packs")
+        .arg(packs.path())
+        .args(["run", "deploy", "--arg", "branch=main", "--arg"])
+        .arg(format!("go={}", go.display()))
+        .arg("--stream")
+        .current_dir(dir.path())
+        .env("PACKS_DEPLOY_TOKEN", "s3cr3t-deploy-token")
+        .env("PACKS_CACHE_DIR", "")
+        .env("XDG_CONFIG_HOME", dir.path().join("no-config"))
+        .env_remove("PACKS_PATH")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(line, "deploying main\n");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!((rest.as_str(), String::from_utf8_lossy(&out.stderr).as_ref()), ("", "token *** accepted\n"));
+}
+
+#[test]
 fn relative_paths_are_confined_where_the_tool_reads_them() {
     let ws = tempfile::tempdir().unwrap();
     let packs = Packs::new().manifest(

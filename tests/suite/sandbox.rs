@@ -671,3 +671,35 @@ fn a_tool_cannot_signal_a_process_started_outside_packs() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+#[test]
+fn a_tool_inherits_no_descriptor_but_stdin_stdout_and_stderr() {
+    // `exec 7>>victim; packs run ...`: Landlock checks a file when it is opened, so a
+    // descriptor packs passed on would let a read-only tool write wherever it leads.
+    let script = r#"if echo pwned >&7 2>/dev/null; then echo "wrote through 7"; else echo "no descriptor 7"; fi; ls /proc/self/fd"#;
+    let packs = Packs::new()
+        .manifest("ro_tool", shell_tool("ro_tool", json!({"read_only": true}), json!({}), script, &[]))
+        .manifest("rw_tool", shell_tool("rw_tool", json!({"read_only": false}), json!({}), script, &[]));
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim");
+    std::fs::write(&victim, "").unwrap();
+    for (name, sandbox) in [("ro_tool", "enforce"), ("rw_tool", "enforce"), ("ro_tool", "off"), ("rw_tool", "off")] {
+        let out = Test::new()
+            .packs_dir(&packs)
+            .wrapper(["sh", "-c", r#"exec 7>>"$0"; exec "$@""#, victim.to_str().unwrap()])
+            .args(["--sandbox", sandbox, "run", name])
+            .run();
+        out.success();
+        // `ls` sees 0, 1, 2 and the directory it reads; nothing else reached the tool.
+        let fds: Vec<&str> = out.stdout().lines().skip(1).collect();
+        assert_eq!(
+            out.stdout().lines().next(),
+            Some("no descriptor 7"),
+            "{name} --sandbox {sandbox}: {}",
+            out.report()
+        );
+        assert_eq!(fds.len(), 4, "{name} --sandbox {sandbox}: {fds:?}");
+        assert_eq!(&fds[..3], ["0", "1", "2"], "{name} --sandbox {sandbox}");
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "");
+}
