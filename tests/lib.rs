@@ -72,3 +72,5 @@ mod stdin;
 mod validation;
 #[path = "suite/visible.rs"]
 mod visible;
+#[path = "suite/wrappers.rs"]
+mod wrappers;
