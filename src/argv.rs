@@ -105,6 +105,9 @@ pub(crate) struct DashLead {
     /// The parameters and `context.KEY` values the element's template reads (for
     /// [`Lead::Block`]).
     pub params: Vec<String>,
+    /// The program that would read it as an option: the command's program, or the one a
+    /// wrapper runs (`sort` in `env -- sort {{f}}`).
+    pub program: String,
 }
 
 /// The argv being built, with what is known of each element's first character.
@@ -297,13 +300,19 @@ impl CommandTemplate {
         let Out { argv, origins } = out;
         let args: Vec<crate::operands::Arg<'_>> =
             argv[1..].iter().zip(&origins).map(|(text, o)| crate::operands::Arg { text, literal: o.literal }).collect();
-        let options_end = crate::operands::start(&self.program, &args);
+        let options = crate::operands::options(&self.program, &args);
         let dash_leads = origins
             .into_iter()
-            .take(options_end)
+            .take(options.end)
             .enumerate()
             .filter_map(|(i, o)| {
-                o.lead.map(|(lead, params)| DashLead { index: i + 1, field: o.site.to_string(), lead, params })
+                o.lead.map(|(lead, params)| DashLead {
+                    index: i + 1,
+                    field: o.site.to_string(),
+                    lead,
+                    params,
+                    program: options.reader(i).to_owned(),
+                })
             })
             .collect();
         let mut env = Vec::with_capacity(self.env.len());

@@ -93,6 +93,8 @@ codes! {
     ExtractFieldNeedsJson = "extract-field-needs-json", "extract_field without output format json";
     /// A parameter is pasted into code a shell or interpreter runs.
     ShellInjection = "shell-injection", "a parameter is pasted into code a shell or interpreter runs";
+    /// A call's value reaches a variable that changes how programs load or start.
+    LoaderVariable = "loader-variable", "a call's value reaches a variable that changes how programs load or start (`LD_PRELOAD`, `BASH_ENV`...)";
     /// A string parameter is a whole argument with no `--` before it.
     OptionInjection = "option-injection", "a call value can start an argument with `-` where the program reads options";
     /// A credential is written into the manifest.

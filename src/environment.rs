@@ -31,3 +31,113 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
         Ok(())
     }
 }
+
+/// Variables that change how programs load or start: which libraries, modules or start-up
+/// files they load, which helper commands they run. A call's values (parameters, context)
+/// must never reach them (docs/MANIFEST.md has the list); the manifest's literals and the
+/// operator's `{{env.X}}`/`{{secret.X}}` may.
+pub(crate) const LOADER_VARIABLES: &[&str] = &[
+    // The dynamic loader and glibc.
+    "LD_*",
+    "DYLD_*",
+    "GCONV_PATH",
+    "GLIBC_TUNABLES",
+    "LOCPATH",
+    "NLSPATH",
+    "HOSTALIASES",
+    "RESOLV_HOST_CONF",
+    "MALLOC_*",
+    // Where programs and start-up files are found.
+    "PATH",
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_CONFIG_DIRS",
+    "XDG_DATA_DIRS",
+    // Shells.
+    "BASH_ENV",
+    "ENV",
+    "BASH_FUNC_*",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "ZDOTDIR",
+    "IFS",
+    "CDPATH",
+    // Interpreters and runtimes.
+    "PYTHON*",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "NODE_REPL_EXTERNAL_MODULE",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "PERL5DB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "CLASSPATH",
+    "PHPRC",
+    "PHP_INI_SCAN_DIR",
+    "LUA_INIT",
+    "LUA_PATH",
+    "LUA_CPATH",
+    "OPENSSL_CONF",
+    "OPENSSL_ENGINES",
+    // Git's commands, hooks and configuration.
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_PAGER",
+    "GIT_EDITOR",
+    "GIT_ASKPASS",
+    "GIT_PROXY_COMMAND",
+    "GIT_EXEC_PATH",
+    "GIT_TEMPLATE_DIR",
+    "GIT_DIR",
+    "GIT_COMMON_DIR",
+    "GIT_CONFIG",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_CONFIG_KEY_*",
+    "GIT_CONFIG_VALUE_*",
+    // Helper commands other programs run.
+    "PAGER",
+    "MANPAGER",
+    "SYSTEMD_PAGER",
+    "EDITOR",
+    "VISUAL",
+    "BROWSER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "LESSKEY",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+];
+
+/// Whether `name` is one of [`LOADER_VARIABLES`] (an entry ending in `*` is a prefix).
+pub(crate) fn is_loader_variable(name: &str) -> bool {
+    LOADER_VARIABLES.iter().any(|entry| match entry.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == *entry,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loader_variable;
+
+    #[test]
+    fn loader_variables_by_name_and_prefix() {
+        for name in ["LD_PRELOAD", "LD_AUDIT", "BASH_ENV", "ENV", "PYTHONSTARTUP", "GIT_SSH_COMMAND", "PATH"] {
+            assert!(is_loader_variable(name), "{name}");
+        }
+        for name in ["TZ", "LANG", "GIT_AUTHOR_NAME", "ENVIRONMENT", "LD", "PAGERS", "NODE_ENV"] {
+            assert!(!is_loader_variable(name), "{name}");
+        }
+    }
+}

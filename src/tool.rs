@@ -157,6 +157,10 @@ impl Tool {
         let (Ok(command), Ok(output_template)) = (command, output_template) else {
             return Err(errors);
         };
+        let loader_errors = loader_variables(&manifest, &command, &source);
+        if !loader_errors.is_empty() {
+            return Err(loader_errors);
+        }
         // Handlebars syntax (only templates with blocks or helpers reach it) is checked
         // at load too, so a broken template is reported before any call.
         let hb_errors: Vec<Diagnostic> = command
@@ -511,6 +515,57 @@ fn draft_neutral(schema: &Value) -> bool {
         "allOf" | "anyOf" | "oneOf" => value.as_array().is_some_and(|a| a.iter().all(draft_neutral)),
         _ => false,
     })
+}
+
+/// A call's values (parameters, context) never reach a variable that changes how programs
+/// load or start ([`crate::environment::LOADER_VARIABLES`]): not in `command.env`, nor in a
+/// `NAME=VALUE` argument of `env`. One error per template, at its variable's name.
+pub(crate) fn loader_variables(
+    manifest: &Manifest,
+    command: &CommandTemplate,
+    source: &crate::source::SourceFile,
+) -> Vec<Diagnostic> {
+    use crate::argv::Site;
+    use crate::source::Target;
+    let through_env = crate::operands::program_name(&manifest.command.program) == "env"
+        || command
+            .templates()
+            .iter()
+            .any(|(_, t)| t.is_literal() && crate::operands::program_name(t.source()) == "env");
+    let mut errors = Vec::new();
+    for (site, t) in command.templates() {
+        let (name, target) = match site {
+            Site::Env(name) => (name, Target::Key),
+            Site::Arg(_) | Site::Member(..) if through_env => {
+                let Some((name, _)) = t.source().split_once('=') else { continue };
+                if name.is_empty() || !name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric()) {
+                    continue;
+                }
+                (name, Target::Value)
+            }
+            _ => continue,
+        };
+        if !crate::environment::is_loader_variable(name) {
+            continue;
+        }
+        let Some(what) = t.refs().iter().find_map(|r| match r {
+            Ref::Param(p) => Some(format!("the call's `{p}`")),
+            Ref::Context(k) => Some(format!("the context's `{k}`")),
+            Ref::Env(_) | Ref::Secret(_) => None,
+        }) else {
+            continue;
+        };
+        let path = site.path();
+        let message = format!(
+            "`{name}` changes how programs load or start, and its value reads {what}: the model would choose what the tool loads or runs"
+        );
+        let mut d = Diagnostic::file(Severity::Error, Code::LoaderVariable, &source.path, message)
+            .at_offset(source, source.locate_nearest(&path, target).map(|r| r.start))
+            .with_help("write the value in the manifest, or take it from the operator's environment with `{{env.NAME}}` or `{{secret.NAME}}`");
+        d.field = Some(path.to_string());
+        errors.push(d);
+    }
+    errors
 }
 
 /// `policy.writable`: templates that may read only `{{env.NAME}}` (the operator's

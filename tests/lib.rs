@@ -39,6 +39,8 @@ mod injection;
 mod library;
 #[path = "suite/lint.rs"]
 mod lint;
+#[path = "suite/loader_variables.rs"]
+mod loader_variables;
 #[path = "suite/lock.rs"]
 mod lock;
 #[path = "suite/name_index.rs"]
@@ -72,3 +74,5 @@ mod stdin;
 mod validation;
 #[path = "suite/visible.rs"]
 mod visible;
+#[path = "suite/wrappers.rs"]
+mod wrappers;

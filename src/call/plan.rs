@@ -253,7 +253,6 @@ fn refuse_options(
     let Some(m) = tool.manifest() else { return Ok(()) };
     let hostile =
         |p: &str| given.contains_key(p) && m.parameters.get(p).is_some_and(|d| d.is_offered() && !d.allow_leading_dash);
-    let program = crate::operands::program_name(&argv[0]);
     let mut errors: Vec<FieldError> = Vec::new();
     for lead in leads {
         let field = match &lead.lead {
@@ -272,8 +271,8 @@ fn refuse_options(
             schema: tool.validation_schema().get("properties").and_then(|p| p.get(&field)).cloned(),
             field,
             message: format!(
-                "{shown:?} starts with `-`, and `{program}` would read it as an option; give a value that does not start with `-` (the manifest can put \"--\" before `{}` or set `allow_leading_dash`)",
-                lead.field
+                "{shown:?} starts with `-`, and `{}` would read it as an option; give a value that does not start with `-` (the manifest can put \"--\" before `{}` or set `allow_leading_dash`)",
+                lead.program, lead.field
             ),
         });
     }

@@ -322,6 +322,9 @@ fn lint_manifest(path: &Path, options: &Options, programs: &ProgramCache) -> (Op
     };
     loads &= command.is_some();
     if let Some(c) = &command {
+        let loader = crate::tool::loader_variables(m, c, src);
+        loads &= loader.is_empty();
+        diags.extend(loader);
         for (site, t) in c.templates() {
             if let Err(e) = t.check() {
                 loads = false;

@@ -68,32 +68,6 @@ fn uses_outside_input(s: &Subject<'_>, site: Site<'_>) -> Option<String> {
     })
 }
 
-/// Programs that run the program named by their first operand, with their options
-/// that take a value (as a separate argument).
-fn wrapper_value_options(program: &str) -> Option<&'static [&'static str]> {
-    Some(match program {
-        "env" => &["-u", "--unset", "-C", "--chdir"],
-        "xargs" => &[
-            "-a",
-            "--arg-file",
-            "-d",
-            "--delimiter",
-            "-E",
-            "-I",
-            "-L",
-            "-n",
-            "--max-args",
-            "-P",
-            "--max-procs",
-            "-s",
-            "--max-chars",
-        ],
-        "nice" => &["-n", "--adjustment"],
-        "nohup" | "setsid" => &[],
-        _ => return None,
-    })
-}
-
 /// The index of the first operand in `args`: not an option, not an option's value
 /// (`value_options`), and (for `env`) not a `VAR=value` assignment.
 fn first_operand(args: &[&str], value_options: &[&str], assignments: bool) -> Option<usize> {
@@ -120,29 +94,30 @@ fn injection(s: &Subject<'_>, site: Site<'_>, message: String, help: &str) -> Di
 
 fn shell_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
     let elements = elements(s);
-    let mut program = basename(&s.m.command.program).to_owned();
-    let mut start = 0;
-    // `env`, `xargs`, `nice`...: look at the program they run (and at who chooses it).
-    while let Some(value_options) = wrapper_value_options(&program) {
-        let args: Vec<&str> = elements[start..].iter().map(|(_, a)| *a).collect();
-        let Some(i) = first_operand(&args, value_options, program == "env") else { return };
-        let (site, name) = elements[start + i];
-        if let Some(what) = uses_outside_input(s, site) {
-            let message = format!("{what} chooses the program that `{program}` runs: any command can be run");
-            out.push(injection(
-                s,
-                site,
-                message,
-                "name the program in the manifest; pass values only as its arguments",
-            ));
+    let args: Vec<crate::operands::Arg<'_>> =
+        elements.iter().map(|(_, text)| crate::operands::Arg { text, literal: !text.contains("{{") }).collect();
+    // `env`, `timeout`, `xargs`...: look at the program they run (and at who chooses it).
+    let (program, rest): (String, Vec<(Site<'_>, &str)>) = match crate::operands::resolve(&s.m.command.program, &args) {
+        crate::operands::Runs::Program { name, args, .. } => {
+            (name.to_owned(), args.iter().map(|t| (elements[t.at].0, t.text)).collect())
+        }
+        crate::operands::Runs::Chosen { wrapper, at } => {
+            let site = elements[at].0;
+            if let Some(what) = uses_outside_input(s, site) {
+                let message = format!("{what} chooses the program that `{wrapper}` runs: any command can be run");
+                out.push(injection(
+                    s,
+                    site,
+                    message,
+                    "name the program in the manifest; pass values only as its arguments",
+                ));
+            }
             return;
         }
-        program = basename(name).to_owned();
-        start += i + 1;
-    }
+        crate::operands::Runs::Opaque { .. } => return,
+    };
     let Some(flags) = script_flags(&program) else { return };
     let shell = crate::operands::is_shell(&program);
-    let rest = &elements[start..];
     let script_elements: Vec<Site<'_>> = match flags {
         None => rest.iter().map(|(site, _)| *site).collect(),
         Some(flags) => rest.windows(2).filter(|w| is_script_flag(w[0].1, flags, shell)).map(|w| w[1].0).collect(),
@@ -280,7 +255,12 @@ fn option_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
                     let option = rendered.argv[lead.index - 1].as_str();
                     let option = (lead.index > 1 && option.starts_with('-') && option != "--" && !option.contains('='))
                         .then_some(option);
-                    out.extend(injection_at(s, program, &name, option, &FieldPath::dotted(&lead.field)));
+                    // `env -- sort {{f}}`: a `--` the wrapper reads, not the program it runs.
+                    let wrapper_dash = (lead.program != program
+                        && rendered.argv[1..lead.index].iter().any(|a| a == "--"))
+                    .then_some(program);
+                    let at = Place { program: &lead.program, option, wrapper_dash };
+                    out.extend(injection_at(s, &name, at, &FieldPath::dotted(&lead.field)));
                 }
             }
             if !new {
@@ -305,13 +285,17 @@ fn empty(given: &mut Map<String, Value>, name: &str) {
     }
 }
 
-fn injection_at(
-    s: &Subject<'_>,
-    program: &str,
-    name: &str,
-    option: Option<&str>,
-    path: &FieldPath,
-) -> Option<Diagnostic> {
+/// Where a value could start an option: the program that reads it (the command's, or the
+/// one a wrapper runs), the literal option before it, and the wrapper whose `--` comes
+/// before it (that `--` ends only the wrapper's options).
+struct Place<'a> {
+    program: &'a str,
+    option: Option<&'a str>,
+    wrapper_dash: Option<&'a str>,
+}
+
+fn injection_at(s: &Subject<'_>, name: &str, at: Place<'_>, path: &FieldPath) -> Option<Diagnostic> {
+    let Place { program, option, wrapper_dash } = at;
     let allowed = s.m.parameters.get(name).is_some_and(|p| p.allow_leading_dash);
     let what = if name.starts_with("context.") { format!("context value `{name}`") } else { format!("`{name}`") };
     let (message, help) = match (option, allowed) {
@@ -328,6 +312,14 @@ fn injection_at(
             ),
             format!(
                 "if `{option}` takes a value that may start with `-` (a negative number, a pattern), set `\"allow_leading_dash\": true`; otherwise give {what} a `pattern` that rejects a leading `-` (`^[^-]`), so the model knows"
+            ),
+        ),
+        (None, false) if let Some(wrapper) = wrapper_dash => (
+            format!(
+                "{what} can start an argument of `{program}` with `-`: the `--` before it ends the options of `{wrapper}`, which runs `{program}`, and `{program}` still reads options, so packs refuses such values at run time"
+            ),
+            format!(
+                "put a \"--\" of `{program}`'s own after `{program}` and its options (`{wrapper} -- {program} -- {{{{{name}}}}}`, if `{program}` honours `--`), or give {what} a `pattern` that rejects a leading `-` (`^[^-]`), so the model knows"
             ),
         ),
         (None, false) if program == "find" => (
