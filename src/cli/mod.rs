@@ -292,7 +292,12 @@ pub(crate) fn main() -> i32 {
     }
     let result = match cli.command {
         Command::Exec(args) => match open_session(operator, &front) {
-            Ok(session) => run::exec(&args, &session),
+            Ok(session) => {
+                if !cli.quiet {
+                    warn_best_effort(&session.context);
+                }
+                run::exec(&args, &session)
+            }
             Err(code) => return code,
         },
         Command::Lint(args) => Ok(lint::lint(&args, &cli.packs, cli.agent.as_deref(), cli.color.stdout())),
@@ -338,6 +343,11 @@ pub(crate) fn main() -> i32 {
             };
             let agent = &session.agent;
             let dirs = session.dirs.clone();
+            let runs_tools =
+                matches!(command, Command::Run(_) | Command::Call(_) | Command::Serve(_) | Command::Test(_));
+            if runs_tools && !cli.quiet {
+                warn_best_effort(&session.context);
+            }
             // packs' own configuration: no confined tool may write there (docs/SANDBOX.md).
             let mut control_plane = search_path(&dirs).dirs;
             control_plane.push(crate::agent::Agent::root());
@@ -467,6 +477,18 @@ pub(crate) fn main() -> i32 {
         }
     };
     signals::exit_status().unwrap_or(code)
+}
+
+/// Under `--sandbox best-effort`, say once (on stderr, before any tool runs) what this kernel
+/// leaves unenforced: tools then run partly unconfined (the audit log says `partial` per call).
+fn warn_best_effort(context: &crate::call::Context) {
+    if context.sandbox() != crate::sandbox::SandboxMode::BestEffort {
+        return;
+    }
+    let gaps = crate::sandbox::for_a_describe().unenforced;
+    if !gaps.is_empty() {
+        eprintln!("warning: --sandbox best-effort: tools run partly unconfined here: {}", gaps.join("; "));
+    }
 }
 
 /// Whether `name` is a packs command (`packs help NAME` shows its help then).

@@ -7,20 +7,52 @@ use serde_json::json;
 use super::exit;
 use crate::sandbox::{LANDLOCK_ABI_FOR_SIGNALS, LANDLOCK_ABI_FOR_WRITES, SandboxMode, Signals, Support};
 
+/// Whether confinement really takes here, not only what the kernel says it offers: `true`
+/// started as a `read_only` tool without network (Landlock, seccomp, the signal scope, as
+/// far as this kernel goes). An error (a filter the kernel will not install, a ruleset it
+/// refuses) is why not.
+fn live_check() -> Result<(), String> {
+    use crate::runner::{self, Invocation};
+    let invocation = Invocation {
+        argv: vec!["true".to_owned()],
+        env: crate::environment::minimal_env(&[], Vec::new()),
+        clear_env: true,
+        cwd: None,
+        stdin: None,
+        timeout: std::time::Duration::from_secs(10),
+        max_output_bytes: 1024,
+        sandbox: None,
+        limits: Vec::new(),
+        image: None,
+    };
+    let enforcement = crate::sandbox::for_a_describe();
+    let confined = runner::confine(&invocation, Some(&enforcement)).map_err(|e| e.to_string())?;
+    let out = runner::run(confined.as_ref().unwrap_or(&invocation)).map_err(|e| e.to_string())?;
+    match out.exit_code {
+        Some(0) => Ok(()),
+        code => Err(format!("a confined `true` ended with {code:?}")),
+    }
+}
+
 /// Print the kernel's support and what each tier gets under `mode`.
 pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
     let support = Support::probe();
     let writes = support.landlock_abi >= LANDLOCK_ABI_FOR_WRITES;
-    let verdict = |needed: bool, ok: bool| match (needed, ok, mode) {
-        (false, _, _) => "not needed",
-        (_, _, SandboxMode::Off) => "not enforced (off)",
-        (true, true, _) => "enforced",
-        (true, false, SandboxMode::Enforce) => "refused (the kernel cannot enforce it)",
-        (true, false, SandboxMode::BestEffort) => "runs partly or not confined (best-effort)",
+    // What the kernel offers is claimed only once a confined process really started here.
+    let failed = (mode != SandboxMode::Off).then(live_check).and_then(Result::err);
+    let failure = failed.as_ref().map(|e| format!("not enforced: confining a tool failed here ({e})"));
+    let verdict = |needed: bool, ok: bool| match (needed, ok, mode, &failure) {
+        (false, _, _, _) => "not needed".to_owned(),
+        (_, _, SandboxMode::Off, _) => "not enforced (off)".to_owned(),
+        (true, true, _, Some(failure)) => failure.clone(),
+        (true, true, _, None) => "enforced".to_owned(),
+        (true, false, SandboxMode::Enforce, _) => "refused (the kernel cannot enforce it)".to_owned(),
+        (true, false, SandboxMode::BestEffort, _) => "runs partly or not confined (best-effort)".to_owned(),
     };
     // Not a policy a tool states, so never a refusal: what this kernel offers, and the gap.
     let signals = match (mode, Signals::of(mode, support)) {
         (SandboxMode::Off, _) => "not enforced (off)".to_owned(),
+        (_, Signals::OwnCall | Signals::NotPacks) if failure.is_some() => failure.clone().unwrap_or_default(),
         (_, Signals::OwnCall) => "enforced (only its own processes)".to_owned(),
         (_, Signals::NotPacks) => format!(
             "packs protected (seccomp: its pid, its group, -1); other processes not protected (needs Landlock ABI {LANDLOCK_ABI_FOR_SIGNALS})"
@@ -31,7 +63,7 @@ pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
         ("read_only and workspace tools: writes confined", verdict(true, writes)),
         ("confined tools: packs' own configuration not writable", verdict(true, writes)),
         ("tools without requires_network: no IP sockets", verdict(true, support.seccomp)),
-        ("every tool: signals confined to its call", signals.as_str()),
+        ("every tool: signals confined to its call", signals.clone()),
     ];
     let mut out = std::io::stdout().lock();
     let written = if as_json {

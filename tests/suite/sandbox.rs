@@ -150,9 +150,20 @@ fn packs_without_landlock(packs: &Packs, args: &[&str]) -> std::process::Output 
 
 /// [`packs_without_landlock`], with `input` on its stdin.
 fn packs_without_landlock_reading(packs: &Packs, args: &[&str], input: &[u8]) -> std::process::Output {
+    let rules = [(libc::SYS_landlock_create_ruleset, vec![])].into_iter().collect();
+    packs_refused(rules, packs, args, input)
+}
+
+/// `packs ARGS` (with `--packs`), under a seccomp filter that fails the system calls of
+/// `rules` with ENOSYS: a kernel without them, as far as packs can tell.
+fn packs_refused(
+    rules: std::collections::BTreeMap<i64, Vec<seccompiler::SeccompRule>>,
+    packs: &Packs,
+    args: &[&str],
+    input: &[u8],
+) -> std::process::Output {
     use seccompiler::{BpfProgram, SeccompAction, SeccompFilter};
     use std::io::Write;
-    let rules = [(libc::SYS_landlock_create_ruleset, vec![])].into_iter().collect();
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
@@ -203,6 +214,12 @@ fn a_kernel_that_cannot_confine_refuses_the_call_unless_the_operator_opts_out() 
         let out = packs_without_landlock(&packs, &["--log", log_arg, "--sandbox", mode, "run", "look"]);
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(out.stdout, b"looked\n");
+        // Best-effort says once, before the tool runs, what is left unenforced; off is the
+        // operator's explicit choice and says nothing.
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let warned = stderr.matches("warning: --sandbox best-effort: tools run partly unconfined here: ").count();
+        assert_eq!(warned, usize::from(mode == "best-effort"), "{stderr}");
+        assert!(mode == "off" || stderr.contains("confining writes needs Landlock"), "{stderr}");
         let last: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().lines().last().unwrap()).unwrap();
         assert_eq!(last["sandbox"], level, "{last}");
     }
@@ -702,4 +719,24 @@ fn a_tool_inherits_no_descriptor_but_stdin_stdout_and_stderr() {
         assert_eq!(&fds[..3], ["0", "1", "2"], "{name} --sandbox {sandbox}");
     }
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "");
+}
+
+#[test]
+fn packs_sandbox_claims_only_what_a_confined_tool_really_gets() {
+    // The kernel has seccomp (PR_GET_SECCOMP answers) but refuses to install a filter:
+    // `packs sandbox` must not say "enforced" for what no tool can get.
+    use seccompiler::{SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompRule};
+    let set_seccomp =
+        SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, libc::PR_SET_SECCOMP as u64).unwrap();
+    let rules = [(libc::SYS_prctl, vec![SeccompRule::new(vec![set_seccomp]).unwrap()]), (libc::SYS_seccomp, vec![])]
+        .into_iter()
+        .collect();
+    let out = packs_refused(rules, &Packs::new(), &["sandbox"], b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("seccomp: available"), "{text}");
+    assert!(!text.contains(": enforced"), "a protection is claimed that no tool gets: {text}");
+    assert!(text.contains("no IP sockets: not enforced: confining a tool failed here"), "{text}");
+    // Where confinement works, it is claimed (this machine).
+    Test::new().arg("sandbox").run().success().stdout_contains("no IP sockets: enforced");
 }
