@@ -740,3 +740,19 @@ fn packs_sandbox_claims_only_what_a_confined_tool_really_gets() {
     // Where confinement works, it is claimed (this machine).
     Test::new().arg("sandbox").run().success().stdout_contains("no IP sockets: enforced");
 }
+
+#[test]
+fn no_link_or_move_reaches_packs_own_configuration_from_a_writable_place() {
+    // Ways around the grants: a hard link or a symlink to a tool's manifest from a
+    // subdirectory the tool may write, or moving the manifest out to rewrite it there.
+    let script = "ln packs/w.tool.json sub/hard 2>/dev/null && echo linked; \
+                  ln -s ../packs/w.tool.json sub/soft && echo x >> sub/soft 2>/dev/null && echo wrote-through; \
+                  mv packs/w.tool.json sub/moved 2>/dev/null && echo moved; echo done";
+    let tool = shell_tool("w", json!({"read_only": false, "tier": "workspace"}), json!({}), script, &[]);
+    let test = Test::new().write("packs/w.tool.json", &tool.to_string()).write("sub/keep", "");
+    let root = test.path().to_owned();
+    let out = test.args(["run", "w"]).run();
+    out.success().stdout_eq("done\n");
+    assert_eq!(std::fs::read_to_string(root.join("packs/w.tool.json")).unwrap(), tool.to_string());
+    assert!(!root.join("sub/hard").exists() && !root.join("sub/moved").exists());
+}
