@@ -189,18 +189,12 @@ pub(crate) fn ask(path: &Path, cache: Option<&DescribeCache>) -> Result<(Describ
     if depth >= MAX_NESTING {
         return Err(format!("`--describe` runs are nested {depth} deep (an executable that runs packs on itself?)"));
     }
-    let invocation = Invocation {
-        argv: vec![path.to_string_lossy().into_owned(), "--describe".into()],
-        env: crate::environment::minimal_env(&[], vec![(NESTING_VAR.to_owned(), (depth + 1).to_string())]),
-        clear_env: true,
-        cwd: None,
-        stdin: None,
-        timeout: DESCRIBE_TIMEOUT,
-        max_output_bytes: DESCRIBE_MAX_BYTES,
-        sandbox: None,
-        limits: Vec::new(),
-        image: None,
-    };
+    let invocation = Invocation::plain(
+        vec![path.to_string_lossy().into_owned(), "--describe".into()],
+        crate::environment::minimal_env(&[], vec![(NESTING_VAR.to_owned(), (depth + 1).to_string())]),
+        DESCRIBE_TIMEOUT,
+        DESCRIBE_MAX_BYTES,
+    );
     // Confined as a `read_only` tool without network: a describe answers, it changes nothing
     // (it writes only to a private TMPDIR), whatever the file became since it was written.
     // As far as this kernel can: an executable is described on any kernel.

@@ -70,6 +70,31 @@ pub(crate) struct Invocation {
     pub image: Option<crate::image::PinnedImage>,
 }
 
+impl Invocation {
+    /// `argv` with exactly the environment `env`, no stdin, in packs' directory, with
+    /// `timeout` and at most `max_output_bytes` of stdout kept; no limits, no sandbox yet
+    /// ([`confine`] attaches one).
+    pub(crate) fn plain(
+        argv: Vec<String>,
+        env: Vec<(String, String)>,
+        timeout: Duration,
+        max_output_bytes: u64,
+    ) -> Self {
+        Self {
+            argv,
+            env,
+            clear_env: true,
+            cwd: None,
+            stdin: None,
+            timeout,
+            max_output_bytes,
+            limits: Vec::new(),
+            sandbox: None,
+            image: None,
+        }
+    }
+}
+
 /// The invocation with its sandbox attached (and `TMPDIR` set to the call's private temp
 /// dir), when the kernel has something to enforce; `None` to run it as planned.
 pub(crate) fn confine(

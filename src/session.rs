@@ -164,7 +164,7 @@ pub(crate) struct Front {
     /// The command (`exec`), as an error names it.
     pub(crate) name: &'static str,
     /// The settings it honours; any other given on the command line is refused.
-    pub(crate) honours: &'static [Key],
+    pub(crate) honours: Honours,
     /// Why it honours no more (said when one is refused).
     pub(crate) because: &'static str,
     /// It serves a model: without `--agent` it acts for the default agent, when there is one.
@@ -173,8 +173,31 @@ pub(crate) struct Front {
     pub(crate) records: bool,
 }
 
-/// Every setting.
-pub(crate) const ALL: &[Key] = &[
+/// The settings a front-end honours: a few, or every one but a few.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Honours {
+    /// Only these.
+    Only(&'static [Key]),
+    /// Every setting but these.
+    AllBut(&'static [Key]),
+}
+
+impl Honours {
+    /// Every setting.
+    pub(crate) const ALL: Self = Self::AllBut(&[]);
+
+    /// Whether `key` is honoured.
+    pub(crate) fn contains(self, key: &Key) -> bool {
+        match self {
+            Self::Only(keys) => keys.contains(key),
+            Self::AllBut(keys) => !keys.contains(key),
+        }
+    }
+}
+
+/// Every setting (the table [`SETTINGS`] must have one row each).
+#[cfg(test)]
+const ALL: &[Key] = &[
     Key::Packs,
     Key::Workspace,
     Key::Log,
@@ -379,7 +402,13 @@ mod tests {
     use super::*;
 
     fn front(honours: &'static [Key]) -> Front {
-        Front { name: "x", honours, because: "it runs no tool", serves_model: false, records: true }
+        Front {
+            name: "x",
+            honours: Honours::Only(honours),
+            because: "it runs no tool",
+            serves_model: false,
+            records: true,
+        }
     }
 
     #[test]

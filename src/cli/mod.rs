@@ -632,46 +632,35 @@ impl Command {
     /// `--agent` names none, [`crate::agent::Agent::for_model`]; the operator's own commands act only for an
     /// agent named), and whether its calls are recorded.
     fn front(&self) -> Front {
-        const LISTING: &[Key] = &[Key::Packs, Key::Agent, Key::Locked, Key::Lockfile, Key::Verify];
-        const OFFERING: &[Key] = &[Key::Packs, Key::Agent, Key::Locked, Key::Lockfile, Key::Verify, Key::Mode];
-        const HELP: &[Key] =
-            &[Key::Packs, Key::Agent, Key::Locked, Key::Lockfile, Key::Verify, Key::Workspace, Key::Sandbox];
-        const EXEC: &[Key] = &[
-            Key::Workspace,
-            Key::Log,
-            Key::SecretsFile,
-            Key::PassEnv,
-            Key::Sandbox,
-            Key::Agent,
-            Key::Locked,
-            Key::Lockfile,
-            Key::Verify,
-            Key::Mode,
-        ];
-        const TEST: &[Key] = &[
-            Key::Packs,
-            Key::Workspace,
-            Key::SecretsFile,
-            Key::PassEnv,
-            Key::Sandbox,
-            Key::Agent,
-            Key::Locked,
-            Key::Lockfile,
-            Key::Verify,
-            Key::Mode,
-        ];
-        let front =
-            |name, honours, because, serves_model, records| Front { name, honours, because, serves_model, records };
+        use session::Honours::{self, AllBut, Only};
+        const LISTING: Honours = Only(&[Key::Packs, Key::Agent, Key::Locked, Key::Lockfile, Key::Verify]);
+        const OFFERING: Honours = Only(&[Key::Packs, Key::Agent, Key::Locked, Key::Lockfile, Key::Verify, Key::Mode]);
+        const HELP: Honours =
+            Only(&[Key::Packs, Key::Agent, Key::Locked, Key::Lockfile, Key::Verify, Key::Workspace, Key::Sandbox]);
+        const ALL: Honours = Honours::ALL;
+        let front = |name, honours: Honours, because, serves_model, records| Front {
+            name,
+            honours,
+            because,
+            serves_model,
+            records,
+        };
         let lists = "it lists tools and runs none";
         match self {
-            Self::Run(_) => front("run", session::ALL, "", false, true),
-            Self::Call(_) => front("call", session::ALL, "", true, true),
-            Self::Serve(_) => front("serve", session::ALL, "", true, true),
-            Self::Exec(_) => front("exec", EXEC, "it runs the one manifest file it is given", false, true),
-            Self::Test(_) => {
-                front("test", TEST, "its calls are approved by the tests and never recorded", false, false)
+            Self::Run(_) => front("run", ALL, "", false, true),
+            Self::Call(_) => front("call", ALL, "", true, true),
+            Self::Serve(_) => front("serve", ALL, "", true, true),
+            Self::Exec(_) => {
+                front("exec", AllBut(&[Key::Packs]), "it runs the one manifest file it is given", false, true)
             }
-            Self::Session { .. } => front("session", session::ALL, "", false, false),
+            Self::Test(_) => front(
+                "test",
+                AllBut(&[Key::Log]),
+                "its calls are approved by the tests and never recorded",
+                false,
+                false,
+            ),
+            Self::Session { .. } => front("session", ALL, "", false, false),
             Self::List { .. } => front("list", LISTING, lists, false, false),
             Self::Describe { .. } => front("describe", LISTING, lists, false, false),
             Self::Catalog { .. } => front("catalog", OFFERING, lists, true, false),
@@ -680,26 +669,26 @@ impl Command {
             Self::Help { name: Some(_), .. } => front("help", HELP, "a manual page runs no tool", false, false),
             Self::Sandbox { .. } => front(
                 "sandbox",
-                &[Key::Sandbox, Key::Agent],
+                Only(&[Key::Sandbox, Key::Agent]),
                 "it reports what the kernel enforces and runs no tool",
                 false,
                 false,
             ),
             Self::Lint(_) => {
-                front("lint", &[Key::Packs, Key::Agent], "it checks manifests and runs no tool", true, false)
+                front("lint", Only(&[Key::Packs, Key::Agent]), "it checks manifests and runs no tool", true, false)
             }
             Self::Lock(_) => front(
                 "lock",
-                &[Key::Packs, Key::Lockfile, Key::Verify],
+                Only(&[Key::Packs, Key::Lockfile, Key::Verify]),
                 "it pins the tools of the pack directories and runs none",
                 false,
                 false,
             ),
-            Self::New(_) => front("new", &[], "it writes a manifest skeleton and runs no tool", false, false),
-            Self::Convert(_) => front("convert", &[], "it converts definitions and runs no tool", false, false),
-            Self::Completions { .. } => front("completions", &[], "it prints a completion script", false, false),
-            Self::Man => front("man", &[], "it prints packs' man page", false, false),
-            Self::Help { .. } => front("help", &[], "it prints a command's help", false, false),
+            Self::New(_) => front("new", Only(&[]), "it writes a manifest skeleton and runs no tool", false, false),
+            Self::Convert(_) => front("convert", Only(&[]), "it converts definitions and runs no tool", false, false),
+            Self::Completions { .. } => front("completions", Only(&[]), "it prints a completion script", false, false),
+            Self::Man => front("man", Only(&[]), "it prints packs' man page", false, false),
+            Self::Help { .. } => front("help", Only(&[]), "it prints a command's help", false, false),
         }
     }
 }

@@ -13,18 +13,8 @@ use crate::sandbox::{LANDLOCK_ABI_FOR_SIGNALS, LANDLOCK_ABI_FOR_WRITES, SandboxM
 /// refuses) is why not.
 fn live_check() -> Result<(), String> {
     use crate::runner::{self, Invocation};
-    let invocation = Invocation {
-        argv: vec!["true".to_owned()],
-        env: crate::environment::minimal_env(&[], Vec::new()),
-        clear_env: true,
-        cwd: None,
-        stdin: None,
-        timeout: std::time::Duration::from_secs(10),
-        max_output_bytes: 1024,
-        sandbox: None,
-        limits: Vec::new(),
-        image: None,
-    };
+    let env = crate::environment::minimal_env(&[], Vec::new());
+    let invocation = Invocation::plain(vec!["true".to_owned()], env, std::time::Duration::from_secs(10), 1024);
     let enforcement = crate::sandbox::for_a_describe();
     let confined = runner::confine(&invocation, Some(&enforcement)).map_err(|e| e.to_string())?;
     let out = runner::run(confined.as_ref().unwrap_or(&invocation)).map_err(|e| e.to_string())?;
