@@ -647,8 +647,10 @@ fn parse_json(source: &SourceFile, unknown: &mut Vec<FieldPath>) -> Result<Manif
     let mut de = serde_json::Deserializer::from_str(&source.text);
     let mut record = |p: serde_ignored::Path<'_>| unknown.push(ignored_path(&p));
     let ignored = serde_ignored::Deserializer::new(&mut de, &mut record);
-    let manifest =
-        serde_path_to_error::deserialize(ignored).map_err(|e| diagnostic(e.inner(), &error_path(e.path())))?;
+    let manifest = serde_path_to_error::deserialize(ignored).map_err(|e| {
+        let path = error_path(e.path());
+        schema_shaped_parameters(source, &path).unwrap_or_else(|| diagnostic(e.inner(), &path))
+    })?;
     de.end().map_err(|e| diagnostic(&e, &FieldPath::default()))?;
     Ok(manifest)
 }
@@ -668,8 +670,47 @@ fn parse_toml(source: &SourceFile, unknown: &mut Vec<FieldPath>) -> Result<Manif
     let ignored = serde_ignored::Deserializer::new(de, &mut record);
     serde_path_to_error::deserialize(ignored).map_err(|e| {
         let path = error_path(e.path());
-        syntax_error(e.into_inner(), Code::InvalidField, &path)
+        schema_shaped_parameters(source, &path)
+            .unwrap_or_else(|| syntax_error(e.into_inner(), Code::InvalidField, &path))
     })
+}
+
+/// Whether `parameters` is written as a JSON Schema object (`"type": "object"` with
+/// `properties`), as OpenAI's and MCP's definitions are: the most common slip of someone
+/// coming from them.
+pub(crate) fn is_schema_shaped(parameters: &Value) -> bool {
+    parameters.get("type").and_then(Value::as_str) == Some("object")
+        && parameters.get("properties").is_some_and(Value::is_object)
+}
+
+/// One error that says what is wrong with a JSON-Schema-shaped `parameters` and how to
+/// write it, instead of what serde or the schema say of its `type` and `properties`
+/// entries read as parameters. Lint's schema check reports the same one.
+pub(crate) fn schema_shaped_parameters_error(source: &SourceFile) -> Diagnostic {
+    Diagnostic::at(
+        source,
+        Severity::Error,
+        Code::InvalidField,
+        &FieldPath::dotted("parameters"),
+        Target::Key,
+        "`parameters` is written as a JSON Schema (`\"type\": \"object\"` with `properties`); a manifest's `parameters` maps each parameter's name to its spec",
+    )
+    .with_help(
+        "move the entries of `properties` up into `parameters`, and mark each name listed in `required` with `\"required\": true`; or make the manifest from the definition with `packs convert`",
+    )
+}
+
+/// The error of [`schema_shaped_parameters_error`], when a failure to read the manifest at
+/// `path` is one inside such a `parameters` (looked at only once reading has failed).
+fn schema_shaped_parameters(source: &SourceFile, path: &FieldPath) -> Option<Diagnostic> {
+    if !matches!(path.0.first(), Some(Seg::Key(k)) if k == "parameters") {
+        return None;
+    }
+    let raw: Value = match source.syntax {
+        Syntax::Json => serde_json::from_str(&source.text).ok()?,
+        Syntax::Toml => toml::from_str(&source.text).ok()?,
+    };
+    is_schema_shaped(raw.get("parameters")?).then(|| schema_shaped_parameters_error(source))
 }
 
 /// The text's JSON syntax error, if it has one.
@@ -700,7 +741,13 @@ fn strip_position(msg: &str) -> String {
 }
 
 fn field_message(path: &FieldPath, msg: &str) -> String {
-    if path.0.is_empty() { msg.to_owned() } else { format!("`{path}`: {msg}") }
+    // serde names the Rust type it wanted; a person wrote a table or an object.
+    let msg = msg.replace("expected struct Parameter", "expected a parameter's spec (an object: type, description...)");
+    let msg = match msg.find("expected struct ") {
+        Some(i) => format!("{}expected an object", &msg[..i]),
+        None => msg,
+    };
+    if path.0.is_empty() { msg } else { format!("`{path}`: {msg}") }
 }
 
 /// Structural checks serde cannot express. Returns the errors; pushes warnings.

@@ -54,7 +54,16 @@ fn tool_pack_validator() -> &'static jsonschema::Validator {
 /// Checks the JSON Schema covers better than serde, with rule codes where a rule owns the field.
 pub(super) fn diagnostics(src: &SourceFile, raw: &Value) -> Vec<Diagnostic> {
     let mut out = Vec::new();
+    // Everything the schema says of a JSON-Schema-shaped `parameters` follows from that one
+    // mistake: say it once.
+    let schema_shaped = raw.get("parameters").is_some_and(manifest::is_schema_shaped);
+    if schema_shaped {
+        out.push(manifest::schema_shaped_parameters_error(src));
+    }
     for e in tool_pack_validator().iter_errors(raw) {
+        if schema_shaped && e.instance_path().to_string().starts_with("/parameters") {
+            continue;
+        }
         schema_error(src, &e, &mut out);
     }
     out

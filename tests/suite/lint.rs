@@ -757,3 +757,54 @@ fn a_misspelled_keyword_inside_items_or_schema_is_an_unknown_key() {
     // And the tool is not loaded.
     Test::new().packs_dir(packs.path()).args(["run", "t", "--arg", "x=a"]).run().code(1).stderr_contains("unknown-key");
 }
+
+/// `parameters` written as a JSON Schema (as in OpenAI's and MCP's definitions) is one
+/// error that says so and how to write it, from lint and from loading, in JSON and TOML;
+/// not what the schema says of `type`, `properties` and `required` read as parameters.
+#[test]
+fn parameters_written_as_a_json_schema_is_one_clear_error() {
+    let packs = Packs::new()
+        .manifest(
+            "t",
+            json!({"name": "t", "description": "d", "command": {"program": "echo", "args": ["--", "{{a}}"]},
+                   "parameters": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}}),
+        )
+        .file(
+            "u.tool.toml",
+            "name = \"u\"\ndescription = \"d\"\ncommand = \"echo {{a}}\"\n[parameters]\ntype = \"object\"\n[parameters.properties.a]\ntype = \"string\"\n",
+        );
+    let out = Test::new().args(["lint", "--format", "json"]).arg(packs.path()).run();
+    out.code(1).no_panic();
+    let diagnostics = out.json()["diagnostics"].as_array().unwrap().clone();
+    let said: Vec<(&str, &str, &str)> = diagnostics
+        .iter()
+        .map(|d| (d["file"].as_str().unwrap(), d["field"].as_str().unwrap(), d["message"].as_str().unwrap()))
+        .collect();
+    assert_eq!(said.len(), 2, "one error per file: {said:#?}");
+    for (file, field, message) in said {
+        assert!(file.ends_with("t.tool.json") || file.ends_with("u.tool.toml"), "{file}");
+        assert_eq!(field, "parameters");
+        assert!(message.contains("is written as a JSON Schema"), "{message}");
+    }
+    let dir = packs.path().to_owned();
+    let out = Test::new().packs_dir(&dir).args(["run", "t", r#"{"a": "x"}"#]).run();
+    out.code(1).no_panic();
+    out.stderr_contains("t.tool.json:11:").stderr_contains("`parameters` is written as a JSON Schema");
+    out.stderr_lacks("expected struct");
+    let out = Test::new().packs_dir(&dir).args(["run", "u", r#"{"a": "x"}"#]).run();
+    out.code(1).no_panic();
+    out.stderr_contains("u.tool.toml:4:").stderr_contains("move the entries of `properties` up");
+    out.stderr_lacks("expected struct");
+}
+
+/// serde's Rust type names never reach a person: a parameter that is not a table says
+/// what was expected in the manifest's terms.
+#[test]
+fn a_parameter_that_is_not_an_object_names_no_rust_type() {
+    let packs = Packs::new()
+        .manifest("t", json!({"name": "t", "description": "d", "command": "echo", "parameters": {"a": "string"}}));
+    let out = Test::new().with_packs(packs).args(["run", "t", "{}"]).run();
+    out.code(1).no_panic();
+    out.stderr_contains("`parameters.a`: invalid type: string \"string\", expected a parameter's spec");
+    out.stderr_lacks("struct");
+}
