@@ -5,6 +5,7 @@ directory (reading it and a `stat` per file), `cat` of the same files (reading t
 packs' own commands.
 
     cargo build --release && python3 benches/scaling.py [--sizes 10,100,1000,10000] [--rounds 3] [--executables 100]
+        [--parameters 1000,2000,4000]
 
 Commands alternate within a round; each is repeated for about a second (at least 3 times)
 and the median of the rounds' means is printed, with the peak memory of `packs catalog`.
@@ -13,7 +14,8 @@ directory, so it reads and loads every manifest. A second table compares a direc
 `--describe` executables with one of manifests (`prompt` loads every tool without a
 snapshot, so it shows discovery with the describe cache warm; `run` calls the same script
 with the same schema, policy and argument, once as an executable and once as a manifest
-tool).
+tool). A third lints one manifest of many parameters, each one a warning (issue 29: lint is
+linear in a manifest's size and its diagnostics): the time per parameter stays flat.
 """
 
 import argparse
@@ -96,6 +98,7 @@ def main():
     ap.add_argument("--sizes", default="10,100,1000,10000")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--executables", type=int, default=100)
+    ap.add_argument("--parameters", default="1000,2000,4000")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     root = tempfile.mkdtemp(prefix="packs-scaling-")
@@ -140,6 +143,7 @@ def main():
                   f"| {m['lint']:.1f} | {peak:.0f} MB ({peak_cold:.0f} MB; {peak_openai:.0f} MB) |", flush=True)
             shutil.rmtree(d)
         executables(root, env, args.executables, args.rounds)
+        one_large_manifest(root, env, [int(s) for s in args.parameters.split(",")], args.rounds)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -178,6 +182,35 @@ def executables(root, env, n, rounds):
     print("|---|---|---|---|---|")
     print(f"| {t['echo']:.2f} | {t['script']:.2f} | {t['prompt x']:.1f} / {t['prompt m']:.1f} | {t['catalog x']:.1f} "
           f"| {t['run x']:.2f} / {t['run m']:.2f} |", flush=True)
+
+
+def one_large_manifest(root, env, sizes, rounds):
+    """`packs lint` of one manifest of n parameters, each templated where a value could
+    start an option (one `option-injection` warning each), against `cat` of the file."""
+    rows = []
+    for n in sizes:
+        d = Path(root, f"p{n}")
+        d.mkdir()
+        manifest = {"name": "big", "description": "One tool of many parameters",
+                    "parameters": {f"p{i}": {"type": "string", "description": f"Value {i}"} for i in range(n)},
+                    "command": {"program": "echo", "args": [f"{{{{p{i}}}}}" for i in range(n)]}}
+        f = Path(d, "big.tool.json")
+        f.write_text(json.dumps(manifest, indent=2))
+        commands = {"cat": ["cat", str(f)], "lint": [PACKS, "lint", "--format", "json", str(d)]}
+        out = subprocess.run(commands["lint"], env=env, capture_output=True, text=True, check=False)
+        warnings = len(json.loads(out.stdout)["diagnostics"])
+        times = {k: [] for k in commands}
+        for _ in range(rounds):
+            for k, argv in commands.items():
+                times[k].append(mean_ms(argv, env))
+        rows.append((n, warnings, statistics.median(times["cat"]), statistics.median(times["lint"])))
+    print()
+    print("lint of one manifest of n parameters (one warning each), ms:")
+    print("| parameters | warnings | cat | lint | lint per parameter | against the smallest |")
+    print("|---|---|---|---|---|---|")
+    first = rows[0][3] / rows[0][0]
+    for n, warnings, cat, lint in rows:
+        print(f"| {n:,} | {warnings:,} | {cat:.2f} | {lint:.1f} | {lint / n * 1000:.1f} µs | {lint / n / first:.2f}× |", flush=True)
 
 
 if __name__ == "__main__":

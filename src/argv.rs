@@ -105,6 +105,9 @@ pub(crate) struct DashLead {
     /// The parameters and `context.KEY` values the element's template reads (for
     /// [`Lead::Block`]).
     pub params: Vec<String>,
+    /// The values that would lead next, in order, were `lead` and the ones before them
+    /// empty (see [`crate::template::Template::lead`]).
+    pub next: Vec<Lead>,
     /// The program that would read it as an option: the command's program, or the one a
     /// wrapper runs (`sort` in `env -- sort {{f}}`).
     pub program: String,
@@ -121,7 +124,7 @@ struct Out {
 struct Origin {
     literal: bool,
     site: Site<'static>,
-    lead: Option<(Lead, Vec<String>)>,
+    lead: Option<(Lead, Vec<String>, Vec<Lead>)>,
 }
 
 impl Out {
@@ -188,7 +191,8 @@ impl CommandTemplate {
     /// Compile every template of `cmd`; errors carry the field path of the template.
     pub(crate) fn compile(cmd: &Command, params: &[&str]) -> Result<Self, Vec<(FieldPath, TemplateError)>> {
         let mut errors = Vec::new();
-        let mut compile = |site: Site<'_>, src: &str| match Template::parse(src, params) {
+        let declared = crate::template::Declared::new(params);
+        let mut compile = |site: Site<'_>, src: &str| match Template::parse_declared(src, &declared) {
             Ok(t) => Some(t),
             Err(e) => {
                 errors.push((site.path(), e));
@@ -306,11 +310,12 @@ impl CommandTemplate {
             .take(options.end)
             .enumerate()
             .filter_map(|(i, o)| {
-                o.lead.map(|(lead, params)| DashLead {
+                o.lead.map(|(lead, params, next)| DashLead {
                     index: i + 1,
                     field: o.site.to_string(),
                     lead,
                     params,
+                    next,
                     program: options.reader(i).to_owned(),
                 })
             })
@@ -349,7 +354,8 @@ fn render_one(t: &Template, scope: &Scope<'_>, site: Site<'static>, out: &mut Ou
         if let Some(Value::Array(items)) = given.or_else(|| scope.data.resolved(p)) {
             for item in items {
                 let text = crate::template::value_text(item);
-                let lead = (given.is_some() && text.starts_with('-')).then(|| (Lead::Param(p.to_owned()), Vec::new()));
+                let lead = (given.is_some() && text.starts_with('-'))
+                    .then(|| (Lead::Param(p.to_owned()), Vec::new(), Vec::new()));
                 out.push(text, Origin { literal: false, site, lead });
             }
             return Ok(());
@@ -358,7 +364,7 @@ fn render_one(t: &Template, scope: &Scope<'_>, site: Site<'static>, out: &mut Ou
     let s = render(t, scope.data, site)?;
     if scope.keep(t, &s) {
         let lead = if s.starts_with('-') && !t.source().starts_with('-') {
-            t.lead(scope.data, &s).map(|lead| (lead, read_values(t)))
+            t.lead(scope.data, &s).map(|(lead, next)| (lead, read_values(t), next))
         } else {
             None
         };

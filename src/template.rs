@@ -98,6 +98,12 @@ enum Piece {
 impl Template {
     /// Parse `source`, allowing the parameter names in `params`.
     pub(crate) fn parse(source: &str, params: &[&str]) -> Result<Self, TemplateError> {
+        Self::parse_declared(source, &Declared::new(params))
+    }
+
+    /// [`Template::parse`] with the names already gathered (once for all the templates of
+    /// a manifest: a look-up per placeholder, not a walk of every name).
+    pub(crate) fn parse_declared(source: &str, params: &Declared<'_>) -> Result<Self, TemplateError> {
         let scan = scan(source, params)?;
         let body = match scan.pieces {
             Some(pieces) => Body::Pieces(pieces),
@@ -180,22 +186,43 @@ impl Template {
     /// (NUL, which no value holds: arguments with one are refused before rendering).
     /// If that render, unmarked, is not `rendered` (a helper compared marked text),
     /// the answer is [`Lead::Block`]: assume a value leads.
-    pub(crate) fn lead(&self, data: &Data, rendered: &str) -> Option<Lead> {
+    ///
+    /// With it come the values that would lead next, in order, were the ones before them
+    /// empty (`{{a}}{{b}}` with both starting with `-`: `a`, then `b`). Only a template
+    /// of text and plain placeholders gives them, where emptying a value changes nothing
+    /// else; a block may render differently once a value is empty, so it gives none.
+    /// Lint's probes take a whole chain from one render instead of one render per link.
+    pub(crate) fn lead(&self, data: &Data, rendered: &str) -> Option<(Lead, Vec<Lead>)> {
         if rendered.is_empty() || self.is_literal() {
             return None;
         }
         let marked = match self.render_marked(data, true) {
             Ok(m) if unmark(&m) == rendered => m,
-            _ => return Some(Lead::Block),
+            _ => return Some((Lead::Block, Vec::new())),
         };
-        let tag = first_tag(&marked)?;
-        Some(if let Some(key) = tag.strip_prefix("context.") {
-            Lead::Context(key.to_owned())
-        } else if self.params().any(|p| p == tag) {
-            Lead::Param(tag.to_owned())
-        } else {
-            Lead::Block
-        })
+        let lead_of = |tag: &str| {
+            if let Some(key) = tag.strip_prefix("context.") {
+                Lead::Context(key.to_owned())
+            } else if self.params().any(|p| p == tag) {
+                Lead::Param(tag.to_owned())
+            } else {
+                Lead::Block
+            }
+        };
+        let first = lead_of(first_tag(&marked)?);
+        let mut next = Vec::new();
+        if matches!(self.body, Body::Pieces(_)) && first != Lead::Block {
+            let mut rest = leading_value(&marked).map_or("", |(_, _, rest)| rest);
+            while let Some((tag, text, after)) = leading_value(rest) {
+                let lead = lead_of(tag);
+                if !text.starts_with('-') || lead == Lead::Block {
+                    break;
+                }
+                next.push(lead);
+                rest = after;
+            }
+        }
+        Some((first, next))
     }
 
     fn render_marked(&self, data: &Data, marks: bool) -> Result<String, RenderError> {
@@ -331,6 +358,13 @@ fn first_tag(marked: &str) -> Option<&str> {
     let rest = marked.strip_prefix(MARK)?;
     let (tag, _) = rest.split_once(TAG_END)?;
     Some(tag)
+}
+
+/// The marked value `marked` starts with: its tag, its text and what follows it.
+fn leading_value(marked: &str) -> Option<(&str, &str, &str)> {
+    let (tag, rest) = marked.strip_prefix(MARK)?.split_once(TAG_END)?;
+    let (text, after) = rest.split_once(MARK).unwrap_or((rest, ""));
+    Some((tag, text, after))
 }
 
 /// Whether a value read as `name` is the operator's (`env.`, `secret.`), never marked.
@@ -653,7 +687,7 @@ struct Scan {
 }
 
 /// Find every `{{ }}` expression: translate placeholders, collect and check names.
-fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
+fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
     let mut out = String::with_capacity(src.len() + 16);
     let mut pieces = Some(Vec::new());
     let mut refs = Vec::new();
@@ -740,7 +774,7 @@ fn scan(src: &str, params: &[&str]) -> Result<Scan, TemplateError> {
                     return Err(err(format!("`{raw}`: a secret cannot have an inline default")));
                 }
                 refs.push(r);
-            } else if params.contains(&name) {
+            } else if params.contains(name) {
                 refs.push(Ref::Param(name.to_owned()));
                 placeholder = Some(name.to_owned());
                 if open_blocks.is_empty() && default.is_none() {
@@ -817,14 +851,44 @@ fn namespaced(name: &str) -> Result<Option<Ref>, String> {
     }
 }
 
-fn undeclared(name: &str, params: &[&str]) -> String {
+/// The parameter names a template may read: in the manifest's order, for messages, and
+/// as a set once there are more than a few.
+pub(crate) struct Declared<'a> {
+    names: &'a [&'a str],
+    set: Option<std::collections::HashSet<&'a str>>,
+}
+
+impl<'a> Declared<'a> {
+    pub(crate) fn new(names: &'a [&'a str]) -> Self {
+        Self { names, set: (names.len() > 16).then(|| names.iter().copied().collect()) }
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        match &self.set {
+            Some(set) => set.contains(name),
+            None => self.names.contains(&name),
+        }
+    }
+}
+
+/// Most names an `undeclared` message lists, and most it compares for a did-you-mean: a
+/// manifest of thousands of names and as many typos costs one bounded message each.
+const NAMES_SHOWN: usize = 10;
+const NAMES_COMPARED: usize = 256;
+
+fn undeclared(name: &str, params: &Declared<'_>) -> String {
+    let names = params.names;
     let mut msg = format!("`{{{{{name}}}}}` names no declared parameter");
-    if let Some(s) = crate::names::did_you_mean(name, params) {
+    let near = if names.len() <= NAMES_COMPARED { crate::names::did_you_mean(name, names) } else { None };
+    if let Some(s) = near {
         msg.push_str(&format!("; did you mean `{s}`?"));
-    } else if params.is_empty() {
+    } else if names.is_empty() {
         msg.push_str(" (the tool declares no parameters)");
+    } else if names.len() <= NAMES_SHOWN {
+        msg.push_str(&format!("; declared: {}", names.join(", ")));
     } else {
-        msg.push_str(&format!("; declared: {}", params.join(", ")));
+        let shown = names[..NAMES_SHOWN].join(", ");
+        msg.push_str(&format!("; declared: {shown} and {} more", names.len() - NAMES_SHOWN));
     }
     msg
 }
@@ -886,7 +950,7 @@ const WHOLE_DATA: &str = "`this` outside `{{#each}}` or `{{#with}}` is every val
 /// time): `../name` is recorded as `name` (from inside a block, the name beside the
 /// parameters); `@root`, segment literals (`[name]`), and `this`, `.` or `..` where they
 /// mean every value are refused.
-fn collect_refs(words: &[String], params: &[&str], lenient: bool, refs: &mut Vec<Ref>) -> Result<(), String> {
+fn collect_refs(words: &[String], params: &Declared<'_>, lenient: bool, refs: &mut Vec<Ref>) -> Result<(), String> {
     let mut after_paren = false;
     for w in words {
         if w == "(" {
@@ -935,7 +999,7 @@ fn collect_refs(words: &[String], params: &[&str], lenient: bool, refs: &mut Vec
         let root = w.split(['.', '/']).next().unwrap_or_default();
         if let Some(r) = namespaced(w)? {
             refs.push(r);
-        } else if params.contains(&root) {
+        } else if params.contains(root) {
             refs.push(Ref::Param(root.to_owned()));
         } else if !lenient {
             return Err(undeclared(root, params));

@@ -205,7 +205,7 @@ fn option_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
     let program = crate::operands::program_name(&s.m.command.program);
     let offered = || s.m.parameters.iter().filter(|(_, p)| p.is_offered());
     let dashes: Map<String, Value> = offered().filter_map(|(n, p)| Some((n.clone(), dash_value(p)?))).collect();
-    let mut found: Vec<(String, String)> = Vec::new();
+    let mut found: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
     for others_present in [false, true] {
         let mut given = dashes.clone();
         if others_present {
@@ -227,10 +227,12 @@ fn option_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
                 }
             }
             let values = Values { given: &given, resolved: &resolved, context: &context };
+            #[cfg(test)]
+            tests::RENDERS.with(|r| r.set(r.get() + 1));
             let Ok(rendered) = command.render_with_placeholder_secrets(&values) else { break };
             let mut new = false;
             for lead in &rendered.dash_leads {
-                let names: Vec<String> = match &lead.lead {
+                let mut names: Vec<String> = match &lead.lead {
                     Lead::Param(p) => vec![p.clone()],
                     Lead::Context(k) => vec![format!("context.{k}")],
                     Lead::Block => lead
@@ -240,11 +242,17 @@ fn option_injection(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
                         .cloned()
                         .collect(),
                 };
+                // The values that lead once these are emptied, from this same render: a
+                // chain of n placeholders in one element costs one render, not n.
+                names.extend(lead.next.iter().filter_map(|l| match l {
+                    Lead::Param(p) => Some(p.clone()),
+                    Lead::Context(k) => Some(format!("context.{k}")),
+                    Lead::Block => None,
+                }));
                 for name in names {
-                    if found.iter().any(|(f, n)| *f == lead.field && *n == name) {
+                    if !found.insert((lead.field.clone(), name.clone())) {
                         continue;
                     }
-                    found.push((lead.field.clone(), name.clone()));
                     new = true;
                     match name.strip_prefix("context.") {
                         Some(key) => {
@@ -590,6 +598,44 @@ fn read_only_claims(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
 #[cfg(test)]
 mod tests {
     use super::is_secret_name;
+    use crate::code::Code;
+
+    thread_local! {
+        /// Renders of a command by the option-injection probes on this thread.
+        pub(super) static RENDERS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Lint's work on one manifest grows with its size and its diagnostics, not their
+    /// product (issue 29): a chain of placeholders in one element, each able to lead it
+    /// once those before it are empty, is found from one render per probe, not one per
+    /// link; and n separate elements are found in one render too.
+    #[test]
+    fn option_probes_render_a_bounded_number_of_times() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in [50, 400] {
+            let names: Vec<String> = (0..n).map(|i| format!("p{i}")).collect();
+            let parameters: serde_json::Map<String, serde_json::Value> =
+                names.iter().map(|p| (p.clone(), serde_json::json!({"type": "string", "description": "v"}))).collect();
+            let chain: String = names.iter().map(|p| format!("{{{{{p}}}}}")).collect();
+            let mut args: Vec<String> = names.iter().map(|p| format!("{{{{{p}}}}}")).collect();
+            args.push(chain);
+            let manifest = serde_json::json!({"name": "big", "description": "d", "parameters": parameters,
+                "command": {"program": "echo", "args": args}});
+            let path = dir.path().join(format!("big{n}.tool.json"));
+            std::fs::write(&path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+            RENDERS.with(|r| r.set(0));
+            let options = crate::lint::Options::default();
+            let (_, diagnostics) = crate::lint::lint_manifest(&path, &options, &Default::default());
+            let found = diagnostics.iter().filter(|d| d.code == Code::OptionInjection).count();
+            // Each value leads its own element, and leads the chain once those before it
+            // are empty: two warnings each.
+            assert_eq!(found, 2 * n, "{n} parameters");
+            let renders = RENDERS.with(|r| r.get());
+            // Two probes (the others absent, then present), each rendering until nothing
+            // new leads: a few renders, whatever n.
+            assert!(renders <= 6, "{n} parameters took {renders} renders");
+        }
+    }
 
     #[test]
     fn secret_names_end_in_a_credential_noun() {

@@ -45,7 +45,15 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
                     Code::OptionalRendersEmpty,
                     &site.path(),
                     Target::Value,
-                    format!("optional parameter `{name}` has no default: without it, `{}` renders with an empty value", t.source()),
+                    // A long element is not quoted (it is on the line shown): each of its
+                    // values can have this warning, and the text stays linear. Never cut:
+                    // a cut secret would escape the masking of whole ones.
+                    match t.source() {
+                        short if short.chars().count() <= 80 => format!(
+                            "optional parameter `{name}` has no default: without it, `{short}` renders with an empty value"
+                        ),
+                        _ => format!("optional parameter `{name}` has no default: without it, this element renders with an empty value"),
+                    },
                 )
                 .with_help(format!(
                     "give `{name}` a default, use an inline default `{{{{{name}:...}}}}`, wrap it in `{{{{#if {name}}}}}`, or put the element in a group"
