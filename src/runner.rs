@@ -17,7 +17,7 @@
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -113,6 +113,24 @@ pub(crate) fn confine(
     }
     confined.sandbox = Some(Arc::new(prepared));
     Ok(Some(confined))
+}
+
+/// Whether packs has a controlling terminal (decided once per process: opening `/dev/tty`,
+/// which fails with `ENXIO` without one).
+///
+/// A confined tool gets a session of its own only then. A new session is a new scheduler
+/// group under the kernel's autogroup scheduling, which waits behind the busy ones: on a
+/// loaded machine that made every confined call several times slower (issue 30). Without a
+/// terminal (an agent's `packs serve`, CI, a service) there is none to reach, and a process
+/// group of its own is all the group kill needs. With one, the tool would share packs'
+/// session and could open `/dev/tty`: seccomp refuses `TIOCSTI` and `TIOCLINUX`, but it
+/// could still read what the user types (take the foreground with `tcsetpgrp`) or write
+/// escape sequences the terminal answers into its input; its own session, with no
+/// controlling terminal, keeps it away from the terminal, at that scheduling cost.
+pub(crate) fn controlling_terminal() -> bool {
+    static TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TERMINAL
+        .get_or_init(|| std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOCTTY).open("/dev/tty").is_ok())
 }
 
 /// Set `limits` on the calling process: in the child between fork and exec. Only
@@ -244,13 +262,13 @@ pub(crate) fn run_observed(
     };
     let sandbox = inv.sandbox.as_ref().filter(|s| s.confines()).cloned();
     let confined = sandbox.is_some() || !inv.limits.is_empty();
-    // The child sets up its own confinement before exec: a session of its own (so also its
-    // own process group, and no controlling terminal to type into with `TIOCSTI`), its
-    // resource limits (they bind a whole process), the sandbox. A thread of packs entering
-    // the sandbox and using posix_spawn would be cheaper, but the tool would share that
-    // thread's Landlock domain while the thread shares packs' memory: the tool could ptrace
-    // it, or read it through `/proc`.
+    // The child sets up its own confinement before exec: a process group of its own (what
+    // the group kill ends), its resource limits (they bind a whole process), the sandbox. A
+    // thread of packs entering the sandbox and using posix_spawn would be cheaper, but the
+    // tool would share that thread's Landlock domain while the thread shares packs' memory:
+    // the tool could ptrace it, or read it through `/proc`.
     let limits = inv.limits.clone();
+    let own_session = confined && controlling_terminal();
     let setup = move || {
         if !confined {
             // Unconfined: a process group of its own (std's `process_group(0)` gives it
@@ -258,8 +276,9 @@ pub(crate) fn run_observed(
             // SAFETY: setpgid takes no pointers.
             return if unsafe { libc::setpgid(0, 0) } < 0 { Err(io::Error::last_os_error()) } else { Ok(()) };
         }
-        // SAFETY: setsid takes no arguments.
-        if unsafe { libc::setsid() } < 0 {
+        // SAFETY: setsid and setpgid take no pointers.
+        let grouped = unsafe { if own_session { libc::setsid() } else { libc::setpgid(0, 0) } };
+        if grouped < 0 {
             return Err(io::Error::last_os_error());
         }
         set_limits(&limits)?;

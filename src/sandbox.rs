@@ -114,6 +114,9 @@ pub struct Enforcement {
     pub unenforced: Vec<String>,
     /// Which processes the tool may signal (decided for every tier, not by the policy).
     pub(crate) signals: Signals,
+    /// The `ioctl` requests that type into a terminal (`TIOCSTI`, `TIOCLINUX`) are refused
+    /// (seccomp): every confined tool, where the kernel has seccomp.
+    pub(crate) no_typing: bool,
     pub(crate) needs: Option<Needs>,
     pub(crate) landlock_abi: i32,
 }
@@ -279,6 +282,7 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
         no_network,
         unenforced,
         signals: Signals::of(mode, support),
+        no_typing: net_ok,
         landlock_abi: support.landlock_abi,
         needs: (mode != SandboxMode::Off).then_some(needs),
     })
@@ -418,7 +422,7 @@ mod imp {
                 .then(|| ruleset(enforcement.landlock_abi, writes, protected, scoped))
                 .transpose()?;
             let not_packs = enforcement.signals == Signals::NotPacks;
-            let filter = (enforcement.no_network || not_packs)
+            let filter = (enforcement.no_network || not_packs || enforcement.no_typing)
                 .then(|| program(enforcement.no_network, not_packs))
                 .transpose()?;
             Ok(Self { ruleset, filter })
@@ -508,16 +512,13 @@ mod imp {
         cfg!(target_arch = "x86_64") && unsafe { libc::syscall(X32 | libc::SYS_getpid) } > 0
     }
 
-    /// The seccomp program for a call: refusing network sockets (`no_network`), signals
-    /// aimed at packs (`not_packs`), or both. Each is built once per process.
+    /// The seccomp program for a call: refusing the terminal `ioctl`s that type (always),
+    /// network sockets (`no_network`), signals aimed at packs (`not_packs`). Each of the
+    /// four is built once per process.
     fn program(no_network: bool, not_packs: bool) -> std::io::Result<&'static BpfProgram> {
         type Built = std::sync::OnceLock<Result<BpfProgram, String>>;
-        static PROGRAMS: [Built; 3] = [Built::new(), Built::new(), Built::new()];
-        let slot = match (no_network, not_packs) {
-            (true, false) => 0,
-            (false, true) => 1,
-            _ => 2,
-        };
+        static PROGRAMS: [Built; 4] = [Built::new(), Built::new(), Built::new(), Built::new()];
+        let slot = usize::from(no_network) | usize::from(not_packs) << 1;
         PROGRAMS[slot]
             .get_or_init(|| build(no_network, not_packs).map_err(|e| e.to_string()))
             .as_ref()
@@ -532,6 +533,15 @@ mod imp {
         let mut conditions = and.to_vec();
         conditions.push(SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, bits)?);
         SeccompRule::new(conditions)
+    }
+
+    /// A rule matching `ioctl` request `request` as the kernel reads it: an `unsigned int`
+    /// (`ioctl(2)`'s second argument), so only the argument's low 32 bits are compared and
+    /// a request with high bits set does not slip past.
+    fn ioctl_request(request: libc::Ioctl) -> Result<SeccompRule, seccompiler::BackendError> {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::unnecessary_cast)]
+        let bits = u64::from(request as u32);
+        SeccompRule::new(vec![SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, bits)?])
     }
 
     fn build(no_network: bool, not_packs: bool) -> Result<BpfProgram, seccompiler::BackendError> {
@@ -558,6 +568,14 @@ mod imp {
             if not_packs {
                 signal_rules(*base, &mut rules)?;
             }
+            // Typing into a terminal: `TIOCSTI` pushes bytes into its input as if the user
+            // typed them, `TIOCLINUX` (a virtual console) pastes its selection. The tool
+            // shares packs' session when packs has no terminal (src/runner.rs), and may open
+            // a terminal device: both requests are refused, on any descriptor.
+            rules
+                .entry(base | libc::SYS_ioctl)
+                .or_default()
+                .extend([ioctl_request(libc::TIOCSTI)?, ioctl_request(libc::TIOCLINUX)?]);
         }
         let arch = std::env::consts::ARCH.try_into()?;
         let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)?;
@@ -572,8 +590,8 @@ mod imp {
 
     /// Refuse the signals a tool could aim at packs (this process, by its pid, and its
     /// process group, by its id or its leader's pid) or at every process (`kill(-1)`),
-    /// where Landlock cannot scope signals. The tool runs in a session of its own, so
-    /// `kill(0)` is its own group. Not covered: another thread's id of packs, other
+    /// where Landlock cannot scope signals. The tool runs in a process group of its own
+    /// (and a session of its own when packs has a terminal), so `kill(0)` is its own group. Not covered: another thread's id of packs, other
     /// processes of the user (see docs/SANDBOX.md).
     fn signal_rules(
         base: i64,

@@ -49,11 +49,19 @@ pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
         ),
         (_, Signals::Anything) => "not protected (needs Landlock ABI 6 or seccomp)".to_owned(),
     };
+    // Also not a policy: every confined tool gets it where the kernel has seccomp.
+    let typing = match (mode, support.seccomp, &failure) {
+        (SandboxMode::Off, _, _) => "not enforced (off)".to_owned(),
+        (_, true, Some(failure)) => failure.clone(),
+        (_, true, None) => "enforced".to_owned(),
+        (_, false, _) => "not protected (needs seccomp)".to_owned(),
+    };
     let rows = [
         ("read_only and workspace tools: writes confined", verdict(true, writes)),
         ("confined tools: packs' own configuration not writable", verdict(true, writes)),
         ("tools without requires_network: no IP sockets", verdict(true, support.seccomp)),
         ("every tool: signals confined to its call", signals.clone()),
+        ("every tool: no typing into a terminal (TIOCSTI, TIOCLINUX)", typing.clone()),
     ];
     let mut out = std::io::stdout().lock();
     let written = if as_json {
@@ -66,6 +74,7 @@ pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
             "control_plane_protected": verdict(true, writes),
             "network_refused": verdict(true, support.seccomp),
             "signals_confined": signals,
+            "terminal_typing_refused": typing,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&value).unwrap_or_default())
     } else {

@@ -756,3 +756,109 @@ fn no_link_or_move_reaches_packs_own_configuration_from_a_writable_place() {
     assert_eq!(std::fs::read_to_string(root.join("packs/w.tool.json")).unwrap(), tool.to_string());
     assert!(!root.join("sub/hard").exists() && !root.join("sub/moved").exists());
 }
+
+/// A python3 script that makes a pty it opens its controlling terminal (in a session of its
+/// own, from a child: the tool leads its own group and may not start one) and says what
+/// each `ioctl` that types into a terminal returned: `ok` or the errno's name. The
+/// request goes through the C library as an `unsigned long`, so its high bits reach the
+/// kernel, which reads only the low 32.
+const TYPE_INTO_A_PTY: &str = r#"
+import ctypes, errno, fcntl, os, termios
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_char_p]
+def attempt(fd, request):
+    return "ok" if libc.ioctl(fd, request, b"x") == 0 else errno.errorcode[ctypes.get_errno()]
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+    assert os.tcgetpgrp(slave) == os.getpgrp(), "the pty is not the controlling terminal"
+    for name, request in [("TIOCSTI", termios.TIOCSTI), ("high bits", (0xdead << 32) | termios.TIOCSTI),
+                          ("TIOCLINUX", termios.TIOCLINUX)]:
+        print(f"{name}: {attempt(slave, request)}", flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+"#;
+
+#[test]
+fn a_confined_tool_cannot_type_into_a_terminal_even_one_it_opened() {
+    // A system tool with network: no Landlock write rights (whose IoctlDev would refuse
+    // ioctls on a device it opens), so the seccomp filter alone stands.
+    let packs = Packs::new().manifest(
+        "typist",
+        json!({"name": "typist", "description": "d", "policy": {"tier": "system", "requires_network": true},
+               "command": {"program": "python3", "args": ["-c", TYPE_INTO_A_PTY]}}),
+    );
+    let out = Test::new().packs_dir(&packs).args(["run", "typist"]).run();
+    out.success().stdout_eq("TIOCSTI: EPERM\nhigh bits: EPERM\nTIOCLINUX: EPERM\n");
+    // Off: the kernel answers (typed, or EIO where `dev.tty.legacy_tiocsti` is 0; a pty is
+    // no virtual console): the refusal above is the filter's.
+    let out = Test::new().packs_dir(&packs).args(["--sandbox", "off", "run", "typist"]).run();
+    out.success();
+    assert!(!out.stdout().contains("EPERM") && out.stdout().lines().count() == 3, "{}", out.report());
+}
+
+/// A tool that prints its pid, process group, session and terminal (`/proc/self/stat`'s
+/// fields 1, 5, 6, 7), and packs' session.
+const WHERE_AM_I: &str =
+    r#"set -- $(cat /proc/$$/stat); echo "pid=$1 group=$5 session=$6 tty=$7 packs=$(cut -d' ' -f6 /proc/$PPID/stat)""#;
+
+fn fields(line: &str) -> std::collections::HashMap<&str, i64> {
+    line.split_whitespace().filter_map(|f| f.split_once('=')).map(|(k, v)| (k, v.trim().parse().unwrap())).collect()
+}
+
+#[test]
+fn a_confined_tool_leads_its_own_group_in_packs_session_unless_packs_has_a_terminal() {
+    let packs =
+        Packs::new().manifest("where", shell_tool("where", json!({"read_only": true}), json!({}), WHERE_AM_I, &[]));
+    // packs without a controlling terminal (a session of its own, as under an agent or CI):
+    // the tool leads a process group of its own, in packs' session (no new scheduler group).
+    let out = Test::new().packs_dir(&packs).wrapper(["setsid"]).args(["run", "where"]).run();
+    out.success();
+    let f = fields(out.stdout().trim());
+    assert_eq!(f["group"], f["pid"], "{}", out.stdout());
+    assert_ne!(f["session"], f["pid"], "{}", out.stdout());
+    assert_eq!(f["session"], f["packs"], "{}", out.stdout());
+    assert_eq!(f["tty"], 0, "{}", out.stdout());
+    // packs on a terminal (a pty): the tool gets a session of its own, with no terminal.
+    let on_a_pty = "import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)";
+    let out = Test::new().packs_dir(&packs).wrapper(["python3", "-c", on_a_pty]).args(["run", "where"]).run();
+    out.success();
+    let line = out.stdout().lines().find(|l| l.starts_with("pid=")).unwrap_or_default().to_owned();
+    let f = fields(&line);
+    assert_eq!((f["group"], f["session"]), (f["pid"], f["pid"]), "{}", out.report());
+    assert_ne!(f["packs"], f["pid"], "{}", out.report());
+    assert_eq!(f["tty"], 0, "{}", out.report());
+}
+
+#[test]
+fn the_group_kill_ends_every_process_of_a_confined_tool_on_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pids");
+    // Two processes of the tool's group that outlive its timeout: one in the background.
+    let script = r#"sleep 300 & echo $! > "$1"; sh -c 'echo $$ >> "$1"; exec sleep 300' sh "$1""#;
+    let packs = Packs::new().manifest(
+        "hangs",
+        shell_tool(
+            "hangs",
+            json!({"read_only": false, "timeout_secs": 1}),
+            json!({"f": {"type": "string"}}),
+            script,
+            &["{{f}}"],
+        ),
+    );
+    let out = Test::new()
+        .packs_dir(&packs)
+        .wrapper(["setsid"])
+        .args(["run", "hangs", "--arg"])
+        .arg(format!("f={}", pidfile.display()))
+        .run();
+    out.code(124);
+    let pids = std::fs::read_to_string(&pidfile).unwrap();
+    assert_eq!(pids.lines().count(), 2, "{pids}");
+    for pid in pids.lines() {
+        let pid: u32 = pid.trim().parse().unwrap();
+        assert!(!alive(pid), "{pid} of the tool's group outlived its timeout");
+    }
+}
