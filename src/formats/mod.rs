@@ -12,8 +12,14 @@ use crate::tool::Tool;
 pub mod anthropic;
 pub mod functiongemma;
 pub mod gemini;
+pub mod gemma4;
+pub mod llama3;
 pub mod mcp;
+pub mod mistral;
 pub mod openai;
+pub mod qwen3;
+pub mod qwen3_xml;
+pub mod raw;
 
 crate::names::named_enum! {
     /// The tool-definition formats `packs catalog --format` can print.
