@@ -149,19 +149,20 @@ const SHAPES: &str = "OpenAI Chat Completions (`choices`, or a message with `rol
 /// markers ([`raw::detect`]).
 ///
 /// Text that is not a JSON object or array is model text: the family whose markers it
-/// holds, else FunctionGemma text (with or without calls); a JSON document of no known
-/// shape, or text that starts like JSON and does not parse, is an error (reading it as text
-/// would silently find no calls), except a Llama 3 call (`{"name": …, "parameters": …}`).
+/// holds, else FunctionGemma text (with or without calls). Text that starts like JSON is
+/// a response of a known shape, else model text holding a family's markers (Mistral's
+/// `[TOOL_CALLS]`, a Llama 3 call `{"name": …, "parameters": …}`); anything else is an error
+/// (reading it as text would silently find no calls).
 pub fn detect(input: &str) -> Result<CallFormat, ReadError> {
     let trimmed = input.trim_start();
     if !trimmed.starts_with(['{', '[']) {
         return Ok(raw::detect(input).map_or(CallFormat::Gemma, CallFormat::of_family));
     }
-    if crate::formats::llama3::starts_like_a_call(input) {
-        let v = serde_json::from_str::<Value>(input).ok();
-        if v.as_ref().and_then(shape_of).is_none() {
-            return Ok(CallFormat::Llama3);
-        }
+    // Model text may start like JSON too (Mistral's `[TOOL_CALLS]`, Llama's JSON calls):
+    // read by its markers when it is not a response of a known shape.
+    let shape = serde_json::from_str::<Value>(input).ok().as_ref().and_then(shape_of);
+    if let (None, Some(family)) = (shape, raw::detect(input)) {
+        return Ok(CallFormat::of_family(family));
     }
     let v: Value = serde_json::from_str(input)
         .map_err(|e| ReadError(format!("the input starts like JSON but does not parse: {e}")))?;

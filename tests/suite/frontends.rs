@@ -241,7 +241,8 @@ fn functiongemma_a_malformed_call_fails_alone_and_the_others_run() {
 #[test]
 fn functiongemma_prose_is_a_final_answer() {
     for prose in ["I can place a call: 555 for you.", "Let me recall:x first.", "call: me later"] {
-        call(prose, &[]).success().stdout_eq("").stderr_eq("");
+        // Nothing runs, and the operator is told so.
+        call(prose, &[]).success().stdout_eq("").stderr_eq("packs: no tool calls\n");
     }
 }
 
@@ -616,4 +617,76 @@ fn the_operators_own_commands_do_not_follow_the_default_agent() {
     test().args(["--agent", "none", "run", "echo_words", "--arg", "words=hi"]).run().success();
     let out = Test::new().write("agents/none/soul.md", "S").args(["--agent", "none", "prompt"]).run();
     out.code(1).stderr_contains("no agent to prompt for");
+}
+
+/// One response per raw-text family, as its chat template writes a turn: every call runs
+/// through the pipeline and is answered as a `tool` message, in order.
+#[test]
+fn raw_text_families_run_their_calls() {
+    let cases = [
+        (
+            "qwen3",
+            "<think>\nEcho it.\n</think>\n\nSure.\n<tool_call>\n{\"name\": \"echo_words\", \"arguments\": {\"words\": \"a </tool_call> b\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"count\", \"arguments\": {\"n\": 2}}\n</tool_call><|im_end|>",
+        ),
+        (
+            "qwen3-xml",
+            "<tool_call>\n<function=echo_words>\n<parameter=words>\na </tool_call> b\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=count>\n<parameter=n>\n2\n</parameter>\n</function>\n</tool_call>",
+        ),
+        (
+            "gemma4",
+            "<|tool_call>call:echo_words{words:<|\"|>a </tool_call> b<|\"|>}<tool_call|><|tool_call>call:count{n:2}<tool_call|>",
+        ),
+        (
+            "llama3",
+            "{\"name\": \"echo_words\", \"parameters\": {\"words\": \"a </tool_call> b\"}}; {\"name\": \"count\", \"parameters\": {\"n\": 2}}<|eot_id|>",
+        ),
+        (
+            "mistral",
+            "[TOOL_CALLS]echo_words[ARGS]{\"words\": \"a </tool_call> b\"}[TOOL_CALLS]count[ARGS]{\"n\": 2}</s>",
+        ),
+    ];
+    for (format, text) in cases {
+        for extra in [&["--format", format][..], &[]] {
+            let out = call(text, extra);
+            out.success().stderr_eq("");
+            assert_eq!(
+                out.json(),
+                json!([
+                    {"role": "tool", "name": "echo_words", "content": "-- a </tool_call> b\n"},
+                    {"role": "tool", "name": "count", "content": "{\"n\":2}"}
+                ]),
+                "{format} {extra:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn raw_text_parse_only_runs_nothing_and_types_by_the_tools_file() {
+    let marker = tempfile::tempdir().unwrap();
+    let text = format!(
+        "Let me.\n<tool_call>\n<function=echo_words>\n<parameter=words>\n{}\n</parameter>\n<parameter=loud>\nTrue\n</parameter>\n</function>\n</tool_call>",
+        marker.path().join("x").display()
+    );
+    let out = call(&text, &["--parse-only", "--format", "qwen3-xml"]);
+    out.success().stderr_eq("");
+    assert_eq!(out.json()["tool_calls"][0]["arguments"]["loud"], json!(true));
+    assert_eq!(out.json()["content"], json!("Let me."));
+    // With --tools, the schemas come from the file: `loud` is untyped there, so it stays text.
+    let defs = marker.path().join("tools.json");
+    std::fs::write(&defs, r#"[{"type": "function", "function": {"name": "echo_words", "parameters": {"type": "object", "properties": {"words": {"type": "string"}}}}}]"#).unwrap();
+    let out = call(&text, &["--parse-only", "--tools", defs.to_str().unwrap()]);
+    out.success();
+    assert_eq!(out.json()["tool_calls"][0]["arguments"]["loud"], json!("True"));
+    assert_eq!(std::fs::read_dir(marker.path()).unwrap().count(), 1, "nothing ran");
+}
+
+#[test]
+fn raw_text_cut_off_calls_are_errors_the_model_reads() {
+    let out = call("<tool_call>\n{\"name\": \"echo_words\", \"arguments\": {\"words\": \"hi", &["--format", "qwen3"]);
+    out.success();
+    let content = out.json()[0]["content"].as_str().unwrap().to_owned();
+    assert!(content.contains("incomplete call") && content.contains("nothing ran"), "{content}");
+    // Plain prose: no calls, said on stderr.
+    call("It is 12 degrees.", &["--format", "qwen3"]).success().stdout_eq("").stderr_eq("packs: no tool calls\n");
 }
