@@ -67,10 +67,10 @@ pub struct CallError {
 }
 
 impl CallError {
-    /// For the model: what went wrong and what to do.
+    /// For the model: what went wrong and what to do (FunctionGemma's wording, kept).
     pub fn for_model(&self) -> String {
         if self.incomplete {
-            format!("{self} (nothing ran; send the whole call again)")
+            format!("{} (nothing ran; send the whole call again)", self.message)
         } else {
             format!("the call does not parse: {self}")
         }
