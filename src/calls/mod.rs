@@ -45,6 +45,14 @@ crate::names::named_enum! {
         Llama3 = "llama3",
         /// Mistral text (`[TOOL_CALLS]`).
         Mistral = "mistral",
+        /// GLM 4.5+ text (`<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>...`).
+        Glm = "glm",
+        /// Kimi K2 text (`<|tool_calls_section_begin|>...`).
+        Kimi = "kimi",
+        /// gpt-oss Harmony text (`<|channel|>commentary to=functions.NAME ...<|message|>{...}`).
+        GptOss = "gpt-oss",
+        /// DeepSeek V3, V3.1 and V3.2 text (`<｜tool▁calls▁begin｜>`, `<｜DSML｜function_calls>`).
+        Deepseek = "deepseek",
     }
 }
 
@@ -58,6 +66,10 @@ impl CallFormat {
             Self::Qwen3Xml => Family::Qwen3Xml,
             Self::Llama3 => Family::Llama3,
             Self::Mistral => Family::Mistral,
+            Self::Glm => Family::Glm,
+            Self::Kimi => Family::Kimi,
+            Self::GptOss => Family::GptOss,
+            Self::Deepseek => Family::Deepseek,
             Self::Auto | Self::Openai | Self::OpenaiResponses | Self::Anthropic | Self::Ollama | Self::Gemini => {
                 return None;
             }
@@ -73,6 +85,10 @@ impl CallFormat {
             Family::Qwen3Xml => Self::Qwen3Xml,
             Family::Llama3 => Self::Llama3,
             Family::Mistral => Self::Mistral,
+            Family::Glm => Self::Glm,
+            Family::Kimi => Self::Kimi,
+            Family::GptOss => Self::GptOss,
+            Family::Deepseek => Self::Deepseek,
         }
     }
 }
@@ -452,15 +468,21 @@ fn render(results: &[CallResult], format: CallFormat, snake_case: bool) -> Strin
                 .collect();
             format!("{:#}\n", json!({"role": "user", "parts": parts}))
         }
-        CallFormat::Gemma4 | CallFormat::Qwen3 | CallFormat::Qwen3Xml | CallFormat::Llama3 | CallFormat::Mistral => {
-            pretty(each(&|r| {
-                let mut m = json!({"role": "tool", "name": r.call.name, "content": r.content});
-                if !r.call.id.is_empty() {
-                    m["tool_call_id"] = Value::String(r.call.id.clone());
-                }
-                m
-            }))
-        }
+        CallFormat::Gemma4
+        | CallFormat::Qwen3
+        | CallFormat::Qwen3Xml
+        | CallFormat::Llama3
+        | CallFormat::Mistral
+        | CallFormat::Glm
+        | CallFormat::Kimi
+        | CallFormat::GptOss
+        | CallFormat::Deepseek => pretty(each(&|r| {
+            let mut m = json!({"role": "tool", "name": r.call.name, "content": r.content});
+            if !r.call.id.is_empty() {
+                m["tool_call_id"] = Value::String(r.call.id.clone());
+            }
+            m
+        })),
         CallFormat::Gemma | CallFormat::Functiongemma => results
             .iter()
             .map(|r| {

@@ -7,6 +7,12 @@
 //!
 //! Built-in tools (`brave_search.call(query="…")` after `<|python_tag|>`) are not read: such
 //! a call is an error, never silence.
+//!
+//! Checked against the Llama 3.1/3.2/3.3 templates (`'{"name": "' + name + '", ' +
+//! '"parameters": ' + arguments | tojson + "}"`, then `<|eot_id|>`, or `<|eom_id|>` in the
+//! ipython mode). Llama 4's own template writes calls in Python syntax
+//! (`[get_weather(city="Paris")]`), which this module does not read: a Llama 4 model
+//! prompted for JSON calls is read as above.
 
 use super::raw::{Builder, Parsed, error, json_at, json_call, name_in_prefix, strip_end};
 

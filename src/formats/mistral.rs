@@ -2,9 +2,12 @@
 //!
 //! ```text
 //! [TOOL_CALLS][{"name": "NAME", "arguments": {…}, "id": "abcdef123"}, …]   (v3–v7: a JSON list)
-//! [TOOL_CALLS]NAME[ARGS]{…}[TOOL_CALLS]NAME[ARGS]{…}                       (v11: one tag a call)
-//! [TOOL_CALLS]NAME[CALL_ID]abcdef123[ARGS]{…}                              (v13: with the call's id)
+//! [TOOL_CALLS]NAME[CALL_ID]abcdef123[ARGS]{…}[TOOL_CALLS]NAME[CALL_ID]…    (v11, Small 3.2: one tag a call, with its id)
+//! [TOOL_CALLS]NAME[ARGS]{…}[TOOL_CALLS]NAME[ARGS]{…}                       (v13 and later, Magistral 2509: no id)
 //! ```
+//!
+//! (Checked against mistral-common's rendering as vLLM's tests and tool parsers quote it:
+//! `[TOOL_CALLS]get_weather[CALL_ID]call12345[ARGS]{"location": "San Francisco, CA"}</s>`.)
 //!
 //! Reasoning is `[THINK]…[/THINK]` (Magistral); the turn ends with `</s>`. Text before the
 //! first `[TOOL_CALLS]` and after the calls is content. The arguments are JSON, read as
@@ -14,11 +17,11 @@ use serde_json::Value;
 
 use super::raw::{Builder, Parsed, error, json_at, json_call, name_in_prefix, strip_end};
 
-/// Starts the calls (and, in the v11 layout, each call).
+/// Starts the calls (and, from v11 on, each call).
 pub const TOOL_CALLS: &str = "[TOOL_CALLS]";
-/// Between a call's name and its arguments (v11 and later).
+/// Between a call's name (or id) and its arguments (v11 and later).
 pub const ARGS: &str = "[ARGS]";
-/// Between a call's name and its id (v13).
+/// Between a call's name and its id (v11).
 pub const CALL_ID: &str = "[CALL_ID]";
 /// Opens the reasoning.
 pub const THINK_START: &str = "[THINK]";
@@ -154,6 +157,12 @@ mod tests {
                 {"name": "get_weather", "arguments": {"city": "a [TOOL_CALLS] b", "n": 3}},
                 {"name": "get_weather", "arguments": {"city": "Lyon", "n": 3.5}}
             ]})
+        );
+        // As mistral-common renders a v11 call (quoted in vLLM's tests).
+        let p = parse("[TOOL_CALLS]get_weather[CALL_ID]call12345[ARGS]{\"location\": \"San Francisco, CA\"}</s>");
+        assert_eq!(
+            p["tool_calls"],
+            json!([{"name": "get_weather", "id": "call12345", "arguments": {"location": "San Francisco, CA"}}])
         );
         let p = parse("[TOOL_CALLS]add[CALL_ID]Xq9aB2cD1[ARGS]{\"a\": 1, \"b\": null}</s>");
         assert_eq!(p["tool_calls"], json!([{"name": "add", "id": "Xq9aB2cD1", "arguments": {"a": 1, "b": null}}]));

@@ -4,7 +4,9 @@
 //! <think>\nREASONING\n</think>\n\nCONTENT\n<tool_call>\n{"name": "NAME", "arguments": {…}}\n</tool_call>\n<tool_call>…
 //! ```
 //!
-//! The call's JSON is read as JSON before its end tag is looked for, so a `</tool_call>`
+//! Checked against Qwen3's template (`'<tool_call>\n{"name": "' + name + '", "arguments": '
+//! + arguments | tojson + '}\n</tool_call>'`, a newline before each call but a first one
+//! with no content). The call's JSON is read as JSON before its end tag is looked for, so a `</tool_call>`
 //! inside a string value stays in the value. A prompt may open the thought itself
 //! (`enable_thinking`): then the output holds `</think>` alone, and what precedes it is
 //! reasoning.

@@ -4,7 +4,8 @@
 //! <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n…</function>\n</tool_call>
 //! ```
 //!
-//! A value is text: the template writes a string as it is, an object or a list as JSON, and
+//! Checked against the Qwen3-Coder template (`'<parameter=' + name + '>\n'`, the value,
+//! `'\n</parameter>\n'`, then `'</function>\n</tool_call>'`). A value is text: the template writes a string as it is, an object or a list as JSON, and
 //! anything else with Python's `str` (`True`, `None`, `3`). So values are typed by the
 //! tool's schema (`3` is `3` for an integer, `"3"` for a string; `True` is `true` for a
 //! boolean); a parameter the schema does not type stays text. The newline the template
@@ -135,14 +136,14 @@ fn value_end(region: &str, from: usize) -> Option<usize> {
     last
 }
 
-fn skip_ws(text: &str, pos: usize) -> usize {
+pub(crate) fn skip_ws(text: &str, pos: usize) -> usize {
     pos + (text[pos..].len() - text[pos..].trim_start().len())
 }
 
 /// `raw` as the type `schema` names: text when it allows a string (or names no type), else
 /// the first of null, boolean, integer, number, object or array it reads as; the text
 /// itself when none fits (validation then says what is wrong).
-fn typed(raw: &str, schema: Option<&Value>) -> Value {
+pub(crate) fn typed(raw: &str, schema: Option<&Value>) -> Value {
     let names: Vec<&str> = match schema.and_then(|s| s.get("type")) {
         Some(Value::String(t)) => vec![t.as_str()],
         Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),

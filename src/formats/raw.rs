@@ -29,6 +29,14 @@ crate::names::named_enum! {
         Llama3 = "llama3",
         /// Mistral: `[TOOL_CALLS]` with a JSON list or `NAME[ARGS]{…}`, `[CALL_ID]`, `[THINK]`.
         Mistral = "mistral",
+        /// GLM 4.5 and later: `<tool_call>NAME<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>`, `<think>`.
+        Glm = "glm",
+        /// Kimi K2: `<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}…`.
+        Kimi = "kimi",
+        /// gpt-oss (Harmony): `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}<|call|>`.
+        GptOss = "gpt-oss",
+        /// DeepSeek V3, V3.1 (`<｜tool▁calls▁begin｜>…`) and V3.2 (`<｜DSML｜function_calls>…`).
+        Deepseek = "deepseek",
     }
 }
 
@@ -112,7 +120,7 @@ impl Serialize for Parsed {
 pub type SchemaOf<'a> = &'a dyn Fn(&str) -> Option<Value>;
 
 /// Parse `text` as `family` writes it; `schema_of` types the values of the formats that
-/// write them as text (`qwen3-xml`, and bare words of `gemma4` and `functiongemma`).
+/// write them as text (`qwen3-xml`, `glm`, and bare words of `gemma4` and `functiongemma`).
 pub fn parse(text: &str, family: Family, schema_of: SchemaOf<'_>) -> Parsed {
     match family {
         Family::Qwen3 => super::qwen3::parse(text),
@@ -121,22 +129,44 @@ pub fn parse(text: &str, family: Family, schema_of: SchemaOf<'_>) -> Parsed {
         Family::Functiongemma => super::functiongemma::parse(text, schema_of),
         Family::Llama3 => super::llama3::parse(text),
         Family::Mistral => super::mistral::parse(text),
+        Family::Glm => super::glm::parse(text, schema_of),
+        Family::Kimi => super::kimi::parse(text),
+        Family::GptOss => super::gpt_oss::parse(text),
+        Family::Deepseek => super::deepseek::parse(text),
     }
 }
 
 /// The family whose markers `text` holds, or None when it holds none. A marker counts
-/// wherever it is; the first of these checks to match wins: Gemma 4's `<|tool_call>` or
-/// `<|channel>`; `<tool_call>` followed by `<function=` (qwen3-xml) or by anything else
-/// (qwen3); Mistral's `[TOOL_CALLS]` or `[THINK]`; Llama's `<|python_tag|>`;
-/// FunctionGemma's `<start_function_call>`; `<think>` or `</think>` (qwen3); text that
-/// starts with `{"name"` or `{"type": "function"` (llama3).
+/// wherever it is; the first of these checks to match wins: Harmony's `<|channel|>`,
+/// `<|message|>` or `to=functions.` (gpt-oss); Kimi's `<|tool_calls_section_begin|>`;
+/// DeepSeek's `<｜tool▁calls▁begin｜>` or `<｜DSML｜function_calls>`; Gemma 4's `<|tool_call>`
+/// or `<|channel>`; `<tool_call>` followed by `<function=` (qwen3-xml), by `{` or nothing
+/// (qwen3), or by a name (glm); Mistral's `[TOOL_CALLS]` or `[THINK]`; Llama's
+/// `<|python_tag|>`; FunctionGemma's `<start_function_call>`; `<think>` or `</think>`
+/// (qwen3); text that starts with `{"name"` or `{"type": "function"` (llama3).
 pub fn detect(text: &str) -> Option<Family> {
+    use super::{deepseek, gpt_oss, kimi};
+    if [gpt_oss::CHANNEL, gpt_oss::MESSAGE, gpt_oss::TO_FUNCTIONS].iter().any(|m| text.contains(m)) {
+        return Some(Family::GptOss);
+    }
+    if text.contains(kimi::SECTION_BEGIN) {
+        return Some(Family::Kimi);
+    }
+    if text.contains(deepseek::CALLS_BEGIN) || text.contains(deepseek::FUNCTION_CALLS) {
+        return Some(Family::Deepseek);
+    }
     if text.contains(super::gemma4::CALL_START) || text.contains(super::gemma4::CHANNEL_START) {
         return Some(Family::Gemma4);
     }
     if let Some(i) = text.find(super::qwen3::CALL_START) {
         let after = text[i + super::qwen3::CALL_START.len()..].trim_start();
-        return Some(if after.starts_with(super::qwen3_xml::FUNCTION) { Family::Qwen3Xml } else { Family::Qwen3 });
+        return Some(if after.starts_with(super::qwen3_xml::FUNCTION) {
+            Family::Qwen3Xml
+        } else if after.is_empty() || after.starts_with(['{', '<']) {
+            Family::Qwen3
+        } else {
+            Family::Glm
+        });
     }
     if text.contains(super::mistral::TOOL_CALLS) || text.contains(super::mistral::THINK_START) {
         return Some(Family::Mistral);
@@ -273,6 +303,29 @@ pub(crate) fn name_in_prefix(text: &str) -> String {
     rest.find('"').map(|j| rest[..j].to_owned()).unwrap_or_default()
 }
 
+/// Where a value written as text, starting at `from`, ends: the first `close` followed
+/// (after whitespace) by one of `next` (the next element, or the end of its parent); else
+/// the last `close` in `region`. So the closing tag's text inside a value stays in it.
+pub(crate) fn value_end(region: &str, from: usize, close: &str, next: &[&str]) -> Option<usize> {
+    let mut last = None;
+    let mut at = from;
+    while let Some(i) = region[at..].find(close) {
+        let end = at + i;
+        let after = region[end + close.len()..].trim_start();
+        if next.iter().any(|n| after.starts_with(n)) {
+            return Some(end);
+        }
+        last = Some(end);
+        at = end + close.len();
+    }
+    last
+}
+
+/// Whether the text from `pos` is cut off: it ends there, or it is the start of `token`.
+pub(crate) fn cut_at(text: &str, pos: usize, token: &str) -> bool {
+    pos >= text.len() || token.starts_with(&text[pos..])
+}
+
 /// `text` without one of `tokens` at its end (after whitespace): the end-of-turn token a
 /// raw output may still carry.
 pub(crate) fn strip_end<'a>(text: &'a str, tokens: &[&str]) -> &'a str {
@@ -322,6 +375,17 @@ pub(crate) mod tests {
             ("{\"name\": \"f\", \"parameters\": {}}", Some(Family::Llama3)),
             ("<start_function_call>call:f{}<end_function_call>", Some(Family::Functiongemma)),
             ("<think>\nhm\n</think>\n\nHello", Some(Family::Qwen3)),
+            ("<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>", Some(Family::Glm)),
+            ("<tool_call>f<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>", Some(Family::Glm)),
+            ("<think></think>\n<tool_call>ls</tool_call>", Some(Family::Glm)),
+            (
+                "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}<|tool_call_end|>",
+                Some(Family::Kimi),
+            ),
+            ("<|channel|>analysis<|message|>hm<|end|>", Some(Family::GptOss)),
+            (" to=functions.f<|channel|>commentary json<|message|>{}", Some(Family::GptOss)),
+            ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{}<｜tool▁call▁end｜>", Some(Family::Deepseek)),
+            ("<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"f\">\n</｜DSML｜invoke>", Some(Family::Deepseek)),
             ("It is 12 degrees in Paris.", None),
         ];
         for (text, family) in cases {
