@@ -126,7 +126,8 @@ pub struct Reading {
 impl Reading {
     /// What the response says, as `packs call --parse-only` prints it: `{"content",
     /// "reasoning_content", "tool_calls": [{"name", "arguments"}]}` (a call that could not
-    /// be read has `"error"` instead of `"arguments"`; `"id"` when the response gave one).
+    /// be read has `"error": {"message", "offset", "incomplete"}` instead of `"arguments"`,
+    /// in every format, `offset` null for a JSON response; `"id"` when the response gave one).
     /// Content and reasoning come from text formats only.
     pub fn parse_json(&self) -> Value {
         if let Some(parsed) = &self.parsed {
@@ -142,7 +143,8 @@ impl Reading {
                 }
                 match &c.args {
                     Ok(args) => v["arguments"] = args.clone(),
-                    Err(e) => v["error"] = json!({"message": e}),
+                    // The text formats' error shape; a JSON response has no byte offset.
+                    Err(e) => v["error"] = json!({"message": e, "offset": null, "incomplete": false}),
                 }
                 v
             })
