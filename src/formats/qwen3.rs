@@ -4,12 +4,12 @@
 //! <think>\nREASONING\n</think>\n\nCONTENT\n<tool_call>\n{"name": "NAME", "arguments": {…}}\n</tool_call>\n<tool_call>…
 //! ```
 //!
-//! Checked against Qwen3's template (`'<tool_call>\n{"name": "' + name + '", "arguments": '
-//! + arguments | tojson + '}\n</tool_call>'`, a newline before each call but a first one
-//! with no content). The call's JSON is read as JSON before its end tag is looked for, so a `</tool_call>`
-//! inside a string value stays in the value. A prompt may open the thought itself
-//! (`enable_thinking`): then the output holds `</think>` alone, and what precedes it is
-//! reasoning.
+//! Checked against Qwen3's template, which writes `<tool_call>\n{"name": "NAME",
+//! "arguments": ARGUMENTS}\n</tool_call>` with the arguments as `tojson` gives them, and a
+//! newline before each call but a first one with no content before it. The call's JSON is
+//! read as JSON before its end tag is looked for, so a `</tool_call>` inside a string value
+//! stays in the value. A prompt may open the thought itself (`enable_thinking`): then the
+//! output holds `</think>` alone, and what precedes it is reasoning.
 
 use super::raw::{Builder, Parsed, error, json_at, json_call, name_in_prefix, strip_end};
 
