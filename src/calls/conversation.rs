@@ -97,6 +97,13 @@ pub fn read_conversation(
 ) -> Result<Conversation, ReadError> {
     let schema_of = |name: &str| catalog?.get(name).ok().map(|t| t.describe().parameters.clone());
     let schema_of: &dyn Fn(&str) -> Option<Value> = &schema_of;
+    if format.family().is_some_and(|_| !matches!(format, CallFormat::Gemma | CallFormat::Functiongemma)) {
+        return Err(ReadError(format!(
+            "--conversation reads JSON message lists and FunctionGemma transcripts, not `{format}` text: \
+             give the model's last response alone"
+        )));
+    }
+    let format = if format == CallFormat::Functiongemma { CallFormat::Gemma } else { format };
     let trimmed = input.trim_start();
     let (mut detected, snake_case, events) = if format == CallFormat::Gemma || !trimmed.starts_with(['{', '[']) {
         (CallFormat::Gemma, false, gemma_events(input, schema_of))
@@ -146,7 +153,7 @@ pub fn read_conversation(
             }
         }
     }
-    Ok(Conversation { pending: Reading { format: detected, calls, snake_case }, failures })
+    Ok(Conversation { pending: Reading { format: detected, calls, snake_case, parsed: None }, failures })
 }
 
 /// Calls and results of a JSON message list, in order, and the format they were written in.

@@ -8,6 +8,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::formats::functiongemma;
+use crate::formats::raw::{self, Family, Parsed};
 
 mod conversation;
 
@@ -32,6 +33,63 @@ crate::names::named_enum! {
         Gemini = "gemini",
         /// FunctionGemma text (`call:NAME{...}`).
         Gemma = "gemma",
+        /// FunctionGemma text (the same as `gemma`).
+        Functiongemma = "functiongemma",
+        /// Gemma 4 text (`<|tool_call>call:NAME{...}<tool_call|>`).
+        Gemma4 = "gemma4",
+        /// Qwen3 (Hermes) text (`<tool_call>{"name", "arguments"}</tool_call>`).
+        Qwen3 = "qwen3",
+        /// Qwen3-Coder text (`<tool_call><function=NAME><parameter=K>V</parameter>...`).
+        Qwen3Xml = "qwen3-xml",
+        /// Llama 3.1-3.3 and 4 text (`{"name", "parameters"}`, `<|python_tag|>`).
+        Llama3 = "llama3",
+        /// Mistral text (`[TOOL_CALLS]`).
+        Mistral = "mistral",
+        /// GLM 4.5+ text (`<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>...`).
+        Glm = "glm",
+        /// Kimi K2 text (`<|tool_calls_section_begin|>...`).
+        Kimi = "kimi",
+        /// gpt-oss Harmony text (`<|channel|>commentary to=functions.NAME ...<|message|>{...}`).
+        GptOss = "gpt-oss",
+        /// DeepSeek V3, V3.1 and V3.2 text (`<｜tool▁calls▁begin｜>`, `<｜DSML｜function_calls>`).
+        Deepseek = "deepseek",
+    }
+}
+
+impl CallFormat {
+    /// The raw-text family this format reads, for a text format.
+    pub fn family(self) -> Option<Family> {
+        Some(match self {
+            Self::Gemma | Self::Functiongemma => Family::Functiongemma,
+            Self::Gemma4 => Family::Gemma4,
+            Self::Qwen3 => Family::Qwen3,
+            Self::Qwen3Xml => Family::Qwen3Xml,
+            Self::Llama3 => Family::Llama3,
+            Self::Mistral => Family::Mistral,
+            Self::Glm => Family::Glm,
+            Self::Kimi => Family::Kimi,
+            Self::GptOss => Family::GptOss,
+            Self::Deepseek => Family::Deepseek,
+            Self::Auto | Self::Openai | Self::OpenaiResponses | Self::Anthropic | Self::Ollama | Self::Gemini => {
+                return None;
+            }
+        })
+    }
+
+    /// The format that reads `family` (FunctionGemma's is `gemma`).
+    pub fn of_family(family: Family) -> Self {
+        match family {
+            Family::Functiongemma => Self::Gemma,
+            Family::Gemma4 => Self::Gemma4,
+            Family::Qwen3 => Self::Qwen3,
+            Family::Qwen3Xml => Self::Qwen3Xml,
+            Family::Llama3 => Self::Llama3,
+            Family::Mistral => Self::Mistral,
+            Family::Glm => Self::Glm,
+            Family::Kimi => Self::Kimi,
+            Family::GptOss => Self::GptOss,
+            Family::Deepseek => Self::Deepseek,
+        }
     }
 }
 
@@ -61,9 +119,39 @@ pub struct Reading {
     /// The input used snake_case field names (google-genai's serializers write
     /// `function_call`); the results are written the same way.
     pub snake_case: bool,
+    /// For a text format: the whole parse (content, reasoning, calls).
+    pub parsed: Option<Parsed>,
 }
 
 impl Reading {
+    /// What the response says, as `packs call --parse-only` prints it: `{"content",
+    /// "reasoning_content", "tool_calls": [{"name", "arguments"}]}` (a call that could not
+    /// be read has `"error": {"message", "offset", "incomplete"}` instead of `"arguments"`,
+    /// in every format, `offset` null for a JSON response; `"id"` when the response gave one).
+    /// Content and reasoning come from text formats only.
+    pub fn parse_json(&self) -> Value {
+        if let Some(parsed) = &self.parsed {
+            return serde_json::to_value(parsed).expect("a parse always serializes");
+        }
+        let calls: Vec<Value> = self
+            .calls
+            .iter()
+            .map(|c| {
+                let mut v = json!({"name": c.name});
+                if !c.id.is_empty() {
+                    v["id"] = Value::String(c.id.clone());
+                }
+                match &c.args {
+                    Ok(args) => v["arguments"] = args.clone(),
+                    // The text formats' error shape; a JSON response has no byte offset.
+                    Err(e) => v["error"] = json!({"message": e, "offset": null, "incomplete": false}),
+                }
+                v
+            })
+            .collect();
+        json!({"content": null, "reasoning_content": null, "tool_calls": calls})
+    }
+
     /// The results as the messages (or text) to append, in this reading's format and style.
     pub fn render(&self, results: &[CallResult]) -> String {
         render(results, self.format, self.snake_case)
@@ -75,15 +163,24 @@ const SHAPES: &str = "OpenAI Chat Completions (`choices`, or a message with `rol
     (`output` items), Anthropic Messages (`content` blocks), Gemini (`candidates` or `parts`), Ollama \
     (`message`)";
 
-/// Detect the format of `input`: a JSON response by its shape, or FunctionGemma text.
+/// Detect the format of `input`: a JSON response by its shape, or model text by its
+/// markers ([`raw::detect`]).
 ///
-/// Text that is not a JSON object or array is FunctionGemma text (with or without calls);
-/// a JSON document of no known shape, or text that starts like JSON and does not parse, is
-/// an error: reading it as text would silently find no calls.
+/// Text that is not a JSON object or array is model text: the family whose markers it
+/// holds, else FunctionGemma text (with or without calls). Text that starts like JSON is
+/// a response of a known shape, else model text holding a family's markers (Mistral's
+/// `[TOOL_CALLS]`, a Llama 3 call `{"name": …, "parameters": …}`); anything else is an error
+/// (reading it as text would silently find no calls).
 pub fn detect(input: &str) -> Result<CallFormat, ReadError> {
     let trimmed = input.trim_start();
     if !trimmed.starts_with(['{', '[']) {
-        return Ok(CallFormat::Gemma);
+        return Ok(raw::detect(input).map_or(CallFormat::Gemma, CallFormat::of_family));
+    }
+    // Model text may start like JSON too (Mistral's `[TOOL_CALLS]`, Llama's JSON calls):
+    // read by its markers when it is not a response of a known shape.
+    let shape = serde_json::from_str::<Value>(input).ok().as_ref().and_then(shape_of);
+    if let (None, Some(family)) = (shape, raw::detect(input)) {
+        return Ok(CallFormat::of_family(family));
     }
     let v: Value = serde_json::from_str(input)
         .map_err(|e| ReadError(format!("the input starts like JSON but does not parse: {e}")))?;
@@ -149,10 +246,23 @@ pub fn find_calls_for(input: &str, format: CallFormat, catalog: &crate::Catalog)
     read(input, format, &|name| catalog.get(name).ok().map(|t| t.describe().parameters.clone()))
 }
 
+/// [`find_calls`], with text values typed by `schema_of` (a tool's parameters schema by
+/// name; `packs call --tools` reads them from OpenAI tool definitions).
+pub fn find_calls_with(
+    input: &str,
+    format: CallFormat,
+    schema_of: &dyn Fn(&str) -> Option<Value>,
+) -> Result<Reading, ReadError> {
+    read(input, format, schema_of)
+}
+
 fn read(input: &str, format: CallFormat, schema_of: &dyn Fn(&str) -> Option<Value>) -> Result<Reading, ReadError> {
     let format = if format == CallFormat::Auto { detect(input)? } else { format };
-    if format == CallFormat::Gemma {
-        return Ok(Reading { format, calls: gemma_calls(input, schema_of), snake_case: false });
+    if let Some(family) = format.family() {
+        let parsed = raw::parse(input, family, schema_of);
+        let calls = parsed.tool_calls.iter().map(found_call).collect();
+        let format = CallFormat::of_family(family);
+        return Ok(Reading { format, calls, snake_case: false, parsed: Some(parsed) });
     }
     let v: Value = serde_json::from_str(input).map_err(|e| ReadError(format!("the input is not JSON: {e}")))?;
     if !has_shape(&v, format) {
@@ -173,7 +283,7 @@ fn read(input: &str, format: CallFormat, schema_of: &dyn Fn(&str) -> Option<Valu
             snake_case = snake;
             calls
         }
-        CallFormat::Auto | CallFormat::Gemma => Vec::new(),
+        _ => Vec::new(),
     };
     // Strict-mode models send `null` for optional arguments they leave out.
     for c in &mut calls {
@@ -181,7 +291,17 @@ fn read(input: &str, format: CallFormat, schema_of: &dyn Fn(&str) -> Option<Valu
             crate::formats::openai::strip_nulls(args);
         }
     }
-    Ok(Reading { format, calls, snake_case })
+    Ok(Reading { format, calls, snake_case, parsed: None })
+}
+
+/// A call of a raw text as a found call; one that could not be read is an error result
+/// of its own, named if it could be.
+fn found_call(c: &raw::ToolCall) -> FoundCall {
+    FoundCall {
+        id: c.id.clone().unwrap_or_default(),
+        name: c.name.clone(),
+        args: c.arguments.clone().map(Value::Object).map_err(|e| e.for_model()),
+    }
 }
 
 fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
@@ -281,17 +401,8 @@ fn gemini_calls(v: &Value) -> (Vec<FoundCall>, bool) {
     (calls, snake)
 }
 
-fn gemma_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<FoundCall> {
-    functiongemma::scan_calls(text, schema_of)
-        .into_iter()
-        .map(|c| match c {
-            Ok(c) => FoundCall { id: String::new(), name: c.name, args: Ok(Value::Object(c.args)) },
-            Err(e) => gemma_error(e),
-        })
-        .collect()
-}
-
-/// A call that could not be read is an error result of its own, named if it could be.
+/// A FunctionGemma call that could not be read is an error result of its own, named if it
+/// could be.
 fn gemma_error(e: functiongemma::CallError) -> FoundCall {
     FoundCall {
         id: String::new(),
@@ -359,7 +470,22 @@ fn render(results: &[CallResult], format: CallFormat, snake_case: bool) -> Strin
                 .collect();
             format!("{:#}\n", json!({"role": "user", "parts": parts}))
         }
-        CallFormat::Gemma => results
+        CallFormat::Gemma4
+        | CallFormat::Qwen3
+        | CallFormat::Qwen3Xml
+        | CallFormat::Llama3
+        | CallFormat::Mistral
+        | CallFormat::Glm
+        | CallFormat::Kimi
+        | CallFormat::GptOss
+        | CallFormat::Deepseek => pretty(each(&|r| {
+            let mut m = json!({"role": "tool", "name": r.call.name, "content": r.content});
+            if !r.call.id.is_empty() {
+                m["tool_call_id"] = Value::String(r.call.id.clone());
+            }
+            m
+        })),
+        CallFormat::Gemma | CallFormat::Functiongemma => results
             .iter()
             .map(|r| {
                 let body = match (&r.value, r.ok) {

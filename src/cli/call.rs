@@ -30,6 +30,14 @@ pub(super) struct CallArgs {
     /// the model is told to stop and report
     #[arg(long, value_name = "N", default_value_t = calls::DEFAULT_MAX_RETRIES, requires = "conversation")]
     max_retries: usize,
+    /// Print what the response says as JSON ({"content", "reasoning_content", "tool_calls"})
+    /// and run nothing
+    #[arg(long, conflicts_with = "conversation")]
+    parse_only: bool,
+    /// With --parse-only: OpenAI tool definitions (a JSON array) whose schemas type the values,
+    /// instead of the pack directories' tools
+    #[arg(long, value_name = "FILE", requires = "parse_only")]
+    tools: Option<std::path::PathBuf>,
 }
 
 pub(super) fn call(catalog: &Catalog, a: &CallArgs, base: &Context) -> Result<i32> {
@@ -46,11 +54,20 @@ pub(super) fn call(catalog: &Catalog, a: &CallArgs, base: &Context) -> Result<i3
     let context = args::context(&a.context, base)?;
     let mut conversation =
         if a.conversation { Some(calls::read_conversation(&input, a.format, Some(catalog))?) } else { None };
-    let reading = match &conversation {
-        Some(c) => c.pending.clone(),
-        None => calls::find_calls_for(&input, a.format, catalog)?,
+    let reading = match (&conversation, &a.tools) {
+        (Some(c), _) => c.pending.clone(),
+        (None, Some(file)) => {
+            let schemas = tool_schemas(file)?;
+            calls::find_calls_with(&input, a.format, &|name| schemas.get(name).cloned())?
+        }
+        (None, None) => calls::find_calls_for(&input, a.format, catalog)?,
     };
+    if a.parse_only {
+        print(&format!("{:#}\n", reading.parse_json()))?;
+        return Ok(0);
+    }
     if reading.calls.is_empty() {
+        eprintln!("packs: no tool calls");
         return Ok(0);
     }
     let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
@@ -68,6 +85,27 @@ pub(super) fn call(catalog: &Catalog, a: &CallArgs, base: &Context) -> Result<i3
     }
     print(&reading.render(&results))?;
     Ok(0)
+}
+
+/// The parameters schema of each tool in an OpenAI tool-definition file, by name
+/// (`[{"type": "function", "function": {"name", "parameters"}}]`; the Responses API's flat
+/// `{"name", "parameters"}` is read too).
+fn tool_schemas(file: &std::path::Path) -> Result<std::collections::HashMap<String, Value>> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let v: Value = serde_json::from_str(&text).with_context(|| format!("{}: not JSON", file.display()))?;
+    let Some(items) = v.as_array() else {
+        anyhow::bail!("{}: expected a JSON array of OpenAI tool definitions", file.display());
+    };
+    let mut schemas = std::collections::HashMap::new();
+    for (i, item) in items.iter().enumerate() {
+        let f = item.get("function").unwrap_or(item);
+        let Some(name) = f.get("name").and_then(Value::as_str) else {
+            anyhow::bail!("{}: tool {i} has no `function.name`", file.display());
+        };
+        let parameters = f.get("parameters").cloned().unwrap_or(Value::Null);
+        schemas.insert(name.to_owned(), parameters);
+    }
+    Ok(schemas)
 }
 
 /// Run one call through the pipeline; every failure becomes an error result the model can read.

@@ -89,6 +89,42 @@ pub fn parse_calls(text: &str) -> Result<Vec<Call>, ParseError> {
         .collect()
 }
 
+/// FunctionGemma text as a [`raw::Parsed`](super::raw::Parsed): the calls of
+/// [`scan_calls`], and as content the text outside the `<start_function_call>` blocks (or,
+/// with no block, outside the bare calls that parsed). FunctionGemma has no reasoning.
+pub fn parse(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> super::raw::Parsed {
+    let text = super::raw::strip_end(text, &["<end_of_turn>"]);
+    let mut b = super::raw::Builder::default();
+    let found = scan_calls(text, schema_of);
+    let mut pos = 0;
+    if text.contains(START_CALL) {
+        while let Some(rel) = text[pos..].find(START_CALL) {
+            let open = pos + rel;
+            b.text(&text[pos..open]);
+            let body = open + START_CALL.len();
+            let next_start = text[body..].find(START_CALL).map_or(text.len(), |i| body + i);
+            pos = text[body..next_start].find(END_CALL).map_or(next_start, |i| body + i + END_CALL.len());
+        }
+    } else {
+        for c in found.iter().flatten() {
+            b.text(&text[pos..c.span.start]);
+            pos = c.span.end;
+        }
+    }
+    b.text(&text[pos..]);
+    for c in found {
+        match c {
+            Ok(c) => b.call(c.name, None, Ok(c.args)),
+            Err(e) => b.call(
+                e.name,
+                None,
+                Err(super::raw::CallError { message: e.message, offset: e.offset, incomplete: e.incomplete }),
+            ),
+        }
+    }
+    b.finish()
+}
+
 fn wrapped_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<Result<Call, CallError>> {
     let mut found = Vec::new();
     let mut pos = 0;
@@ -190,7 +226,7 @@ pub fn scan_responses(text: &str) -> Vec<Response> {
         pos = start;
         let Some(after) = text[start..].trim_start().strip_prefix("response:") else { continue };
         let name = leading_ident(after).to_owned();
-        let mut p = Parser { text, pos: text.len() - after.len() + name.len(), depth: 0 };
+        let mut p = Parser { text, pos: text.len() - after.len() + name.len(), depth: 0, escape: ESCAPE };
         let value = if p.eat("{") { p.members('}', None).unwrap_or_default() } else { Map::new() };
         pos = pos.max(p.pos);
         found.push(Response { name, value, offset });
@@ -211,7 +247,18 @@ fn leading_ident(s: &str) -> &str {
 /// `cut`: reaching the end of `text` means the call was cut off (bare calls), not that it
 /// is malformed (a block closed by its end tag).
 fn one_call(text: &str, start: usize, cut: bool, schema_of: &dyn Fn(&str) -> Option<Value>) -> Result<Call, CallError> {
-    let mut p = Parser { text, pos: start + "call:".len(), depth: 0 };
+    call_with(text, start, cut, ESCAPE, schema_of)
+}
+
+/// [`one_call`] with strings wrapped in `escape` (Gemma 4 writes `<|"|>`).
+pub(crate) fn call_with(
+    text: &str,
+    start: usize,
+    cut: bool,
+    escape: &str,
+    schema_of: &dyn Fn(&str) -> Option<Value>,
+) -> Result<Call, CallError> {
+    let mut p = Parser { text, pos: start + "call:".len(), depth: 0, escape };
     let name = p.ident().unwrap_or_default();
     let fail = |e: ParseError, name: &str| {
         let incomplete = cut && e.offset >= text.len();
@@ -233,6 +280,8 @@ fn one_call(text: &str, start: usize, cut: bool, schema_of: &dyn Fn(&str) -> Opt
 
 struct Parser<'a> {
     text: &'a str,
+    /// The token that wraps strings: `<escape>` here, `<|"|>` for Gemma 4.
+    escape: &'a str,
     pos: usize,
     /// Objects and arrays open around the value being read.
     depth: usize,
@@ -285,12 +334,12 @@ impl Parser<'_> {
     /// keys of object values that way).
     fn key(&mut self) -> Result<String, ParseError> {
         self.skip_ws();
-        if self.eat(ESCAPE) {
-            let Some(end) = self.rest().find(ESCAPE) else {
-                return Err(self.error("unterminated name: no closing `<escape>`"));
+        if self.eat(self.escape) {
+            let Some(end) = self.rest().find(self.escape) else {
+                return Err(self.error(format!("unterminated name: no closing `{}`", self.escape)));
             };
             let key = self.rest()[..end].to_owned();
-            self.pos += end + ESCAPE.len();
+            self.pos += end + self.escape.len();
             return Ok(key);
         }
         self.ident()
@@ -333,16 +382,16 @@ impl Parser<'_> {
     /// One value, typed by `schema` when there is one (see [`scan_calls`]).
     fn value(&mut self, schema: Option<&Value>) -> Result<Value, ParseError> {
         self.skip_ws();
-        if self.eat(ESCAPE) {
-            let Some(end) = self.rest().find(ESCAPE) else {
+        if self.eat(self.escape) {
+            let Some(end) = self.rest().find(self.escape) else {
                 // Where the closing token was looked for: the end of the text.
                 return Err(ParseError {
                     offset: self.text.len(),
-                    message: "unterminated string: no closing `<escape>`".into(),
+                    message: format!("unterminated string: no closing `{}`", self.escape),
                 });
             };
             let s = self.rest()[..end].to_owned();
-            self.pos += end + ESCAPE.len();
+            self.pos += end + self.escape.len();
             let types = Types::of(schema);
             // A string where the schema wants a number or a boolean (and no string).
             return Ok(match types {
@@ -513,7 +562,7 @@ pub fn parse_declarations(text: &str) -> Result<Vec<Declaration>, ParseError> {
     let mut pos = 0;
     while let Some(rel) = text[pos..].find("declaration:") {
         let start = pos + rel;
-        let mut p = Parser { text, pos: start + "declaration:".len(), depth: 0 };
+        let mut p = Parser { text, pos: start + "declaration:".len(), depth: 0, escape: ESCAPE };
         let name = p.ident()?;
         if name.is_empty() {
             return Err(p.error("expected a function name after `declaration:`"));

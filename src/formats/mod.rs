@@ -10,10 +10,20 @@ use serde_json::{Value, json};
 use crate::tool::Tool;
 
 pub mod anthropic;
+pub mod deepseek;
 pub mod functiongemma;
 pub mod gemini;
+pub mod gemma4;
+pub mod glm;
+pub mod gpt_oss;
+pub mod kimi;
+pub mod llama3;
 pub mod mcp;
+pub mod mistral;
 pub mod openai;
+pub mod qwen3;
+pub mod qwen3_xml;
+pub mod raw;
 
 crate::names::named_enum! {
     /// The tool-definition formats `packs catalog --format` can print.

@@ -197,7 +197,7 @@ fn format_values_are_listed_in_help_and_errors() {
         (
             "call",
             "- openai-responses: OpenAI Responses (`function_call` output items)\n",
-            "auto, openai, openai-responses, anthropic, ollama, gemini, gemma",
+            "auto, openai, openai-responses, anthropic, ollama, gemini, gemma, functiongemma, gemma4, qwen3, qwen3-xml, llama3, mistral, glm, kimi, gpt-oss, deepseek",
         ),
         ("lint", "- human:  Source lines with carets, like rustc (default)\n", "human, json, github, sarif"),
     ] {

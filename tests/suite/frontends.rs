@@ -241,7 +241,8 @@ fn functiongemma_a_malformed_call_fails_alone_and_the_others_run() {
 #[test]
 fn functiongemma_prose_is_a_final_answer() {
     for prose in ["I can place a call: 555 for you.", "Let me recall:x first.", "call: me later"] {
-        call(prose, &[]).success().stdout_eq("").stderr_eq("");
+        // Nothing runs, and the operator is told so.
+        call(prose, &[]).success().stdout_eq("").stderr_eq("packs: no tool calls\n");
     }
 }
 
@@ -616,4 +617,121 @@ fn the_operators_own_commands_do_not_follow_the_default_agent() {
     test().args(["--agent", "none", "run", "echo_words", "--arg", "words=hi"]).run().success();
     let out = Test::new().write("agents/none/soul.md", "S").args(["--agent", "none", "prompt"]).run();
     out.code(1).stderr_contains("no agent to prompt for");
+}
+
+/// One response per raw-text family, as its chat template writes a turn: every call runs
+/// through the pipeline and is answered as a `tool` message, in order.
+#[test]
+fn raw_text_families_run_their_calls() {
+    let cases = [
+        (
+            "qwen3",
+            "<think>\nEcho it.\n</think>\n\nSure.\n<tool_call>\n{\"name\": \"echo_words\", \"arguments\": {\"words\": \"a </tool_call> b\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"count\", \"arguments\": {\"n\": 2}}\n</tool_call><|im_end|>",
+        ),
+        (
+            "qwen3-xml",
+            "<tool_call>\n<function=echo_words>\n<parameter=words>\na </tool_call> b\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=count>\n<parameter=n>\n2\n</parameter>\n</function>\n</tool_call>",
+        ),
+        (
+            "gemma4",
+            "<|tool_call>call:echo_words{words:<|\"|>a </tool_call> b<|\"|>}<tool_call|><|tool_call>call:count{n:2}<tool_call|>",
+        ),
+        (
+            "llama3",
+            "{\"name\": \"echo_words\", \"parameters\": {\"words\": \"a </tool_call> b\"}}; {\"name\": \"count\", \"parameters\": {\"n\": 2}}<|eot_id|>",
+        ),
+        (
+            "mistral",
+            "[TOOL_CALLS]echo_words[ARGS]{\"words\": \"a </tool_call> b\"}[TOOL_CALLS]count[ARGS]{\"n\": 2}</s>",
+        ),
+        (
+            "glm",
+            "\n<think></think>\n<tool_call>echo_words\n<arg_key>words</arg_key>\n<arg_value>a </tool_call> b</arg_value>\n</tool_call>\n<tool_call>count\n<arg_key>n</arg_key>\n<arg_value>2</arg_value>\n</tool_call>",
+        ),
+        (
+            "kimi",
+            "<|tool_calls_section_begin|><|tool_call_begin|>functions.echo_words:0<|tool_call_argument_begin|>{\"words\": \"a </tool_call> b\"}<|tool_call_end|><|tool_call_begin|>functions.count:1<|tool_call_argument_begin|>{\"n\": 2}<|tool_call_end|><|tool_calls_section_end|><|im_end|>",
+        ),
+        (
+            "gpt-oss",
+            "<|channel|>analysis<|message|>Echo, then count.<|end|><|start|>assistant<|channel|>commentary to=functions.echo_words <|constrain|>json<|message|>{\"words\": \"a </tool_call> b\"}<|call|><|start|>assistant to=functions.count<|channel|>commentary json<|message|>{\"n\": 2}<|call|>",
+        ),
+        (
+            "deepseek",
+            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>echo_words<｜tool▁sep｜>{\"words\": \"a </tool_call> b\"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>count<｜tool▁sep｜>{\"n\": 2}<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence｜>",
+        ),
+        (
+            "deepseek",
+            "</think>\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"echo_words\">\n<｜DSML｜parameter name=\"words\" string=\"true\">a </tool_call> b</｜DSML｜parameter>\n</｜DSML｜invoke>\n<｜DSML｜invoke name=\"count\">\n<｜DSML｜parameter name=\"n\" string=\"false\">2</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls><｜end▁of▁sentence｜>",
+        ),
+    ];
+    for (format, text) in cases {
+        for extra in [&["--format", format][..], &[]] {
+            let out = call(text, extra);
+            out.success().stderr_eq("");
+            let mut answers = out.json();
+            // Kimi's calls carry ids (`functions.NAME:INDEX`), and the answers name them.
+            for (i, a) in answers.as_array_mut().unwrap().iter_mut().enumerate() {
+                let id = a.as_object_mut().unwrap().remove("tool_call_id");
+                let name = a["name"].as_str().unwrap().to_owned();
+                assert_eq!(id, (format == "kimi").then(|| json!(format!("functions.{name}:{i}"))), "{format}");
+            }
+            assert_eq!(
+                answers,
+                json!([
+                    {"role": "tool", "name": "echo_words", "content": "-- a </tool_call> b\n"},
+                    {"role": "tool", "name": "count", "content": "{\"n\":2}"}
+                ]),
+                "{format} {extra:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn raw_text_parse_only_runs_nothing_and_types_by_the_tools_file() {
+    let marker = tempfile::tempdir().unwrap();
+    let text = format!(
+        "Let me.\n<tool_call>\n<function=echo_words>\n<parameter=words>\n{}\n</parameter>\n<parameter=loud>\nTrue\n</parameter>\n</function>\n</tool_call>",
+        marker.path().join("x").display()
+    );
+    let out = call(&text, &["--parse-only", "--format", "qwen3-xml"]);
+    out.success().stderr_eq("");
+    assert_eq!(out.json()["tool_calls"][0]["arguments"]["loud"], json!(true));
+    assert_eq!(out.json()["content"], json!("Let me."));
+    // With --tools, the schemas come from the file: `loud` is untyped there, so it stays text.
+    let defs = marker.path().join("tools.json");
+    std::fs::write(&defs, r#"[{"type": "function", "function": {"name": "echo_words", "parameters": {"type": "object", "properties": {"words": {"type": "string"}}}}}]"#).unwrap();
+    let out = call(&text, &["--parse-only", "--tools", defs.to_str().unwrap()]);
+    out.success();
+    assert_eq!(out.json()["tool_calls"][0]["arguments"]["loud"], json!("True"));
+    assert_eq!(std::fs::read_dir(marker.path()).unwrap().count(), 1, "nothing ran");
+}
+
+/// A call that could not be read has one error shape in every format.
+#[test]
+fn parse_only_errors_have_one_shape() {
+    let openai = r#"{"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "count", "arguments": "{\"n\": "}}]}"#;
+    let out = call(openai, &["--parse-only"]);
+    out.success();
+    let error = &out.json()["tool_calls"][0]["error"];
+    assert_eq!(error["offset"], json!(null), "{error}");
+    assert_eq!(error["incomplete"], json!(false), "{error}");
+    assert!(error["message"].as_str().unwrap().contains("not valid JSON"), "{error}");
+    let out = call("<tool_call>count<arg_key>n</arg_key><arg_value>2", &["--parse-only"]);
+    out.success();
+    let error = &out.json()["tool_calls"][0]["error"];
+    let keys: Vec<&String> = error.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["message", "offset", "incomplete"], "{error}");
+    assert_eq!(error["incomplete"], json!(true), "{error}");
+}
+
+#[test]
+fn raw_text_cut_off_calls_are_errors_the_model_reads() {
+    let out = call("<tool_call>\n{\"name\": \"echo_words\", \"arguments\": {\"words\": \"hi", &["--format", "qwen3"]);
+    out.success();
+    let content = out.json()[0]["content"].as_str().unwrap().to_owned();
+    assert!(content.contains("incomplete call") && content.contains("nothing ran"), "{content}");
+    // Plain prose: no calls, said on stderr.
+    call("It is 12 degrees.", &["--format", "qwen3"]).success().stdout_eq("").stderr_eq("packs: no tool calls\n");
 }
