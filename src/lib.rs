@@ -36,6 +36,7 @@ mod descriptors;
 mod environment;
 pub mod formats;
 mod grants;
+mod reads;
 mod help;
 mod image;
 pub mod lint;
