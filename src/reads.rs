@@ -110,7 +110,9 @@ mod tests {
         let denied = crate::grants::resolved(&defaults(Some(&home)));
         assert_eq!(denied, [home.join(".config/gcloud"), home.join(".ssh")]);
         let got = grants(&home, &denied);
-        for want in [Grant::Tree(home.join("src")), Grant::Tree(home.join(".config/fish")), Grant::File(home.join(".bashrc"))] {
+        for want in
+            [Grant::Tree(home.join("src")), Grant::Tree(home.join(".config/fish")), Grant::File(home.join(".bashrc"))]
+        {
             assert!(got.contains(&want), "{want:?} in {got:?}");
         }
         assert!(!got.iter().any(|g| matches!(g, Grant::Tree(p) | Grant::File(p) if p.starts_with(home.join(".ssh")))));

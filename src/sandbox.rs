@@ -214,6 +214,8 @@ impl Enforcement {
         }
         if self.reads_denied.is_some() {
             parts.push("credential stores unreadable".to_owned());
+        } else if self.needs.as_ref().is_some_and(|n| n.restricts_writes() && n.reads.is_none()) {
+            parts.push("may read credential stores (policy.reads_credentials)".to_owned());
         }
         if self.no_network {
             parts.push("no network".to_owned());
@@ -283,9 +285,8 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
         });
     }
     if needs.reads.is_some() && support.landlock_abi < LANDLOCK_ABI_FOR_READS {
-        missing.push(
-            "keeping credential stores unreadable needs Landlock, which this kernel does not offer".to_owned(),
-        );
+        missing
+            .push("keeping credential stores unreadable needs Landlock, which this kernel does not offer".to_owned());
     }
     if !needs.network && !support.seccomp {
         missing.push("refusing network sockets needs seccomp, which this kernel does not offer".to_owned());
@@ -592,7 +593,8 @@ mod imp {
         // Listing (names, not contents) and linking everywhere; reading and executing around
         // the denied paths.
         let root = PathFd::new("/").map_err(|e| std::io::Error::other(format!("/: {e}")))?;
-        ruleset = ruleset.add_rule(PathBeneath::new(root, access & (AccessFs::ReadDir | AccessFs::Refer))).map_err(error)?;
+        ruleset =
+            ruleset.add_rule(PathBeneath::new(root, access & (AccessFs::ReadDir | AccessFs::Refer))).map_err(error)?;
         let file = AccessFs::ReadFile | AccessFs::Execute;
         for grant in crate::grants::grants(Path::new("/"), denied) {
             let (path, rights) = match &grant {
