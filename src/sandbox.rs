@@ -128,6 +128,9 @@ pub struct Enforcement {
     pub unenforced: Vec<String>,
     /// Which processes the tool may signal (decided for every tier, not by the policy).
     pub(crate) signals: Signals,
+    /// Abstract Unix sockets outside the call are unreachable (Landlock ABI 6, a tool
+    /// without `requires_network`; on an older kernel a documented gap, not a refusal).
+    pub(crate) no_abstract_unix: bool,
     pub(crate) needs: Option<Needs>,
     pub(crate) landlock_abi: i32,
 }
@@ -218,7 +221,9 @@ impl Enforcement {
             parts.push("may read credential stores (policy.reads_credentials)".to_owned());
         }
         if self.no_network {
-            parts.push("no network".to_owned());
+            parts.push(
+                if self.no_abstract_unix { "no network, no abstract Unix socket" } else { "no network" }.to_owned(),
+            );
         }
         if self.signals != Signals::Anything {
             parts.push(self.signals.describe().to_owned());
@@ -312,6 +317,9 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
         reads_denied,
         unenforced,
         signals: Signals::of(mode, support),
+        no_abstract_unix: !needs.network
+            && mode != SandboxMode::Off
+            && support.landlock_abi >= LANDLOCK_ABI_FOR_SIGNALS,
         landlock_abi: support.landlock_abi,
         needs: (mode != SandboxMode::Off).then_some(needs),
     })
@@ -451,8 +459,9 @@ mod imp {
             let protected = enforcement.needs.as_ref().map_or(&[][..], |n| n.protected.as_slice());
             let writes = enforcement.writes_under.as_deref().map(|dirs| (dirs, tmpdir));
             let scoped = enforcement.signals == Signals::OwnCall;
-            let ruleset = (writes.is_some() || scoped)
-                .then(|| ruleset(enforcement.landlock_abi, writes, protected, scoped))
+            let unix = enforcement.no_abstract_unix;
+            let ruleset = (writes.is_some() || scoped || unix)
+                .then(|| ruleset(enforcement.landlock_abi, writes, protected, scoped, unix))
                 .transpose()?;
             let not_packs = enforcement.signals == Signals::NotPacks;
             let filter = (enforcement.no_network || not_packs)
@@ -499,12 +508,14 @@ mod imp {
 
     /// The Landlock ruleset: the write rights handled (with `dirs`, the temp dir and the
     /// devices as exceptions, but never the `protected` control plane) when `writes` is
-    /// given; signals scoped to the domain when `scoped` (the kernel has ABI 6).
+    /// given; signals scoped to the domain when `scoped` (the kernel has ABI 6), and
+    /// abstract Unix sockets when `unix` (a tool without the network, ABI 6).
     fn ruleset(
         abi: i32,
         writes: Option<(&[std::path::PathBuf], Option<&Path>)>,
         protected: &[std::path::PathBuf],
         scoped: bool,
+        unix: bool,
     ) -> std::io::Result<OwnedFd> {
         let access = write_access(abi);
         let error =
@@ -515,6 +526,9 @@ mod imp {
         }
         if scoped {
             ruleset = ruleset.scope(Scope::Signal).map_err(error)?;
+        }
+        if unix {
+            ruleset = ruleset.scope(Scope::AbstractUnixSocket).map_err(error)?;
         }
         let mut ruleset = ruleset.create().map_err(error)?;
         let Some((dirs, tmpdir)) = writes else {

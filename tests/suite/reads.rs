@@ -176,3 +176,51 @@ fn an_entry_created_in_home_after_a_first_call_is_readable_in_the_next() {
     assert!(!first.contains(SECRET) && first.contains("Permission denied"), "{stdout}");
     assert!(lines.next().unwrap_or_default().contains("written later"), "{stdout}");
 }
+
+#[test]
+fn a_tool_without_the_network_reaches_no_abstract_unix_socket_outside_its_call() {
+    crate::common::require("python3");
+    // A local daemon listening on an abstract socket, and a tool that connects to it; the
+    // tool's own abstract socket (a pair inside the call) still works.
+    let name = format!("packs-test-abstract-{}", std::process::id());
+    let listener = std::process::Command::new("python3")
+        .args(["-c", "import socket, sys, time\nl = socket.socket(socket.AF_UNIX)\nl.bind('\\0' + sys.argv[1])\nl.listen()\nprint('up', flush=True)\ntime.sleep(60)", &name])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut listener = Guard(listener);
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(listener.0.stdout.as_mut().unwrap()), &mut line).unwrap();
+    assert_eq!(line, "up\n");
+    let script = "import socket, sys\n\
+                  s = socket.socket(socket.AF_UNIX)\n\
+                  try:\n    s.connect('\\0' + sys.argv[1]); print('connected')\n\
+                  except OSError as e: print('refused', e.errno)\n\
+                  own = socket.socket(socket.AF_UNIX); own.bind('\\0' + sys.argv[1] + '-own'); own.listen()\n\
+                  c = socket.socket(socket.AF_UNIX); c.connect('\\0' + sys.argv[1] + '-own'); print('own ok')\n";
+    let tool = |network: bool| {
+        json!({"name": if network { "online" } else { "offline" }, "description": "d",
+               "policy": {"tier": "system", "requires_network": network},
+               "command": {"program": "python3", "args": ["-c", script, &name]}})
+    };
+    let packs = Packs::new().manifest("offline", tool(false)).manifest("online", tool(true));
+    let support = Test::new().args(["sandbox", "--json"]).run().json();
+    let scoped = support["landlock_abi"].as_i64().unwrap_or(0) >= 6;
+    let offline = Test::new().packs_dir(&packs).args(["run", "offline"]).run();
+    offline.success();
+    if scoped {
+        offline.stdout_eq("refused 1\nown ok\n");
+    }
+    Test::new().packs_dir(&packs).args(["run", "online"]).run().success().stdout_eq("connected\nown ok\n");
+    listener.0.kill().unwrap();
+}
+
+/// A child killed when dropped (a failed assertion leaves no listener behind).
+struct Guard(std::process::Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
