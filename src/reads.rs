@@ -62,8 +62,11 @@ pub(crate) fn default_resolved() -> &'static [PathBuf] {
 /// what they looked like: an entry added, removed or renamed in one changes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Walk {
-    seen: Vec<(PathBuf, Option<(u64, i64, i64)>)>,
+    seen: Vec<(PathBuf, Option<Stamp>)>,
 }
+
+/// A directory's inode and modification time (seconds, nanoseconds).
+type Stamp = (u64, i64, i64);
 
 impl Walk {
     /// The directories on the way to `denied`, as they are now.
@@ -80,7 +83,7 @@ impl Walk {
     }
 }
 
-fn look(dir: &Path) -> Option<(u64, i64, i64)> {
+fn look(dir: &Path) -> Option<Stamp> {
     use std::os::unix::fs::MetadataExt;
     std::fs::symlink_metadata(dir).ok().map(|m| (m.ino(), m.mtime(), m.mtime_nsec()))
 }

@@ -789,6 +789,31 @@ mod tests {
     }
 
     #[test]
+    fn credential_stores_fail_closed_and_best_effort_says_so() {
+        let denied = || needs(Writes::Under(vec![]), false).denying_reads(Some(vec![PathBuf::from("/h/.ssh")]));
+        let none = Support { landlock_abi: 0, seccomp: true };
+        let e = decide(denied(), SandboxMode::Enforce, none).unwrap_err();
+        assert!(e.missing.iter().any(|m| m.contains("credential stores")), "{e}");
+        let e = decide(denied(), SandboxMode::BestEffort, none).unwrap();
+        assert_eq!((e.level(), e.reads_denied.is_none()), ("partial", true));
+        assert!(
+            e.describe().contains("not enforced: ") && e.describe().contains("credential stores"),
+            "{}",
+            e.describe()
+        );
+        let e = decide(denied(), SandboxMode::Enforce, Support { landlock_abi: 6, seccomp: true }).unwrap();
+        assert_eq!(e.reads_denied.as_deref(), Some(&[PathBuf::from("/h/.ssh")][..]));
+        assert!(e.describe().contains("credential stores unreadable"), "{}", e.describe());
+        // A confined tool that opted out says so.
+        let e = decide(
+            needs(Writes::Under(vec![]), false),
+            SandboxMode::Enforce,
+            Support { landlock_abi: 6, seccomp: true },
+        );
+        assert!(e.unwrap().describe().contains("may read credential stores"));
+    }
+
+    #[test]
     fn best_effort_and_off_say_what_is_not_enforced() {
         let old = Support { landlock_abi: 2, seccomp: true };
         let e = decide(needs(Writes::Under(vec![]), false), SandboxMode::BestEffort, old).unwrap();
