@@ -5,7 +5,8 @@
 //!   tool may write nowhere but a private temporary directory (its `TMPDIR`, removed after
 //!   the call) and the usual character devices (`/dev/null`...); a `workspace` tool also
 //!   under the workspace root; `system` and `elevated` tools are not restricted by tier.
-//!   Reads are not restricted.
+//!   Reads (`read_only`, `workspace`): everything but the credential stores and packs' own
+//!   secrets ([`crate::reads`]), in a Landlock domain of its own, kept per process.
 //! - **Network** (seccomp): a tool that does not state `requires_network: true` cannot
 //!   create a socket of any family but Unix-domain and netlink (so no IPv4, IPv6, packet,
 //!   VM or Bluetooth socket), nor an io_uring (which could make one).
