@@ -107,6 +107,8 @@ codes! {
     ProgramNotFound = "program-not-found", "the program is not on PATH";
     /// A `policy.writable` place is far broader than a tool needs (`/`, `$HOME`), or not absolute.
     BroadWritable = "broad-writable", "a policy.writable place is far broader than a tool needs (`/`, `$HOME`), or not absolute";
+    /// A tool may read the credential stores, or a confined one names one it cannot read.
+    ReadsCredentials = "reads-credentials", "a tool may read the credential stores (`policy.reads_credentials`), or a confined one names one it cannot read (`~/.ssh`)";
     /// Timeout_secs is 0 or more than an hour.
     TimeoutOutOfRange = "timeout-out-of-range", "timeout_secs is 0 or more than an hour";
     /// Allowed_exit_codes is empty or outside 0-255.

@@ -50,6 +50,7 @@ mod output;
 mod policy;
 mod pool;
 pub mod prompt;
+mod reads;
 mod runner;
 mod sandbox;
 mod scaffold;

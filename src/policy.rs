@@ -13,6 +13,7 @@ pub(crate) const POLICY_KEYS: &[&str] = &[
     "allowed_exit_codes",
     "max_output_bytes",
     "writable",
+    "reads_credentials",
     "max_memory_bytes",
     "max_file_bytes",
     "max_cpu_secs",
@@ -100,6 +101,10 @@ pub struct Policy {
     /// `{{env.NAME}}`, the operator's environment): a cache such as `{{env.HOME}}/.npm`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub writable: Vec<String>,
+    /// The tool may read the credential stores every other confined tool is kept from
+    /// (`~/.ssh`, `~/.aws`...: docs/SANDBOX.md); a warning in `packs lint`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reads_credentials: bool,
     /// Most address space each of the tool's processes may map (`RLIMIT_AS`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_memory_bytes: Option<u64>,
@@ -123,6 +128,7 @@ impl Default for Policy {
             allowed_exit_codes: vec![0],
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             writable: Vec::new(),
+            reads_credentials: false,
             max_memory_bytes: None,
             max_file_bytes: None,
             max_cpu_secs: None,

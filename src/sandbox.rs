@@ -5,7 +5,8 @@
 //!   tool may write nowhere but a private temporary directory (its `TMPDIR`, removed after
 //!   the call) and the usual character devices (`/dev/null`...); a `workspace` tool also
 //!   under the workspace root; `system` and `elevated` tools are not restricted by tier.
-//!   Reads are not restricted.
+//!   Reads (`read_only`, `workspace`): everything but the credential stores and packs' own
+//!   secrets ([`crate::reads`]), in a Landlock domain of its own, kept per process.
 //! - **Network** (seccomp): a tool that does not state `requires_network: true` cannot
 //!   create a socket of any family but Unix-domain and netlink (so no IPv4, IPv6, packet,
 //!   VM or Bluetooth socket), nor an io_uring (which could make one).
@@ -71,6 +72,9 @@ pub(crate) struct Needs {
     /// packs' own configuration (pack directories, agents, lock file, audit log...): never
     /// writable by the tool, even inside a place it may write ([`crate::grants`]).
     pub(crate) protected: Vec<PathBuf>,
+    /// Reads confined: the paths no read reaches (resolved; [`crate::reads`]); `None`: reads
+    /// are not restricted (`system`, `elevated`, `policy.reads_credentials`).
+    pub(crate) reads: Option<Vec<PathBuf>>,
 }
 
 impl Needs {
@@ -85,7 +89,15 @@ impl Needs {
             }
             Tier::System | Tier::Elevated => Writes::Anywhere,
         };
-        Self { writes, network: requires_network, protected: Vec::new() }
+        Self { writes, network: requires_network, protected: Vec::new(), reads: None }
+    }
+
+    /// The same, with `denied` (resolved: see [`crate::grants::resolved`]) unreadable, or
+    /// reads not restricted (`None`).
+    #[must_use]
+    pub(crate) fn denying_reads(mut self, denied: Option<Vec<PathBuf>>) -> Self {
+        self.reads = denied;
+        self
     }
 
     /// The same, with `paths` (packs' own configuration, resolved: see
@@ -110,6 +122,9 @@ pub struct Enforcement {
     pub writes_under: Option<Vec<PathBuf>>,
     /// IPv4/IPv6 sockets are refused.
     pub no_network: bool,
+    /// Reads are confined: these paths (credential stores, packs' secrets) cannot be opened;
+    /// `None`: reads are not restricted.
+    pub reads_denied: Option<Vec<PathBuf>>,
     /// What the policy asked for and this kernel could not enforce (best-effort, off).
     pub unenforced: Vec<String>,
     /// Which processes the tool may signal (decided for every tier, not by the policy).
@@ -117,6 +132,9 @@ pub struct Enforcement {
     /// The `ioctl` requests that type into a terminal (`TIOCSTI`, `TIOCLINUX`) are refused
     /// (seccomp): every confined tool, where the kernel has seccomp.
     pub(crate) no_typing: bool,
+    /// Abstract Unix sockets outside the call are unreachable (Landlock ABI 6, a tool
+    /// without `requires_network`; on an older kernel a documented gap, not a refusal).
+    pub(crate) no_abstract_unix: bool,
     pub(crate) needs: Option<Needs>,
     pub(crate) landlock_abi: i32,
 }
@@ -174,7 +192,10 @@ impl Enforcement {
 
     /// Whether the kernel is asked to restrict anything for this call.
     pub(crate) fn confines(&self) -> bool {
-        self.writes_under.is_some() || self.no_network || self.signals != Signals::Anything
+        self.writes_under.is_some()
+            || self.no_network
+            || self.signals != Signals::Anything
+            || self.reads_denied.is_some()
     }
 
     /// Whether the tool can signal nothing outside its call (Landlock's signal scope).
@@ -198,8 +219,15 @@ impl Enforcement {
             }
             None => {}
         }
+        if self.reads_denied.is_some() {
+            parts.push("credential stores unreadable".to_owned());
+        } else if self.needs.as_ref().is_some_and(|n| n.restricts_writes() && n.reads.is_none()) {
+            parts.push("may read credential stores (policy.reads_credentials)".to_owned());
+        }
         if self.no_network {
-            parts.push("no network".to_owned());
+            parts.push(
+                if self.no_abstract_unix { "no network, no abstract Unix socket" } else { "no network" }.to_owned(),
+            );
         }
         if self.signals != Signals::Anything {
             parts.push(self.signals.describe().to_owned());
@@ -238,6 +266,11 @@ pub struct Support {
 /// The Landlock ABI that confines every kind of write (ABI 3 adds truncation).
 pub(crate) const LANDLOCK_ABI_FOR_WRITES: i32 = 3;
 
+/// The Landlock ABI that confines reads (reading, listing, executing files: ABI 1; without
+/// `REFER`, ABI 1 refuses every link or rename across directories, so no link reaches a
+/// denied file either).
+pub(crate) const LANDLOCK_ABI_FOR_READS: i32 = 1;
+
 impl Support {
     /// This kernel's support (probed on first use).
     pub fn probe() -> Self {
@@ -260,6 +293,10 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
             )
         });
     }
+    if needs.reads.is_some() && support.landlock_abi < LANDLOCK_ABI_FOR_READS {
+        missing
+            .push("keeping credential stores unreadable needs Landlock, which this kernel does not offer".to_owned());
+    }
     if !needs.network && !support.seccomp {
         missing.push("refusing network sockets needs seccomp, which this kernel does not offer".to_owned());
     }
@@ -275,14 +312,19 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
         _ => None,
     };
     let no_network = !needs.network && net_ok;
+    let reads_denied = needs.reads.clone().filter(|_| fs_ok);
     let unenforced = if mode == SandboxMode::Off { Vec::new() } else { missing };
     Ok(Enforcement {
         mode,
         writes_under,
         no_network,
+        reads_denied,
         unenforced,
         signals: Signals::of(mode, support),
         no_typing: net_ok,
+        no_abstract_unix: !needs.network
+            && mode != SandboxMode::Off
+            && support.landlock_abi >= LANDLOCK_ABI_FOR_SIGNALS,
         landlock_abi: support.landlock_abi,
         needs: (mode != SandboxMode::Off).then_some(needs),
     })
@@ -292,7 +334,8 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
 /// network, as far as this kernel can (a describe is no call of the operator's: it is
 /// confined whatever `--sandbox` says, and never refused for want of the kernel's support).
 pub(crate) fn for_a_describe() -> Enforcement {
-    let needs = Needs::of(Tier::ReadOnly, false, Path::new("/"), &[]);
+    let needs = Needs::of(Tier::ReadOnly, false, Path::new("/"), &[])
+        .denying_reads(Some(crate::reads::default_resolved().to_vec()));
     decide(needs, SandboxMode::BestEffort, Support::probe())
         .unwrap_or_else(|_| unreachable!("best-effort never refuses"))
 }
@@ -378,6 +421,7 @@ impl Prepared {
 mod imp {
     use std::os::fd::{AsRawFd, OwnedFd};
     use std::path::Path;
+    use std::sync::Arc;
 
     use landlock::{
         ABI, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
@@ -405,6 +449,8 @@ mod imp {
     pub(super) struct Inner {
         ruleset: Option<OwnedFd>,
         filter: Option<&'static BpfProgram>,
+        /// The read confinement: a Landlock domain of its own, entered before the call's.
+        reads: Option<std::sync::Arc<OwnedFd>>,
     }
 
     /// The write rights handled: every one this kernel knows up to ABI 5, whose `IoctlDev`
@@ -418,18 +464,23 @@ mod imp {
             let protected = enforcement.needs.as_ref().map_or(&[][..], |n| n.protected.as_slice());
             let writes = enforcement.writes_under.as_deref().map(|dirs| (dirs, tmpdir));
             let scoped = enforcement.signals == Signals::OwnCall;
-            let ruleset = (writes.is_some() || scoped)
-                .then(|| ruleset(enforcement.landlock_abi, writes, protected, scoped))
+            let unix = enforcement.no_abstract_unix;
+            let ruleset = (writes.is_some() || scoped || unix)
+                .then(|| ruleset(enforcement.landlock_abi, writes, protected, scoped, unix))
                 .transpose()?;
             let not_packs = enforcement.signals == Signals::NotPacks;
             let filter = (enforcement.no_network || not_packs || enforcement.no_typing)
                 .then(|| program(enforcement.no_network, not_packs))
                 .transpose()?;
-            Ok(Self { ruleset, filter })
+            let reads = match &enforcement.reads_denied {
+                Some(denied) if !denied.is_empty() => Some(read_ruleset(enforcement.landlock_abi, denied)?),
+                _ => None,
+            };
+            Ok(Self { ruleset, filter, reads })
         }
 
         pub(super) fn confines(&self) -> bool {
-            self.ruleset.is_some() || self.filter.is_some()
+            self.ruleset.is_some() || self.filter.is_some() || self.reads.is_some()
         }
 
         pub(super) fn enter(&self) -> std::io::Result<()> {
@@ -437,6 +488,11 @@ mod imp {
             // open (owned by `self`, which outlives the spawn).
             unsafe {
                 if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if let Some(fd) = &self.reads
+                    && libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0
+                {
                     return Err(std::io::Error::last_os_error());
                 }
                 if let Some(fd) = &self.ruleset
@@ -457,12 +513,14 @@ mod imp {
 
     /// The Landlock ruleset: the write rights handled (with `dirs`, the temp dir and the
     /// devices as exceptions, but never the `protected` control plane) when `writes` is
-    /// given; signals scoped to the domain when `scoped` (the kernel has ABI 6).
+    /// given; signals scoped to the domain when `scoped` (the kernel has ABI 6), and
+    /// abstract Unix sockets when `unix` (a tool without the network, ABI 6).
     fn ruleset(
         abi: i32,
         writes: Option<(&[std::path::PathBuf], Option<&Path>)>,
         protected: &[std::path::PathBuf],
         scoped: bool,
+        unix: bool,
     ) -> std::io::Result<OwnedFd> {
         let access = write_access(abi);
         let error =
@@ -473,6 +531,9 @@ mod imp {
         }
         if scoped {
             ruleset = ruleset.scope(Scope::Signal).map_err(error)?;
+        }
+        if unix {
+            ruleset = ruleset.scope(Scope::AbstractUnixSocket).map_err(error)?;
         }
         let mut ruleset = ruleset.create().map_err(error)?;
         let Some((dirs, tmpdir)) = writes else {
@@ -498,6 +559,70 @@ mod imp {
             if let Ok(fd) = PathFd::new(device) {
                 ruleset = ruleset.add_rule(PathBeneath::new(fd, file_access)).map_err(error)?;
             }
+        }
+        Option::<OwnedFd>::from(ruleset).ok_or_else(|| std::io::Error::other("Landlock gave no ruleset"))
+    }
+
+    // ---- Reads (docs/SANDBOX.md, "Credential stores"): a ruleset of its own, kept per process.
+
+    /// The read rights handled: reading and executing files, listing directories, and
+    /// `REFER` (ABI 2), so that no link or rename gives a denied file read rights elsewhere.
+    fn read_access(abi: i32) -> BitFlags<AccessFs> {
+        let mut access = AccessFs::ReadFile | AccessFs::ReadDir | AccessFs::Execute;
+        if abi >= 2 {
+            access |= AccessFs::Refer;
+        }
+        access
+    }
+
+    /// The rulesets built, by the paths they deny, with the walk that built them.
+    type ReadRulesets = std::collections::HashMap<Vec<std::path::PathBuf>, (crate::reads::Walk, Arc<OwnedFd>)>;
+
+    /// The read ruleset denying `denied`: built once per process and list, rebuilt when a
+    /// directory on the way to a denied path changed (a new entry there is granted then).
+    fn read_ruleset(abi: i32, denied: &[std::path::PathBuf]) -> std::io::Result<Arc<OwnedFd>> {
+        static BUILT: std::sync::Mutex<Option<ReadRulesets>> = std::sync::Mutex::new(None);
+        let mut built = BUILT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let built = built.get_or_insert_with(Default::default);
+        if let Some((walk, fd)) = built.get(denied)
+            && !walk.changed()
+        {
+            return Ok(Arc::clone(fd));
+        }
+        // The walk is taken first: a change made while the rules are built is seen next time.
+        let walk = crate::reads::Walk::of(denied);
+        let fd = Arc::new(build_read_ruleset(abi, denied)?);
+        if built.len() >= 16 {
+            built.clear();
+        }
+        built.insert(denied.to_vec(), (walk, Arc::clone(&fd)));
+        Ok(fd)
+    }
+
+    fn build_read_ruleset(abi: i32, denied: &[std::path::PathBuf]) -> std::io::Result<OwnedFd> {
+        let access = read_access(abi);
+        let error =
+            |e: landlock::RulesetError| std::io::Error::other(format!("cannot build the Landlock read ruleset: {e}"));
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(access)
+            .map_err(error)?
+            .create()
+            .map_err(error)?;
+        // Listing (names, not contents) and linking everywhere; reading and executing around
+        // the denied paths.
+        let root = PathFd::new("/").map_err(|e| std::io::Error::other(format!("/: {e}")))?;
+        ruleset =
+            ruleset.add_rule(PathBeneath::new(root, access & (AccessFs::ReadDir | AccessFs::Refer))).map_err(error)?;
+        let file = AccessFs::ReadFile | AccessFs::Execute;
+        for grant in crate::grants::grants(Path::new("/"), denied) {
+            let (path, rights) = match &grant {
+                crate::grants::Grant::Tree(path) => (path, access),
+                crate::grants::Grant::File(path) => (path, file),
+            };
+            // An entry that went away, or that this user cannot reach: not granted.
+            let Ok(fd) = PathFd::new(path) else { continue };
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, rights)).map_err(error)?;
         }
         Option::<OwnedFd>::from(ruleset).ok_or_else(|| std::io::Error::other("Landlock gave no ruleset"))
     }
@@ -667,7 +792,7 @@ mod tests {
     use super::*;
 
     fn needs(writes: Writes, network: bool) -> Needs {
-        Needs { writes, network, protected: Vec::new() }
+        Needs { writes, network, protected: Vec::new(), reads: None }
     }
 
     #[test]
@@ -680,6 +805,31 @@ mod tests {
         assert!(e.missing[0].contains("seccomp"), "{e}");
         // Nothing to confine: nothing missing.
         assert_eq!(decide(needs(Writes::Anywhere, true), SandboxMode::Enforce, none).unwrap().level(), "none");
+    }
+
+    #[test]
+    fn credential_stores_fail_closed_and_best_effort_says_so() {
+        let denied = || needs(Writes::Under(vec![]), false).denying_reads(Some(vec![PathBuf::from("/h/.ssh")]));
+        let none = Support { landlock_abi: 0, seccomp: true };
+        let e = decide(denied(), SandboxMode::Enforce, none).unwrap_err();
+        assert!(e.missing.iter().any(|m| m.contains("credential stores")), "{e}");
+        let e = decide(denied(), SandboxMode::BestEffort, none).unwrap();
+        assert_eq!((e.level(), e.reads_denied.is_none()), ("partial", true));
+        assert!(
+            e.describe().contains("not enforced: ") && e.describe().contains("credential stores"),
+            "{}",
+            e.describe()
+        );
+        let e = decide(denied(), SandboxMode::Enforce, Support { landlock_abi: 6, seccomp: true }).unwrap();
+        assert_eq!(e.reads_denied.as_deref(), Some(&[PathBuf::from("/h/.ssh")][..]));
+        assert!(e.describe().contains("credential stores unreadable"), "{}", e.describe());
+        // A confined tool that opted out says so.
+        let e = decide(
+            needs(Writes::Under(vec![]), false),
+            SandboxMode::Enforce,
+            Support { landlock_abi: 6, seccomp: true },
+        );
+        assert!(e.unwrap().describe().contains("may read credential stores"));
     }
 
     #[test]

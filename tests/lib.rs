@@ -53,6 +53,8 @@ mod network;
 mod output;
 #[path = "suite/pipeline.rs"]
 mod pipeline;
+#[path = "suite/reads.rs"]
+mod reads;
 #[path = "suite/runner_limits.rs"]
 mod runner_limits;
 #[path = "suite/safety.rs"]

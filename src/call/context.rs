@@ -21,6 +21,8 @@ pub struct Context {
     workspace: Option<PathBuf>,
     /// packs' own configuration, resolved: no confined tool writes there.
     control_plane: Arc<[PathBuf]>,
+    /// What no confined tool reads, resolved; `None`: the default list under `$HOME`.
+    denied_reads: Option<Arc<[PathBuf]>>,
     audit: Option<Arc<AuditLog>>,
     /// The settings in effect: the operator's (`with_*`), else the agent's.
     pass_env: Vec<String>,
@@ -151,7 +153,8 @@ impl Context {
         let policy = tool.policy();
         let needs =
             crate::sandbox::Needs::of(tool.tier(), policy.requires_network, &self.workspace(), &tool.writable_dirs())
-                .protecting(&self.control_plane);
+                .protecting(&self.control_plane)
+                .denying_reads(self.denies_reads(tool).then(|| self.denied_reads().to_vec()));
         Some(crate::sandbox::decide(needs, self.sandbox, crate::sandbox::Support::probe()))
     }
 
@@ -173,6 +176,29 @@ impl Context {
         let paths: Vec<PathBuf> = paths.into_iter().collect();
         self.control_plane = crate::grants::resolved(&paths).into();
         self
+    }
+
+    /// What no `read_only` or `workspace` tool may read (open, list beneath, execute, map):
+    /// credential stores and packs' own secrets (docs/SANDBOX.md); by default the list
+    /// under `$HOME` ([`crate::reads::DEFAULT_DENIED`]). Paths are resolved now; one that
+    /// does not exist now is not denied.
+    #[must_use]
+    pub fn with_denied_reads(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
+        let paths: Vec<PathBuf> = paths.into_iter().collect();
+        self.denied_reads = Some(crate::grants::resolved(&paths).into());
+        self
+    }
+
+    /// What no confined tool may read, resolved.
+    pub(crate) fn denied_reads(&self) -> &[PathBuf] {
+        self.denied_reads.as_deref().unwrap_or_else(|| crate::reads::default_resolved())
+    }
+
+    /// Whether `tool`'s reads are confined: a `read_only` or `workspace` tool that does not
+    /// state `policy.reads_credentials: true`.
+    pub(crate) fn denies_reads(&self, tool: &crate::tool::Tool) -> bool {
+        matches!(tool.tier(), crate::policy::Tier::ReadOnly | crate::policy::Tier::Workspace)
+            && !tool.policy().reads_credentials
     }
 
     /// The workspace root: as set, else the current directory.

@@ -355,10 +355,14 @@ pub(crate) fn main() -> i32 {
             control_plane.push(crate::lock::signature_path(&cli.lockfile));
             control_plane.extend(cli.log.iter().chain(&cli.secrets_file).cloned());
             control_plane.extend(crate::describe_cache::default_dir());
+            // What no confined tool reads: the credential stores, packs' own secrets.
+            let mut denied_reads = crate::reads::defaults(std::env::var_os("HOME").map(PathBuf::from).as_deref());
+            denied_reads.extend(cli.secrets_file.iter().cloned());
             if let Command::Serve(args) = command {
                 control_plane.extend(args.protected_files());
+                denied_reads.extend(args.protected_files());
             }
-            let base = session.context.clone().with_control_plane(control_plane);
+            let base = session.context.clone().with_control_plane(control_plane).with_denied_reads(denied_reads);
             if let Command::Session { json } = command {
                 return session_report(&session, *json);
             }

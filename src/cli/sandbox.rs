@@ -5,7 +5,9 @@ use std::io::Write;
 use serde_json::json;
 
 use super::exit;
-use crate::sandbox::{LANDLOCK_ABI_FOR_SIGNALS, LANDLOCK_ABI_FOR_WRITES, SandboxMode, Signals, Support};
+use crate::sandbox::{
+    LANDLOCK_ABI_FOR_READS, LANDLOCK_ABI_FOR_SIGNALS, LANDLOCK_ABI_FOR_WRITES, SandboxMode, Signals, Support,
+};
 
 /// Whether confinement really takes here, not only what the kernel says it offers: `true`
 /// started as a `read_only` tool without network (Landlock, seccomp, the signal scope, as
@@ -56,10 +58,21 @@ pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
         (_, true, None) => "enforced".to_owned(),
         (_, false, _) => "not protected (needs seccomp)".to_owned(),
     };
+    let reads = support.landlock_abi >= LANDLOCK_ABI_FOR_READS;
+    // Like signals, a gap on an older kernel rather than a refusal.
+    let abstract_unix = match mode {
+        SandboxMode::Off => "not enforced (off)".to_owned(),
+        _ if support.landlock_abi < LANDLOCK_ABI_FOR_SIGNALS => {
+            format!("not protected (needs Landlock ABI {LANDLOCK_ABI_FOR_SIGNALS})")
+        }
+        _ => failure.clone().unwrap_or_else(|| "enforced".to_owned()),
+    };
     let rows = [
         ("read_only and workspace tools: writes confined", verdict(true, writes)),
+        ("read_only and workspace tools: credential stores unreadable", verdict(true, reads)),
         ("confined tools: packs' own configuration not writable", verdict(true, writes)),
         ("tools without requires_network: no IP sockets", verdict(true, support.seccomp)),
+        ("tools without requires_network: no abstract Unix sockets outside the call", abstract_unix.clone()),
         ("every tool: signals confined to its call", signals.clone()),
         ("every tool: no typing into a terminal (TIOCSTI, TIOCLINUX)", typing.clone()),
     ];
@@ -72,7 +85,9 @@ pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
             "seccomp": support.seccomp,
             "writes_confined": verdict(true, writes),
             "control_plane_protected": verdict(true, writes),
+            "credential_stores_unreadable": verdict(true, reads),
             "network_refused": verdict(true, support.seccomp),
+            "abstract_unix_sockets_refused": abstract_unix,
             "signals_confined": signals,
             "terminal_typing_refused": typing,
         });

@@ -62,6 +62,7 @@ pub(super) fn check(s: &Subject<'_>, options: &Options, programs: &ProgramCache,
             .with_help("name the one directory the tool needs, such as a cache: \"{{env.HOME}}/.npm\""),
         );
     }
+    credentials(s, out);
     let codes = &s.m.policy.allowed_exit_codes;
     let path = FieldPath::dotted("policy.allowed_exit_codes");
     if codes.is_empty() {
@@ -170,4 +171,81 @@ fn examples(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
             }
         }
     }
+}
+
+/// `reads-credentials`: a tool that opts out of the read confinement, and a confined tool
+/// whose command or defaults name a credential store it will not be able to read.
+fn credentials(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
+    let policy = &s.m.policy;
+    if policy.reads_credentials {
+        out.push(
+            s.diag(
+                Severity::Warning,
+                Code::ReadsCredentials,
+                &FieldPath::dotted("policy.reads_credentials"),
+                Target::Value,
+                "the tool may read your keys and tokens (`~/.ssh`, `~/.aws`...) and return them to the model",
+            )
+            .with_help("remove it unless the tool cannot work without them (a `git push` over SSH)"),
+        );
+        return;
+    }
+    let has_path = s.m.parameters.values().any(crate::manifest::Parameter::is_path);
+    if !matches!(policy.tier(has_path), crate::policy::Tier::ReadOnly | crate::policy::Tier::Workspace) {
+        return;
+    }
+    let mut strings = Vec::new();
+    collect_strings(s.raw.get("command"), FieldPath::dotted("command"), &mut strings);
+    if let Some(params) = s.raw.get("parameters").and_then(serde_json::Value::as_object) {
+        for (name, param) in params {
+            let path = FieldPath::dotted("parameters").key(name).key("default");
+            collect_strings(param.get("default"), path, &mut strings);
+        }
+    }
+    for (path, text) in strings {
+        let Some(store) = named_credential_store(&text) else { continue };
+        out.push(
+            s.diag(
+                Severity::Warning,
+                Code::ReadsCredentials,
+                &path,
+                Target::Value,
+                format!("`~/{store}` is a credential store: this {} tool cannot read it", policy.tier(has_path)),
+            )
+            .with_help("state `policy.reads_credentials: true` if the tool really needs it (docs/SANDBOX.md)"),
+        );
+    }
+}
+
+/// Every string in `value`, with its field path.
+fn collect_strings(value: Option<&serde_json::Value>, path: FieldPath, out: &mut Vec<(FieldPath, String)>) {
+    match value {
+        Some(serde_json::Value::String(text)) => out.push((path, text.clone())),
+        Some(serde_json::Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                collect_strings(Some(item), path.index(i), out);
+            }
+        }
+        Some(serde_json::Value::Object(map)) => {
+            for (key, item) in map {
+                collect_strings(Some(item), path.key(key), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The credential store (of the default list) `text` names under the home directory
+/// (`~/.ssh`, `$HOME/.aws`, `{{env.HOME}}/.kube`), if any.
+fn named_credential_store(text: &str) -> Option<&'static str> {
+    let homes = ["~/", "$HOME/", "${HOME}/", "{{env.HOME}}/"];
+    crate::reads::DEFAULT_DENIED.iter().copied().find(|store| {
+        homes.iter().any(|home| {
+            let named = format!("{home}{store}");
+            text.match_indices(&named).any(|(i, _)| {
+                let rest = &text[i + named.len()..];
+                rest.is_empty() || rest.starts_with(['/', ' ', '"', '\'', ';', ')'])
+            })
+        })
+    })
 }

@@ -91,7 +91,7 @@ fn dry_run_shows_that_approval_is_needed_and_runs_nothing() {
         .arg(format!("--arg=file={}", target.display()))
         .run();
     out.success().stderr_eq("").stdout_eq(&format!(
-        "touch -- {}\n  timeout: 30s\n  tier: elevated\n  sandbox: no network; signals only its own processes\n  needs approval: it asks to be confirmed before each run (policy.confirm_before_run)\n",
+        "touch -- {}\n  timeout: 30s\n  tier: elevated\n  sandbox: no network, no abstract Unix socket; signals only its own processes\n  needs approval: it asks to be confirmed before each run (policy.confirm_before_run)\n",
         target.display()
     ));
     let out = Test::new()

@@ -265,7 +265,7 @@ fn dry_run_prints_the_quoted_command_and_runs_nothing() {
         .run();
     out.success()
         .stdout_eq(&format!(
-            "touch -- '{}'\n  timeout: 7s\n  tier: system\n  sandbox: no network; signals only its own processes\n",
+            "touch -- '{}'\n  timeout: 7s\n  tier: system\n  sandbox: no network, no abstract Unix socket; signals only its own processes\n",
             target.display()
         ))
         .stderr_eq("");
@@ -294,7 +294,7 @@ fn dry_run_text_shows_cwd_and_env() {
         .args(["run", "envy", "--dry-run", "--arg", "v=it's"])
         .run()
         .success()
-        .stdout_eq("env \"it's\"\n  cwd: /tmp\n  env: A_VAR=\"x it's\"\n  timeout: 30s\n  tier: read_only\n  sandbox: writes only to its private TMPDIR; no network; signals only its own processes\n");
+        .stdout_eq("env \"it's\"\n  cwd: /tmp\n  env: A_VAR=\"x it's\"\n  timeout: 30s\n  tier: read_only\n  sandbox: writes only to its private TMPDIR; credential stores unreadable; no network, no abstract Unix socket; signals only its own processes\n");
 }
 
 #[test]
@@ -322,7 +322,7 @@ fn dry_run_json_shape() {
             "timeout_secs": 9,
             "max_output_bytes": 4096,
             "tier": "read_only",
-            "sandbox": {"level": "enforced", "enforced": "writes only to its private TMPDIR; no network; signals only its own processes"},
+            "sandbox": {"level": "enforced", "enforced": "writes only to its private TMPDIR; credential stores unreadable; no network, no abstract Unix socket; signals only its own processes"},
             "needs_approval": null,
             "denied": null,
         })
@@ -416,7 +416,7 @@ fn secrets_are_masked_in_dry_runs_and_results() {
         .run()
         .success()
         .stdout_eq(
-            "sh -c 'echo \"token is $1 and $TOKEN\"; echo \"debug: $1\" >&2' sh '***'\n  env: TOKEN='***'\n  timeout: 30s\n  tier: read_only\n  sandbox: writes only to its private TMPDIR; no network; signals only its own processes\n",
+            "sh -c 'echo \"token is $1 and $TOKEN\"; echo \"debug: $1\" >&2' sh '***'\n  env: TOKEN='***'\n  timeout: 30s\n  tier: read_only\n  sandbox: writes only to its private TMPDIR; credential stores unreadable; no network, no abstract Unix socket; signals only its own processes\n",
         );
     let out = Test::new().packs_dir(&packs).env("PACKS_TEST_TOKEN", secret).args(["run", "leaky", "--json"]).run();
     out.success().stdout_lacks(secret);

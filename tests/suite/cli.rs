@@ -124,7 +124,7 @@ POLICY
        confirm before run: no
        allowed exit codes: 0, 1
        max output bytes: 1048576
-       enforced by the kernel: writes only to its private TMPDIR; no network; signals only its own processes
+       enforced by the kernel: writes only to its private TMPDIR; credential stores unreadable; no network, no abstract Unix socket; signals only its own processes
 
 OUTPUT
        format: text

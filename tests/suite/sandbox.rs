@@ -101,7 +101,7 @@ fn a_workspace_tool_writes_inside_even_when_a_link_is_swapped_after_the_check() 
         .run()
         .success()
         .stdout_contains(&format!(
-            "  sandbox: writes only under {} and its private TMPDIR; no network; signals only its own processes\n",
+            "  sandbox: writes only under {} and its private TMPDIR; credential stores unreadable; no network, no abstract Unix socket; signals only its own processes\n",
             ws.path().canonicalize().unwrap().display()
         ));
 }

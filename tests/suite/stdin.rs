@@ -141,7 +141,7 @@ fn dry_run_shows_the_size_and_a_preview_human_and_json() {
         .args(["run", "cat", "--dry-run", "--arg", "text=a\nb"])
         .run()
         .success()
-        .stdout_eq("cat\n  stdin: 3 bytes: $'a\\nb'\n  timeout: 30s\n  tier: read_only\n  sandbox: writes only to its private TMPDIR; no network; signals only its own processes\n");
+        .stdout_eq("cat\n  stdin: 3 bytes: $'a\\nb'\n  timeout: 30s\n  tier: read_only\n  sandbox: writes only to its private TMPDIR; credential stores unreadable; no network, no abstract Unix socket; signals only its own processes\n");
     let long = "0123456789".repeat(30);
     let out = Test::new()
         .packs_dir(&packs)

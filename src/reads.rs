@@ -1,0 +1,129 @@
+//! Where a confined tool may not read: the credential stores (`~/.ssh`, `~/.aws`, browser
+//! profiles...) and packs' own secret files, as Landlock grants of read rights around them.
+//!
+//! Landlock only ever allows, and a right granted on a directory holds for everything
+//! beneath it. So read rights are granted on every entry on the way from `/` down to each
+//! denied path but that path ([`crate::grants::grants`], the same walk writes use around
+//! packs' configuration), and listing directories (`ReadDir`) on the whole tree. What that
+//! leaves: a denied entry's name and metadata (`ls ~/.ssh`, `stat`) but never its contents;
+//! an entry created in a directory on the way (`/`, `/home`, `$HOME`, `~/.config`...) after
+//! the rules were built is not readable until they are rebuilt ([`Walk::changed`]: the next
+//! call after the directory changed); a denied path that does not exist is not denied
+//! (nothing can create it readable: the directory on its way is not granted, so a new entry
+//! there is unreadable too, but a hard link or bind mount made elsewhere before packs
+//! started is another path to the same file).
+
+use std::path::{Path, PathBuf};
+
+/// The credential stores no confined tool reads by default, relative to the operator's
+/// `HOME` (docs/SANDBOX.md lists them).
+pub(crate) const DEFAULT_DENIED: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker/config.json",
+    ".netrc",
+    ".git-credentials",
+    ".password-store",
+    ".local/share/keyrings",
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
+    ".thunderbird",
+    ".config/gh",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".vault-token",
+    ".pgpass",
+];
+
+/// The default list under `home`.
+pub(crate) fn defaults(home: Option<&Path>) -> Vec<PathBuf> {
+    let Some(home) = home.filter(|h| h.is_absolute()) else { return Vec::new() };
+    DEFAULT_DENIED.iter().map(|p| home.join(p)).collect()
+}
+
+/// The default list under packs' own `HOME`, resolved (once per process).
+pub(crate) fn default_resolved() -> &'static [PathBuf] {
+    static DEFAULT: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    DEFAULT.get_or_init(|| {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        crate::grants::resolved(&defaults(home.as_deref()))
+    })
+}
+
+/// The directories walked to grant read rights around `denied` (each one's ancestors), and
+/// what they looked like: an entry added, removed or renamed in one changes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Walk {
+    seen: Vec<(PathBuf, Option<Stamp>)>,
+}
+
+/// A directory's inode and modification time (seconds, nanoseconds).
+type Stamp = (u64, i64, i64);
+
+impl Walk {
+    /// The directories on the way to `denied`, as they are now.
+    pub(crate) fn of(denied: &[PathBuf]) -> Self {
+        let mut dirs: Vec<PathBuf> = denied.iter().flat_map(|d| d.ancestors().skip(1).map(Path::to_owned)).collect();
+        dirs.sort();
+        dirs.dedup();
+        Self { seen: dirs.into_iter().map(|d| (d.clone(), look(&d))).collect() }
+    }
+
+    /// Whether a directory walked changed since (its inode or modification time).
+    pub(crate) fn changed(&self) -> bool {
+        self.seen.iter().any(|(dir, was)| look(dir) != *was)
+    }
+}
+
+fn look(dir: &Path) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(dir).ok().map(|m| (m.ino(), m.mtime(), m.mtime_nsec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grants::{Grant, grants};
+
+    #[test]
+    fn the_defaults_are_under_home_and_nothing_without_one() {
+        let d = defaults(Some(Path::new("/home/u")));
+        assert!(d.contains(&PathBuf::from("/home/u/.ssh")));
+        assert!(d.contains(&PathBuf::from("/home/u/.docker/config.json")));
+        assert!(defaults(None).is_empty());
+        assert!(defaults(Some(Path::new("relative"))).is_empty(), "a relative HOME names nothing");
+    }
+
+    #[test]
+    fn reads_are_granted_around_the_denied_paths_and_a_change_on_the_way_is_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(dir.path()).unwrap();
+        for d in [".ssh", ".config/gcloud", ".config/fish", "src"] {
+            std::fs::create_dir_all(home.join(d)).unwrap();
+        }
+        std::fs::write(home.join(".bashrc"), "x").unwrap();
+        let denied = crate::grants::resolved(&defaults(Some(&home)));
+        assert_eq!(denied, [home.join(".config/gcloud"), home.join(".ssh")]);
+        let got = grants(&home, &denied);
+        for want in
+            [Grant::Tree(home.join("src")), Grant::Tree(home.join(".config/fish")), Grant::File(home.join(".bashrc"))]
+        {
+            assert!(got.contains(&want), "{want:?} in {got:?}");
+        }
+        assert!(!got.iter().any(|g| matches!(g, Grant::Tree(p) | Grant::File(p) if p.starts_with(home.join(".ssh")))));
+        let walk = Walk::of(&denied);
+        assert!(walk.seen.iter().any(|(d, _)| *d == home.join(".config")));
+        assert!(!walk.changed());
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::fs::write(home.join(".config/new"), "x").unwrap();
+        assert!(walk.changed(), "an entry created on the way is seen");
+    }
+}

@@ -1,0 +1,226 @@
+//! Read confinement (docs/SANDBOX.md, "Credential stores"): no `read_only` or `workspace`
+//! tool reads the operator's keys, by any route; everything else still reads.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::common::{Packs, Test};
+
+const SECRET: &str = "FAKE-PRIVATE-KEY-0123456789";
+
+/// A temporary `HOME` holding fake keys, and a readable note beside them.
+fn fake_home() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    for dir in [".ssh", ".aws", ".docker", ".config/gcloud", ".config/fish"] {
+        std::fs::create_dir_all(h.join(dir)).unwrap();
+    }
+    for file in [".ssh/id_ed25519", ".aws/credentials", ".docker/config.json", ".config/gcloud/token", ".netrc"] {
+        std::fs::write(h.join(file), SECRET).unwrap();
+    }
+    // A denied file that is a program: it may not run either.
+    let run = h.join(".ssh/run.sh");
+    std::fs::write(&run, format!("#!/bin/sh\necho {SECRET}\n")).unwrap();
+    std::fs::set_permissions(&run, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(h.join("notes.txt"), "my notes").unwrap();
+    std::fs::write(h.join(".config/fish/config.fish"), "set x 1").unwrap();
+    home
+}
+
+/// A tool that runs `script` with `sh -c`, under `policy`, its `$1` the `HOME`.
+fn tool(name: &str, policy: Value, script: &str) -> Value {
+    json!({"name": name, "description": "d", "parameters": {"home": {"type": "string"}}, "policy": policy,
+           "command": {"program": "sh", "args": ["-c", script, "sh", "{{home}}"]}})
+}
+
+/// Every way to the keys a tool could try, each saying whether it got them.
+const ATTACKS: &str = r#"
+h="$1"
+try() { what="$1"; shift; if out=$("$@" 2>/dev/null) && [ -n "$out" ]; then echo "GOT $what: $out"; else echo "refused $what"; fi; }
+try cat cat "$h/.ssh/id_ed25519"
+try aws cat "$h/.aws/credentials"
+try docker cat "$h/.docker/config.json"
+try gcloud cat "$h/.config/gcloud/token"
+try netrc cat "$h/.netrc"
+try sh sh -c 'read -r line < "$0"; echo "$line"' "$h/.ssh/id_ed25519"
+try python3 python3 -c 'import sys; print(open(sys.argv[1]).read())' "$h/.ssh/id_ed25519"
+try mmap python3 -c 'import mmap, os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); print(mmap.mmap(fd, 0, prot=mmap.PROT_READ)[:].decode())' "$h/.ssh/id_ed25519"
+try exec "$h/.ssh/run.sh"
+try exec-sh sh "$h/.ssh/run.sh"
+cp "$h/.ssh/id_ed25519" copied 2>/dev/null; try cp cat copied
+ln -s "$h/.ssh/id_ed25519" symlinked 2>/dev/null; try symlink cat symlinked
+ln "$h/.ssh/id_ed25519" hardlinked 2>/dev/null; try hardlink cat hardlinked
+mv "$h/.ssh/id_ed25519" moved 2>/dev/null; try move cat moved
+try notes cat "$h/notes.txt"
+try fish cat "$h/.config/fish/config.fish"
+try passwd head -c 5 /etc/passwd
+echo mine > mine.txt; try workspace cat mine.txt
+try tmpdir sh -c 'echo scratch > "$TMPDIR/s" && cat "$TMPDIR/s"'
+"#;
+
+fn run_attacks(home: &Path, ws: &Path, packs: &Packs, name: &str, extra: &[&str]) -> String {
+    let out = Test::new()
+        .packs_dir(packs)
+        .env("HOME", home)
+        .current_dir(ws)
+        .args(extra)
+        .args(["run", name, "--arg"])
+        .arg(format!("home={}", home.display()))
+        .run();
+    out.success();
+    out.stdout().to_owned()
+}
+
+fn real(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap()
+}
+
+#[test]
+fn a_confined_tool_reads_no_key_by_any_route_and_leaves_no_copy() {
+    crate::common::require("python3");
+    for tier in ["read_only", "workspace"] {
+        let home = fake_home();
+        let ws = tempfile::tempdir().unwrap();
+        let policy = json!({"tier": tier, "read_only": tier == "read_only"});
+        let packs = Packs::new().manifest("attack", tool("attack", policy, ATTACKS));
+        let stdout = run_attacks(&real(home.path()), &real(ws.path()), &packs, "attack", &[]);
+        assert!(!stdout.contains(SECRET), "{tier}: {stdout}");
+        for what in [
+            "cat", "aws", "docker", "gcloud", "netrc", "sh", "python3", "mmap", "exec", "exec-sh", "cp", "symlink",
+            "hardlink", "move",
+        ] {
+            assert!(stdout.contains(&format!("refused {what}\n")), "{tier} {what}: {stdout}");
+        }
+        for (what, text) in [("notes", "my notes"), ("fish", "set x 1"), ("passwd", "root:"), ("tmpdir", "scratch")] {
+            assert!(stdout.contains(&format!("GOT {what}: {text}\n")), "{tier} {what}: {stdout}");
+        }
+        if tier == "workspace" {
+            assert!(stdout.contains("GOT workspace: mine\n"), "{stdout}");
+        }
+        // No copy, no link to the key in the workspace; the key is where it was.
+        for name in ["copied", "hardlinked", "moved"] {
+            let copy = ws.path().join(name);
+            assert!(std::fs::read(&copy).map_or(true, |b| !String::from_utf8_lossy(&b).contains(SECRET)), "{name}");
+        }
+        assert!(!ws.path().join("hardlinked").exists() && !ws.path().join("moved").exists());
+        assert_eq!(std::fs::read_to_string(home.path().join(".ssh/id_ed25519")).unwrap(), SECRET);
+    }
+}
+
+#[test]
+fn reads_are_open_to_system_tools_to_a_tool_that_states_reads_credentials_and_under_sandbox_off() {
+    let home = fake_home();
+    let ws = tempfile::tempdir().unwrap();
+    let script = r#"cat "$1/.ssh/id_ed25519""#;
+    let packs = Packs::new()
+        .manifest("sys", tool("sys", json!({"tier": "system"}), script))
+        .manifest("opted", tool("opted", json!({"read_only": true, "reads_credentials": true}), script))
+        .manifest("plain", tool("plain", json!({"read_only": true}), script));
+    for (name, extra) in [("sys", &[][..]), ("opted", &[]), ("plain", &["--sandbox", "off"])] {
+        let stdout = run_attacks(home.path(), ws.path(), &packs, name, extra);
+        assert_eq!(stdout.trim_end(), SECRET, "{name}");
+    }
+    // The dry run says which is which.
+    let dry = |name: &str| {
+        let out = Test::new().packs_dir(&packs).env("HOME", home.path()).args(["run", name, "--dry-run"]).run();
+        out.success();
+        out.stdout().to_owned()
+    };
+    assert!(dry("plain").contains("credential stores unreadable"), "{}", dry("plain"));
+    assert!(!dry("opted").contains("credential stores unreadable"), "{}", dry("opted"));
+}
+
+#[test]
+fn an_entry_created_in_home_after_a_first_call_is_readable_in_the_next() {
+    // packs serve keeps the read rules per process: a change on the way to a denied path
+    // rebuilds them, so a file created in HOME between calls reads.
+    let home = fake_home();
+    let packs = Packs::new().manifest(
+        "reader",
+        json!({"name": "reader", "description": "d", "parameters": {"file": {"type": "string"}},
+               "command": {"program": "cat", "args": ["{{file}}"]}}),
+    );
+    let new = home.path().join("later.txt");
+    let call = |id: u32, file: &Path| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "reader", "arguments": {"file": file}}})
+        .to_string()
+    };
+    // The second call's file is created while the server runs, after the first call.
+    let script = format!(
+        "import subprocess, sys, json, time\n\
+         p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)\n\
+         def send(line):\n    p.stdin.write(line + '\\n'); p.stdin.flush(); return p.stdout.readline()\n\
+         send(json.dumps({{'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {{'protocolVersion': '2025-06-18', 'capabilities': {{}}, 'clientInfo': {{'name': 't', 'version': '1'}}}}}}))\n\
+         p.stdin.write(json.dumps({{'jsonrpc': '2.0', 'method': 'notifications/initialized'}}) + '\\n')\n\
+         print(send({first:?}))\n\
+         open({new:?}, 'w').write('written later')\n\
+         print(send({second:?}))\n\
+         p.stdin.close(); p.wait()\n",
+        first = call(1, &home.path().join(".ssh/id_ed25519")),
+        second = call(2, &new),
+        new = new.display().to_string(),
+    );
+    crate::common::require("python3");
+    let out = Test::new()
+        .packs_dir(&packs)
+        .env("HOME", home.path())
+        .wrapper(["python3", "-c", &script])
+        .args(["serve"])
+        .run();
+    out.success();
+    let stdout = out.stdout();
+    let mut lines = stdout.lines().filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or_default();
+    assert!(!first.contains(SECRET) && first.contains("Permission denied"), "{stdout}");
+    assert!(lines.next().unwrap_or_default().contains("written later"), "{stdout}");
+}
+
+#[test]
+fn a_tool_without_the_network_reaches_no_abstract_unix_socket_outside_its_call() {
+    crate::common::require("python3");
+    // A local daemon listening on an abstract socket, and a tool that connects to it; the
+    // tool's own abstract socket (a pair inside the call) still works.
+    let name = format!("packs-test-abstract-{}", std::process::id());
+    let listener = std::process::Command::new("python3")
+        .args(["-c", "import socket, sys, time\nl = socket.socket(socket.AF_UNIX)\nl.bind('\\0' + sys.argv[1])\nl.listen()\nprint('up', flush=True)\ntime.sleep(60)", &name])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut listener = Guard(listener);
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(listener.0.stdout.as_mut().unwrap()), &mut line).unwrap();
+    assert_eq!(line, "up\n");
+    let script = "import socket, sys\n\
+                  s = socket.socket(socket.AF_UNIX)\n\
+                  try:\n    s.connect('\\0' + sys.argv[1]); print('connected')\n\
+                  except OSError as e: print('refused', e.errno)\n\
+                  own = socket.socket(socket.AF_UNIX); own.bind('\\0' + sys.argv[1] + '-own'); own.listen()\n\
+                  c = socket.socket(socket.AF_UNIX); c.connect('\\0' + sys.argv[1] + '-own'); print('own ok')\n";
+    let tool = |network: bool| {
+        json!({"name": if network { "online" } else { "offline" }, "description": "d",
+               "policy": {"tier": "system", "requires_network": network},
+               "command": {"program": "python3", "args": ["-c", script, &name]}})
+    };
+    let packs = Packs::new().manifest("offline", tool(false)).manifest("online", tool(true));
+    let support = Test::new().args(["sandbox", "--json"]).run().json();
+    let scoped = support["landlock_abi"].as_i64().unwrap_or(0) >= 6;
+    let offline = Test::new().packs_dir(&packs).args(["run", "offline"]).run();
+    offline.success();
+    if scoped {
+        offline.stdout_eq("refused 1\nown ok\n");
+    }
+    Test::new().packs_dir(&packs).args(["run", "online"]).run().success().stdout_eq("connected\nown ok\n");
+    listener.0.kill().unwrap();
+}
+
+/// A child killed when dropped (a failed assertion leaves no listener behind).
+struct Guard(std::process::Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
