@@ -934,7 +934,7 @@ impl Case {
             text,
             calls,
             run: rng.chance(60),
-            binary: seed % BINARY_EVERY == 0,
+            binary: seed.is_multiple_of(BINARY_EVERY),
         }
     }
 
@@ -1287,8 +1287,9 @@ fn binary(case: &Case, dir: &Path, file: &Path, ws: &Path, counts: &mut Counts) 
         let mut run: Vec<OsString> = packs.to_vec();
         run.extend(["run".into(), "fz".into(), json.into()]);
         run.extend(["--workspace".into(), ws.as_os_str().to_owned()]);
-        // An argv element cannot hold a NUL byte: such context values are the library's alone.
-        for (k, v) in context_values.iter().filter(|(_, v)| !v.contains('\0')) {
+        // An argv element cannot hold a NUL byte nor pass 128 KiB: such context values are
+        // the library's alone.
+        for (k, v) in context_values.iter().filter(|(_, v)| !v.contains('\0') && v.len() < 100_000) {
             run.extend(["--context".into(), format!("{k}={}", v.replace("@WS@", ws.to_str().unwrap())).into()]);
         }
         let mut dry = run.clone();
