@@ -31,6 +31,8 @@ mod executables;
 mod formats;
 #[path = "suite/frontends.rs"]
 mod frontends;
+#[path = "suite/fuzz.rs"]
+mod fuzz;
 #[path = "suite/http.rs"]
 mod http;
 #[path = "suite/injection.rs"]
