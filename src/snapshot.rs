@@ -1,5 +1,7 @@
 //! Snapshots of listing output: `packs catalog` and `packs list` answered from the cache
-//! directory when nothing they read has changed since the run that wrote the snapshot.
+//! directory when nothing they read has changed since the run that wrote the snapshot, and
+//! `packs serve`'s first `tools/list` answered from its `tools/list` entries while the tools
+//! load (`mcp::Server::start`).
 //!
 //! A listing's output is a function of the packs executable, its arguments, working
 //! directory and environment, and the files of the pack directories. A snapshot is kept
