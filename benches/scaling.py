@@ -6,6 +6,7 @@ packs' own commands.
 
     cargo build --release && python3 benches/scaling.py [--sizes 10,100,1000,10000] [--rounds 3] [--executables 100]
         [--parameters 1000,2000,4000]
+    cargo build-dist   # optional: adds the dist build's `run` (PACKS_DIST_BIN, docs/DEPLOY.md)
 
 Commands alternate within a round; each is repeated for about a second (at least 3 times)
 and the median of the rounds' means is printed, with the peak memory of `packs catalog`.
@@ -14,8 +15,14 @@ directory, so it reads and loads every manifest. A second table compares a direc
 `--describe` executables with one of manifests (`prompt` loads every tool without a
 snapshot, so it shows discovery with the describe cache warm; `run` calls the same script
 with the same schema, policy and argument, once as an executable and once as a manifest
-tool). A third lints one manifest of many parameters, each one a warning (issue 29: lint is
-linear in a manifest's size and its diagnostics): the time per parameter stays flat.
+tool).
+
+Another table times `packs serve` over stdio from its spawn to its answer to the first
+`tools/list` (after `initialize`), warm (its listing snapshot current) and cold (no cache
+directory), against `catalog` warm and cold of the same round. Another compares `run noop`
+of the release build with the dist build (`cargo build-dist`), when that is built, and
+`/bin/echo`. The last lints one manifest of many parameters, each one a warning (issue 29:
+lint is linear in a manifest's size and its diagnostics): the time per parameter stays flat.
 """
 
 import argparse
@@ -30,6 +37,15 @@ import time
 from pathlib import Path
 
 PACKS = os.environ.get("PACKS_BIN", str(Path(__file__).resolve().parent.parent / "target/release/packs"))
+DIST = os.environ.get("PACKS_DIST_BIN",
+                      str(Path(__file__).resolve().parent.parent / "target/x86_64-unknown-linux-gnu/dist/packs"))
+
+FIRST_LIST = "".join(json.dumps(m) + "\n" for m in [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}},
+]).encode()
 
 
 def manifest(i):
@@ -85,6 +101,30 @@ def mean_ms(argv, env, budget=1.0, least=3):
     return statistics.mean(times) * 1000
 
 
+def first_list_s(argv, env):
+    """Seconds from spawning `packs serve` to its answer to the first `tools/list`."""
+    start = time.perf_counter()
+    p = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    p.stdin.write(FIRST_LIST)
+    p.stdin.flush()
+    for line in p.stdout:
+        if json.loads(line).get("id") == 2:
+            break
+    took = time.perf_counter() - start
+    p.stdin.close()  # the server ends with its input (after its load in the background)
+    p.stdout.read()
+    p.wait()
+    return took
+
+
+def serve_mean_ms(argv, env, budget=1.0, least=3):
+    times = []
+    start = time.perf_counter()
+    while len(times) < least or time.perf_counter() - start < budget:
+        times.append(first_list_s(argv, env))
+    return statistics.mean(times) * 1000
+
+
 def peak_rss_mb(argv, env):
     """Peak resident memory of one run, from a fresh child that only runs it."""
     code = ("import resource,subprocess,sys;subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL,stderr=subprocess.DEVNULL);"
@@ -112,6 +152,7 @@ def main():
         print("| manifests | echo | du -s | cat | run | catalog | catalog cold | list --json | lint "
               "| catalog peak (cold; cold --format openai) |")
         print("|---|---|---|---|---|---|---|---|---|---|")
+        later = []
         for n in sizes:
             d = pack_dir(root, n)
             # Files changed in the last two seconds are never trusted by packs' caches (a
@@ -128,20 +169,42 @@ def main():
                 "list": [PACKS, "--packs", str(d), "list", "--json"],
                 "lint": [PACKS, "lint", str(d)],
             }
-            envs = {k: cold if k == "cold" else env for k in commands}
+            if Path(DIST).exists():
+                commands["run dist"] = [DIST, "--packs", str(d), "run", "noop"]
+            serves = {"serve": [PACKS, "--packs", str(d), "serve"], "serve cold": [PACKS, "--packs", str(d), "serve"]}
+            envs = {k: cold if k.endswith("cold") else env for k in [*commands, *serves]}
             for k, argv in commands.items():  # warm the page cache and packs' caches
                 subprocess.run(argv, env=envs[k], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-            rounds = {k: [] for k in commands}
+            for k, argv in serves.items():
+                first_list_s(argv, envs[k])
+            rounds = {k: [] for k in [*commands, *serves]}
             for _ in range(args.rounds):
                 for k, argv in commands.items():
                     rounds[k].append(mean_ms(argv, envs[k]))
+                for k, argv in serves.items():
+                    rounds[k].append(serve_mean_ms(argv, envs[k]))
             m = {k: statistics.median(v) for k, v in rounds.items()}
+            later.append((n, m))
             peak, peak_cold = peak_rss_mb(commands["catalog"], env), peak_rss_mb(commands["catalog"], cold)
             peak_openai = peak_rss_mb([*commands["catalog"], "--format", "openai"], cold)
             print(f"| {n:,} | {m['echo']:.2f} | {m['du']:.2f} | {m['cat']:.2f} | {m['run']:.2f} ({m['run'] / m['echo']:.1f}× echo) "
                   f"| {m['catalog']:.1f} ({m['catalog'] / m['cat']:.1f}× cat) | {m['cold']:.1f} | {m['list']:.1f} "
                   f"| {m['lint']:.1f} | {peak:.0f} MB ({peak_cold:.0f} MB; {peak_openai:.0f} MB) |", flush=True)
             shutil.rmtree(d)
+        print()
+        print("packs serve over stdio: spawn to the answer of the first tools/list, ms (catalog of the same rounds)")
+        print("| manifests | serve | serve cold | catalog | catalog cold |")
+        print("|---|---|---|---|---|")
+        for n, m in later:
+            print(f"| {n:,} | {m['serve']:.1f} | {m['serve cold']:.1f} | {m['catalog']:.1f} | {m['cold']:.1f} |")
+        if any("run dist" in m for _, m in later):
+            print()
+            print(f"run noop, release build against dist build ({DIST}), ms")
+            print("| manifests | echo | run (release) | run (dist) |")
+            print("|---|---|---|---|")
+            for n, m in later:
+                print(f"| {n:,} | {m['echo']:.2f} | {m['run']:.2f} ({m['run'] / m['echo']:.2f}× echo) "
+                      f"| {m['run dist']:.2f} ({m['run dist'] / m['echo']:.2f}× echo) |")
         executables(root, env, args.executables, args.rounds)
         one_large_manifest(root, env, [int(s) for s in args.parameters.split(",")], args.rounds)
     finally:

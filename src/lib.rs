@@ -56,6 +56,7 @@ mod sandbox;
 mod scaffold;
 mod session;
 mod skill;
+mod snapshot;
 mod source;
 #[cfg(target_os = "linux")]
 mod spawn;

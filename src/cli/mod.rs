@@ -12,7 +12,6 @@ mod run;
 mod sandbox;
 mod serve;
 mod signals;
-mod snapshot;
 mod test;
 
 use std::io::Write;
@@ -377,6 +376,13 @@ pub(crate) fn main() -> i32 {
                     context: base.clone(),
                     yes: args.yes,
                     watch: args.watch,
+                    // The first tools/list over stdio may come from the listing snapshot, as a
+                    // catalog's does (its inputs: the pack directories and the agent's).
+                    snapshot: (args.http.is_none() && !session.locked).then(|| {
+                        let mut inputs = search_path(&dirs).dirs;
+                        inputs.extend(agent.as_ref().map(|a| a.dir.clone()));
+                        inputs
+                    }),
                     locked,
                 };
                 if let Some(addr) = args.http {
@@ -399,15 +405,17 @@ pub(crate) fn main() -> i32 {
             // A listing whose inputs are all in the fingerprint, printed to a file or pipe: the
             // pack directories, and the agent's directory (its `agent.toml`) when one applies.
             let mut snapshot = match command {
-                Command::List { .. } | Command::Catalog { .. } if !locked && !snapshot::stdout_is_terminal() => {
+                Command::List { .. } | Command::Catalog { .. } if !locked && !crate::snapshot::stdout_is_terminal() => {
                     let path = search_path(&dirs);
                     let mut inputs = path.dirs.clone();
                     inputs.extend(agent.as_ref().map(|a| a.dir.clone()));
-                    path.describe_cache.as_ref().and_then(|c| snapshot::Snapshot::of_this_process(c, &inputs))
+                    path.describe_cache
+                        .as_ref()
+                        .and_then(|c| crate::snapshot::Snapshot::of_this_process(c, &inputs, ""))
                 }
                 _ => None,
             };
-            if let Some(out) = snapshot.as_mut().and_then(snapshot::Snapshot::lookup) {
+            if let Some(out) = snapshot.as_mut().and_then(crate::snapshot::Snapshot::lookup) {
                 return match write_out(|o| o.write_all(&out)) {
                     Ok(()) => signals::exit_status().unwrap_or(exit::OK),
                     Err(e) => {
@@ -779,7 +787,7 @@ fn print_diagnostics(diagnostics: &[Diagnostic]) {
 /// answer (nothing on stderr from the load or the render); without one it goes straight to
 /// stdout.
 fn listing(
-    snapshot: Option<snapshot::Snapshot>,
+    snapshot: Option<crate::snapshot::Snapshot>,
     catalog: &Catalog,
     render: impl FnOnce(&mut dyn Write) -> std::io::Result<bool>,
 ) -> anyhow::Result<i32> {

@@ -280,7 +280,10 @@ pub fn serve(options: HttpOptions) -> Result<(), StartError> {
         std::thread::Builder::new()
             .name("packs-watch".into())
             // Over HTTP a client lists again when it wants to (no standing stream to notify).
-            .spawn(move || super::watch(&server, &stop, &|| {}))
+            .spawn(move || {
+                let last = super::watched(&server);
+                super::watch(&server, last, &stop, &|| {})
+            })
             .inspect_err(|e| eprintln!("packs serve: --watch is off: cannot start its thread: {e}"))
             .ok()
     });

@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
@@ -115,6 +115,11 @@ pub struct Options {
     /// `--locked`: serve only tools pinned as they are in this lock file, read again when it
     /// changes (a tool that drifts while served is withdrawn, with `list_changed`).
     pub locked: Option<crate::lock::Locked>,
+    /// The directories a listing reads besides the invocation (the pack directories and the
+    /// agent's), when the first `tools/list` may be answered from this invocation's listing
+    /// snapshot (stdio, without `--locked`): while it is current the catalog loads in the
+    /// background, and a call waits for it. None: the catalog is loaded before serving.
+    pub snapshot: Option<Vec<std::path::PathBuf>>,
 }
 
 /// One in-flight call: its process once started, and whether it was cancelled (by the
@@ -160,7 +165,10 @@ impl Flight {
 
 /// What every connection of one `packs serve` process shares.
 pub(crate) struct Server {
-    catalog: RwLock<Arc<Catalog>>,
+    /// The catalog, or, while it loads, the listing a current snapshot holds.
+    catalog: Mutex<Current>,
+    /// Told when the catalog has loaded.
+    loaded: Condvar,
     options: Options,
     /// Calls in flight, by their peer's key and request id.
     flights: Mutex<HashMap<String, Flight>>,
@@ -173,6 +181,53 @@ pub(crate) struct Server {
     spent: Mutex<HashMap<String, u64>>,
     /// Calls, outcomes, latency and denials (served at `/metrics` over HTTP).
     pub(crate) metrics: Metrics,
+}
+
+/// What the server offers now.
+enum Current {
+    /// The catalog, loaded.
+    Loaded(Arc<Catalog>),
+    /// Still loading: the `tools/list` entries of the server's own context, from a snapshot
+    /// that was current when the server started.
+    Loading(Arc<Early>),
+}
+
+/// A listing snapshot's `tools/list` entries: one JSON text per line, in the order offered.
+pub(crate) struct Early {
+    text: Vec<u8>,
+    /// Where each line starts and ends in `text`.
+    lines: Vec<(usize, usize)>,
+}
+
+impl Early {
+    fn new(text: Vec<u8>) -> Self {
+        let mut lines = Vec::new();
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', &text) {
+            lines.push((start, end));
+            start = end + 1;
+        }
+        Early { text, lines }
+    }
+
+    /// The entries from `start` on, at most `n` of them; None if one is not JSON (a
+    /// snapshot is written whole and renamed into place: never, but then load).
+    fn page(&self, start: usize, n: usize) -> Option<Vec<Value>> {
+        let end = self.lines.len().min(start.saturating_add(n));
+        let lines = self.lines.get(start..end).unwrap_or_default();
+        lines.iter().map(|&(a, b)| serde_json::from_slice(&self.text[a..b]).ok()).collect()
+    }
+}
+
+/// What is left to do once a stdio server answers: load the catalog a current snapshot
+/// stood in for, or keep a snapshot of the catalog loaded.
+pub(crate) enum Startup {
+    /// The catalog is loaded; no snapshot to keep.
+    Done,
+    /// Load the catalog; what the snapshot offered is compared with it.
+    Load(Arc<Early>),
+    /// Keep a snapshot of the loaded catalog's listing, when it is a clean one.
+    Store(crate::snapshot::Snapshot),
 }
 
 /// One connection as the protocol sees it: stdio's for the process's life, or one HTTP
@@ -190,6 +245,9 @@ pub(crate) struct Peer {
     yes: bool,
     /// Whether this transport can tell the client later that the tool list changed.
     notifies: bool,
+    /// Whether this connection's context is the server's own (stdio), so a listing
+    /// snapshot made in it answers for it.
+    early: bool,
     elicitation: AtomicBool,
     /// The protocol version `initialize` settled on.
     version: Mutex<Option<&'static str>>,
@@ -215,8 +273,33 @@ impl Server {
     /// Load the catalog and start; `seal` signs the tokens clients hand back.
     pub(crate) fn new(options: Options, seal: Seal) -> Arc<Self> {
         let catalog = load(&options, None);
+        Self::with(options, seal, Current::Loaded(Arc::new(catalog)))
+    }
+
+    /// Start from this invocation's listing snapshot when `options.snapshot` asks for it and
+    /// it is current (the catalog is then [`Server::settle`]d in the background), else load
+    /// the catalog now, as [`Server::new`] does.
+    pub(crate) fn start(options: Options, seal: Seal) -> (Arc<Self>, Startup) {
+        let snapshot = match (&options.snapshot, &options.search.describe_cache) {
+            (Some(inputs), Some(cache)) if options.locked.is_none() => {
+                // The read-only hints follow what this kernel confines.
+                let kernel = format!("serve {:?}", crate::sandbox::Support::probe());
+                crate::snapshot::Snapshot::of_this_process(cache, inputs, &kernel)
+            }
+            _ => None,
+        };
+        let Some(mut snapshot) = snapshot else { return (Self::new(options, seal), Startup::Done) };
+        if let Some(text) = snapshot.lookup() {
+            let early = Arc::new(Early::new(text));
+            return (Self::with(options, seal, Current::Loading(Arc::clone(&early))), Startup::Load(early));
+        }
+        (Self::new(options, seal), Startup::Store(snapshot))
+    }
+
+    fn with(options: Options, seal: Seal, current: Current) -> Arc<Self> {
         Arc::new(Server {
-            catalog: RwLock::new(Arc::new(catalog)),
+            catalog: Mutex::new(current),
+            loaded: Condvar::new(),
             options,
             flights: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
@@ -232,16 +315,71 @@ impl Server {
         &self.options
     }
 
+    /// The catalog, once loaded (waiting for a load in the background).
+    fn catalog(&self) -> Arc<Catalog> {
+        let mut current = lock(&self.catalog);
+        loop {
+            match &*current {
+                Current::Loaded(catalog) => return Arc::clone(catalog),
+                Current::Loading(_) => {
+                    current = self.loaded.wait(current).unwrap_or_else(std::sync::PoisonError::into_inner);
+                }
+            }
+        }
+    }
+
+    /// The snapshot's listing, while the catalog it stands in for loads.
+    fn early(&self) -> Option<Arc<Early>> {
+        match &*lock(&self.catalog) {
+            Current::Loading(early) => Some(Arc::clone(early)),
+            Current::Loaded(_) => None,
+        }
+    }
+
+    fn install(&self, catalog: Arc<Catalog>) {
+        *lock(&self.catalog) = Current::Loaded(catalog);
+        self.loaded.notify_all();
+    }
+
+    /// Finish what [`Server::start`] left: load the catalog a snapshot stood in for (true
+    /// when what it offers differs from what the snapshot offered: the client is told), or
+    /// keep a snapshot of a clean listing.
+    pub(crate) fn settle(&self, startup: Startup) -> bool {
+        let context = &self.options.context;
+        match startup {
+            Startup::Done => false,
+            Startup::Load(early) => {
+                // A panic here would leave calls waiting for ever: the server cannot go on.
+                let loaded = catch_unwind(AssertUnwindSafe(|| {
+                    let catalog = load(&self.options, None);
+                    let text = snapshot_text(context, &catalog);
+                    (catalog, text)
+                }));
+                let Ok((catalog, text)) = loaded else {
+                    eprintln!("packs serve: loading the catalog failed inside packs (a bug); the server stops");
+                    std::process::exit(70);
+                };
+                self.install(Arc::new(catalog));
+                text != early.text
+            }
+            Startup::Store(snapshot) => {
+                let catalog = self.catalog();
+                if catalog.diagnostics.is_empty() {
+                    snapshot.store(&snapshot_text(context, &catalog));
+                }
+                false
+            }
+        }
+    }
+
     /// Reload the catalog now; whether what a client is offered changed.
     fn reload(&self) -> bool {
-        let previous = self.catalog.read().map(|c| Arc::clone(&c)).ok();
-        let catalog = Arc::new(load(&self.options, previous.as_deref()));
+        let previous = self.catalog();
+        let catalog = Arc::new(load(&self.options, Some(&previous)));
         // A broken edit keeps the last good version: then what a client sees has not changed.
         let context = &self.options.context;
-        let changed = previous.as_ref().is_none_or(|p| listing(context, p) != listing(context, &catalog));
-        if let Ok(mut slot) = self.catalog.write() {
-            *slot = catalog;
-        }
+        let changed = listing(context, &previous) != listing(context, &catalog);
+        self.install(catalog);
         changed
     }
 
@@ -363,10 +501,19 @@ fn fingerprint(options: &Options) -> Vec<(std::path::PathBuf, Option<SystemTime>
         .collect()
 }
 
-/// `--watch`: reload when files change, until `stop`; `changed` is told when what a client
-/// is offered changed (stdio sends `list_changed`).
-pub(crate) fn watch(server: &Server, stop: &AtomicBool, changed: &dyn Fn()) {
-    let mut last = fingerprint(&server.options);
+/// The files `--watch` watches, as they are now.
+pub(crate) fn watched(server: &Server) -> Vec<(std::path::PathBuf, Option<SystemTime>, u64)> {
+    fingerprint(&server.options)
+}
+
+/// `--watch`: reload when files change from `last`, until `stop`; `changed` is told when
+/// what a client is offered changed (stdio sends `list_changed`).
+pub(crate) fn watch(
+    server: &Server,
+    mut last: Vec<(std::path::PathBuf, Option<SystemTime>, u64)>,
+    stop: &AtomicBool,
+    changed: &dyn Fn(),
+) {
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(WATCH_INTERVAL);
         let now = fingerprint(&server.options);
@@ -406,6 +553,18 @@ fn entry(context: &Context, t: &crate::tool::Tool) -> Value {
     entry
 }
 
+/// What a listing snapshot of serve holds: each `tools/list` entry the server's own
+/// context is offered, in order, as one line of JSON.
+fn snapshot_text(context: &Context, catalog: &Catalog) -> Vec<u8> {
+    let mut text = Vec::new();
+    for t in offered(context, catalog) {
+        // Serializing a `Value` into memory cannot fail.
+        let _ = serde_json::to_writer(&mut text, &entry(context, t));
+        text.push(b'\n');
+    }
+    text
+}
+
 /// What `tools/list` would answer, whole, by name (a tool kept at its last good
 /// version may move in the catalog's order; a client sees the same tools).
 fn listing(context: &Context, catalog: &Catalog) -> Vec<Value> {
@@ -440,6 +599,7 @@ impl Peer {
             context,
             yes: false,
             notifies: false,
+            early: false,
             elicitation: AtomicBool::new(false),
             version: Mutex::new(None),
             closed: AtomicBool::new(false),
@@ -452,6 +612,7 @@ impl Peer {
     pub(crate) fn stdio(mut self, yes: bool) -> Self {
         self.yes = yes;
         self.notifies = true;
+        self.early = true;
         self
     }
 
@@ -729,16 +890,23 @@ impl Peer {
 
     /// A `tools/list` page, or why the cursor is refused.
     fn list_result(&self, params: &Value) -> Result<Value, String> {
-        let catalog =
-            self.server.catalog.read().map(|c| Arc::clone(&c)).map_err(|_| "the catalog is unavailable".to_owned())?;
         let start = match params.get("cursor").and_then(Value::as_str) {
             None => 0,
             Some(c) => c.parse::<usize>().map_err(|_| format!("invalid cursor `{c}`"))?,
         };
-        let tools = offered(&self.context, &catalog);
-        let page: Vec<Value> = tools.iter().skip(start).take(PAGE_SIZE).map(|t| entry(&self.context, t)).collect();
+        // While the catalog loads, the snapshot answers for the context it was made in.
+        let early = if self.early { self.server.early() } else { None };
+        let (page, total) = match early.and_then(|e| Some((e.page(start, PAGE_SIZE)?, e.lines.len()))) {
+            Some(answer) => answer,
+            None => {
+                let catalog = self.server.catalog();
+                let tools = offered(&self.context, &catalog);
+                let page = tools.iter().skip(start).take(PAGE_SIZE).map(|t| entry(&self.context, t)).collect();
+                (page, tools.len())
+            }
+        };
         let mut result = json!({"tools": page});
-        if start + PAGE_SIZE < tools.len() {
+        if start.saturating_add(PAGE_SIZE) < total {
             result["nextCursor"] = Value::String((start + PAGE_SIZE).to_string());
         }
         Ok(result)
@@ -750,10 +918,7 @@ impl Peer {
         let args = params.get("arguments").cloned().unwrap_or(Value::Null);
         let progress = params.pointer("/_meta/progressToken").cloned();
         // The call keeps the catalog it started with, whatever a reload does meanwhile.
-        let Some(catalog) = self.server.catalog.read().map(|c| Arc::clone(&c)).ok() else {
-            self.finish(id);
-            return self.error(id, INVALID_REQUEST, "the catalog is unavailable");
-        };
+        let catalog = self.server.catalog();
         let started = Instant::now();
         let metrics = &self.server.metrics;
         let _in_flight = metrics.call_started();

@@ -23,7 +23,7 @@ const MAX_MESSAGE: u64 = 16 << 20;
 pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 'static) -> std::io::Result<()> {
     let yes = options.yes;
     let context = options.context.clone();
-    let server = Server::new(options, super::Seal::random());
+    let (server, startup) = Server::start(options, super::Seal::random());
     let out = Mutex::new(output);
     let write = move |msg: Value| {
         let mut line = msg.to_string();
@@ -34,21 +34,40 @@ pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 
     };
     let peer = Arc::new(Peer::new(&server, Box::new(write), String::new(), String::new(), context).stdio(yes));
     let stop = Arc::new(AtomicBool::new(false));
-    let watcher = server.options().watch.then(|| {
+    let watch = server.options().watch;
+    // Whatever the start left to do (loading the catalog a snapshot answered for, keeping a
+    // snapshot), then `--watch`, on one thread beside the loop.
+    let loading = matches!(startup, super::Startup::Load(_));
+    let background = {
         let (server, peer, stop) = (Arc::clone(&server), Arc::clone(&peer), Arc::clone(&stop));
-        std::thread::Builder::new()
-            .name("packs-watch".into())
-            .spawn(move || {
-                super::watch(&server, &stop, &|| {
-                    // The stateless era has no standing notifications (its lists are never cached: ttlMs 0).
-                    if !peer.is_stateless() {
-                        peer.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
-                    }
-                });
-            })
-            .inspect_err(|e| eprintln!("packs serve: --watch is off: cannot start its thread: {e}"))
-            .ok()
-    });
+        let changed = move || {
+            // The stateless era has no standing notifications (its lists are never cached: ttlMs 0).
+            if !peer.is_stateless() {
+                peer.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+            }
+        };
+        let work = move || {
+            // Taken before the load reads the files, so a change during it is seen.
+            let last = watch.then(|| super::watched(&server));
+            if server.settle(startup) {
+                changed();
+            }
+            if let Some(last) = last {
+                super::watch(&server, last, &stop, &changed);
+            }
+        };
+        std::thread::Builder::new().name("packs-load".into()).spawn(work)
+    };
+    let background = match background {
+        Ok(thread) => Some(thread),
+        Err(e) if loading => return Err(e),
+        Err(e) => {
+            if watch {
+                eprintln!("packs serve: --watch is off: cannot start its thread: {e}");
+            }
+            None
+        }
+    };
     let pool = super::call_pool();
     let mut input = input;
     let mut bytes = Vec::new();
@@ -92,8 +111,10 @@ pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 
     }
     pool.close();
     stop.store(true, Ordering::Relaxed);
-    if let Some(w) = watcher.flatten() {
-        let _ = w.join();
+    // The load, or the snapshot being kept, ends first (a load started from a snapshot then
+    // tells the client, still connected or not, whether the list changed).
+    if let Some(thread) = background {
+        let _ = thread.join();
     }
     Ok(())
 }

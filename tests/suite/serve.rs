@@ -521,3 +521,146 @@ fn an_enveloped_request_on_a_handshake_connection_is_refused() {
     assert!(by_id(&m, 3)["result"]["tools"].is_array());
     assert!(by_id(&m, 3)["result"].get("resultType").is_none(), "handshake-era results are as before");
 }
+
+/// `packs serve` over stdio with its listing snapshots in `cache`: every message it wrote,
+/// and its stderr.
+fn cached_session(packs: &Packs, cache: &std::path::Path, extra: &[&str], requests: &[Value]) -> (Vec<Value>, String) {
+    let mut child = Command::new(PACKS)
+        .arg("--packs")
+        .arg(packs.path())
+        .args(extra)
+        .arg("serve")
+        .env_remove("PACKS_PATH")
+        .env("PACKS_CACHE_DIR", cache)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start packs serve");
+    let mut stdin = child.stdin.take().unwrap();
+    for r in requests {
+        writeln!(stdin, "{r}").unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let messages = String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    (messages, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn snapshots(cache: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("listing-"))
+        .collect()
+}
+
+/// Keep a snapshot's head (what makes it current) and replace the entries it lists.
+fn forge(snapshot: &std::path::Path, entries: &str) {
+    let bytes = std::fs::read(snapshot).unwrap();
+    let head: Vec<&[u8]> = bytes.splitn(4, |&b| b == b'\n').take(3).collect();
+    let mut forged = head.join(&b'\n');
+    forged.push(b'\n');
+    forged.extend_from_slice(entries.as_bytes());
+    std::fs::write(snapshot, forged).unwrap();
+}
+
+/// A first session, its list pages and a call, against a pack of 150 tools (two pages).
+fn listing_session() -> (Packs, Vec<Value>) {
+    let mut packs = Packs::new();
+    for i in 0..150 {
+        packs = packs.manifest(
+            &format!("t{i:03}"),
+            json!({"name": format!("t{i:03}"), "description": format!("tool {i}"), "parameters": {"n": {"type": "number", "minimum": 0.1}}, "command": "echo {{n:1}}"}),
+        );
+    }
+    let requests = vec![
+        init("2025-06-18"),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"cursor": "100"}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "t007", "arguments": {"n": 7}}}),
+    ];
+    (packs, requests)
+}
+
+#[test]
+fn a_current_listing_snapshot_answers_as_the_full_load_would() {
+    let (packs, requests) = listing_session();
+    let cache = tempfile::tempdir().unwrap();
+    crate::common::settle();
+    // Cold: the catalog is loaded, then a snapshot of its listing kept.
+    let (cold, stderr) = cached_session(&packs, cache.path(), &[], &requests);
+    assert_eq!(snapshots(cache.path()).len(), 1, "{stderr}");
+    assert_eq!(by_id(&cold, 2)["result"]["tools"].as_array().unwrap().len(), 100);
+    assert_eq!(by_id(&cold, 3)["result"]["tools"].as_array().unwrap().len(), 50);
+    assert_eq!(by_id(&cold, 4)["result"]["content"][0]["text"], "7\n");
+    // Warm: every answer is the same, and nothing is said to have changed.
+    let (warm, stderr) = cached_session(&packs, cache.path(), &[], &requests);
+    assert_eq!(warm, cold, "{stderr}");
+    // With another working directory it is another invocation: a snapshot of its own.
+    let other = Command::new(PACKS)
+        .arg("--packs")
+        .arg(packs.path())
+        .arg("serve")
+        .current_dir(cache.path())
+        .env_remove("PACKS_PATH")
+        .env("PACKS_CACHE_DIR", cache.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(other.status.success());
+    assert_eq!(snapshots(cache.path()).len(), 2);
+}
+
+#[test]
+fn a_stale_listing_snapshot_is_corrected_and_a_changed_pack_never_uses_it() {
+    let (packs, requests) = listing_session();
+    let cache = tempfile::tempdir().unwrap();
+    crate::common::settle();
+    let (cold, _) = cached_session(&packs, cache.path(), &[], &requests);
+    let snapshot = snapshots(cache.path()).pop().unwrap();
+    // A current snapshot is used: one whose entries were forged stands in for the catalog
+    // until it loads, which then tells the client its list changed; calls see the catalog.
+    let forged = json!({"name": "forged", "description": "stale", "inputSchema": {"type": "object"}});
+    forge(&snapshot, &format!("{forged}\n"));
+    let (warm, stderr) = cached_session(&packs, cache.path(), &[], &requests);
+    let changed = warm.iter().filter(|m| m["method"] == "notifications/tools/list_changed").count();
+    assert_eq!(changed, 1, "{warm:#?}\n{stderr}");
+    let first = &by_id(&warm, 2)["result"];
+    assert!(*first == by_id(&cold, 2)["result"] || *first == json!({"tools": [forged]}), "{first:#}");
+    assert_eq!(by_id(&warm, 4), by_id(&cold, 4));
+    // Any change to the pack directory: the snapshot is not used (no list_changed, the
+    // answers of a full load).
+    forge(&snapshot, &format!("{forged}\n"));
+    std::fs::write(packs.path().join("notes.txt"), "a new entry\n").unwrap();
+    let (changed_pack, stderr) = cached_session(&packs, cache.path(), &[], &requests);
+    assert_eq!(changed_pack, cold, "{stderr}");
+}
+
+#[test]
+fn serve_keeps_no_snapshot_of_a_broken_pack_or_under_locked() {
+    let packs = tools().file("broken.tool.json", "{ not json");
+    let cache = tempfile::tempdir().unwrap();
+    crate::common::settle();
+    let requests = [init("2025-06-18"), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})];
+    for _ in 0..2 {
+        let (messages, stderr) = cached_session(&packs, cache.path(), &[], &requests);
+        assert!(stderr.contains("broken.tool.json"), "the diagnostics every time: {stderr}");
+        assert_eq!(by_id(&messages, 2)["result"]["tools"].as_array().unwrap().len(), 2);
+    }
+    assert!(snapshots(cache.path()).is_empty());
+    // Under --locked every start checks the tools against the lock file: no snapshot.
+    let clean = tools();
+    let dir = tempfile::tempdir().unwrap();
+    let lockfile = dir.path().join("packs.lock");
+    let lockfile = lockfile.to_str().unwrap();
+    let made = Command::new(PACKS).arg("--packs").arg(clean.path()).args(["lock", "--lockfile", lockfile]).output();
+    assert!(made.unwrap().status.success());
+    crate::common::settle();
+    for _ in 0..2 {
+        let (messages, stderr) = cached_session(&clean, cache.path(), &["--locked", "--lockfile", lockfile], &requests);
+        assert_eq!(by_id(&messages, 2)["result"]["tools"].as_array().unwrap().len(), 2, "{stderr}");
+    }
+    assert!(snapshots(cache.path()).is_empty());
+}

@@ -1,5 +1,7 @@
 //! Snapshots of listing output: `packs catalog` and `packs list` answered from the cache
-//! directory when nothing they read has changed since the run that wrote the snapshot.
+//! directory when nothing they read has changed since the run that wrote the snapshot, and
+//! `packs serve`'s first `tools/list` answered from its `tools/list` entries while the tools
+//! load (`mcp::Server::start`).
 //!
 //! A listing's output is a function of the packs executable, its arguments, working
 //! directory and environment, and the files of the pack directories. A snapshot is kept
@@ -38,7 +40,7 @@ use crate::describe_cache::{self, DescribeCache, Identity};
 const MAGIC: &str = concat!("packs-listing-snapshot 1 ", env!("CARGO_PKG_VERSION"), "\n");
 
 /// The snapshot of one invocation in one cache directory.
-pub(super) struct Snapshot {
+pub(crate) struct Snapshot {
     dir: PathBuf,
     file: PathBuf,
     key: String,
@@ -57,8 +59,10 @@ struct Fingerprint {
 
 impl Snapshot {
     /// The snapshot of this process's invocation listing `pack_dirs`, kept in `cache`;
-    /// None when the packs executable cannot be identified.
-    pub(super) fn of_this_process(cache: &DescribeCache, pack_dirs: &[PathBuf]) -> Option<Self> {
+    /// `extra` is whatever else the output depends on (`packs serve`: what the kernel
+    /// confines, which decides its read-only hints). None when the packs executable cannot
+    /// be identified.
+    pub(crate) fn of_this_process(cache: &DescribeCache, pack_dirs: &[PathBuf], extra: &str) -> Option<Self> {
         let exe = Identity::of(&std::env::current_exe().ok()?)?;
         // `_` is the shell's note of the last command run (`/usr/bin/time` under `time`):
         // packs never reads it.
@@ -68,6 +72,7 @@ impl Snapshot {
         field(&mut h, MAGIC.as_bytes());
         field(&mut h, exe.to_word().as_bytes());
         field(&mut h, std::env::current_dir().ok()?.as_os_str().as_bytes());
+        field(&mut h, extra.as_bytes());
         for arg in std::env::args_os() {
             field(&mut h, b"arg");
             field(&mut h, arg.as_bytes());
@@ -84,7 +89,7 @@ impl Snapshot {
     }
 
     /// The output the snapshot holds, when it is current.
-    pub(super) fn lookup(&mut self) -> Option<Vec<u8>> {
+    pub(crate) fn lookup(&mut self) -> Option<Vec<u8>> {
         let started = SystemTime::now();
         let now = fingerprint(&self.pack_dirs);
         let text = describe_cache::read_own(&self.file);
@@ -103,7 +108,7 @@ impl Snapshot {
 
     /// Keep `output` as this invocation's snapshot, if the pack directories did not change
     /// since [`Snapshot::lookup`] and had settled by then.
-    pub(super) fn store(&self, output: &[u8]) {
+    pub(crate) fn store(&self, output: &[u8]) {
         let Some((before, started)) = &self.before else { return };
         let settled = !at_settling(before.latest, *started);
         if !settled || fingerprint(&self.pack_dirs) != *before {
@@ -180,7 +185,7 @@ fn split_line(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
 
 /// Whether this process's stdout is a terminal (no snapshot then: people at a terminal
 /// do not need one, and what they see may depend on it).
-pub(super) fn stdout_is_terminal() -> bool {
+pub(crate) fn stdout_is_terminal() -> bool {
     use std::io::IsTerminal;
     std::io::stdout().is_terminal()
 }
