@@ -296,7 +296,8 @@ fn read(input: &str, format: CallFormat, schema_of: &dyn Fn(&str) -> Option<Valu
 
 /// A call of a raw text as a found call; one that could not be read is an error result
 /// of its own, named if it could be.
-fn found_call(c: &raw::ToolCall) -> FoundCall {
+/// A raw-text call as a found call (arguments that could not be read say why, for the model).
+pub fn found_call(c: &raw::ToolCall) -> FoundCall {
     FoundCall {
         id: c.id.clone().unwrap_or_default(),
         name: c.name.clone(),
@@ -478,26 +479,39 @@ fn render(results: &[CallResult], format: CallFormat, snake_case: bool) -> Strin
         | CallFormat::Glm
         | CallFormat::Kimi
         | CallFormat::GptOss
-        | CallFormat::Deepseek => pretty(each(&|r| {
-            let mut m = json!({"role": "tool", "name": r.call.name, "content": r.content});
-            if !r.call.id.is_empty() {
-                m["tool_call_id"] = Value::String(r.call.id.clone());
-            }
-            m
-        })),
-        CallFormat::Gemma | CallFormat::Functiongemma => results
-            .iter()
-            .map(|r| {
-                let body = match (&r.value, r.ok) {
-                    (Value::Object(_), _) => functiongemma::render_value(&r.value),
-                    (_, true) => functiongemma::render_value(&json!({"result": r.content})),
-                    (_, false) => functiongemma::render_value(&json!({"error": r.content})),
-                };
-                let name = if r.call.name.is_empty() { "unknown" } else { r.call.name.as_str() };
-                format!("<start_function_response>response:{name}{body}<end_function_response>\n")
-            })
-            .collect(),
+        | CallFormat::Deepseek => pretty(each(&tool_message)),
+        CallFormat::Gemma | CallFormat::Functiongemma => results.iter().map(function_response).collect(),
     }
+}
+
+/// One result of a raw-text family on a line of its own, as `packs call --stream` prints
+/// it: the `{"role": "tool", …}` message as compact JSON, or FunctionGemma's response.
+pub fn render_line(result: &CallResult, family: raw::Family) -> String {
+    match family {
+        raw::Family::Functiongemma => function_response(result),
+        _ => format!("{}\n", tool_message(result)),
+    }
+}
+
+/// A raw-text family's result message: `{"role": "tool", "name", "content"}`, with
+/// `tool_call_id` when the model wrote an id.
+fn tool_message(r: &CallResult) -> Value {
+    let mut m = json!({"role": "tool", "name": r.call.name, "content": r.content});
+    if !r.call.id.is_empty() {
+        m["tool_call_id"] = Value::String(r.call.id.clone());
+    }
+    m
+}
+
+/// FunctionGemma's `<start_function_response>response:NAME{…}<end_function_response>` line.
+fn function_response(r: &CallResult) -> String {
+    let body = match (&r.value, r.ok) {
+        (Value::Object(_), _) => functiongemma::render_value(&r.value),
+        (_, true) => functiongemma::render_value(&json!({"result": r.content})),
+        (_, false) => functiongemma::render_value(&json!({"error": r.content})),
+    };
+    let name = if r.call.name.is_empty() { "unknown" } else { r.call.name.as_str() };
+    format!("<start_function_response>response:{name}{body}<end_function_response>\n")
 }
 
 #[cfg(test)]

@@ -38,12 +38,68 @@ pub(super) struct CallArgs {
     /// instead of the pack directories' tools
     #[arg(long, value_name = "FILE", requires = "parse_only")]
     tools: Option<std::path::PathBuf>,
+    /// Read a model's raw text (--format FAMILY) from stdin as it comes, and run each call as
+    /// soon as it is whole, printing its result on a line of its own
+    #[arg(long, conflicts_with_all = ["conversation", "parse_only"])]
+    stream: bool,
+}
+
+/// A response (or a conversation) larger than this is refused, never held in memory.
+const MAX_INPUT: u64 = 64 << 20;
+
+/// `packs call --stream`: stdin read as it comes, each call run when whole, its result
+/// printed (and flushed) at once; what is left runs at the end of the input.
+fn stream(catalog: &Catalog, a: &CallArgs, context: &Context) -> Result<i32> {
+    let Some(family) = a.format.family() else {
+        anyhow::bail!("--stream reads a model's raw text: name its family with --format (gemma4, qwen3, ...)");
+    };
+    let schema_of = |name: &str| catalog.get(name).ok().map(|t| t.describe().parameters.clone());
+    let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
+    let mut parser = crate::formats::raw::Stream::new(family);
+    let mut ran = 0;
+    let mut run = |events: Vec<crate::formats::raw::Event>| -> Result<()> {
+        for e in events {
+            if let crate::formats::raw::Event::Call(c) = e {
+                if crate::runner::interrupted().is_some() {
+                    return Ok(());
+                }
+                let result = answer(catalog, calls::found_call(&c), context, approver);
+                print(&calls::render_line(&result, family))?;
+                ran += 1;
+            }
+        }
+        Ok(())
+    };
+    let mut stdin = std::io::stdin().lock();
+    let mut buf = vec![0; 1 << 16];
+    let mut total = 0u64;
+    loop {
+        let n = match stdin.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(anyhow::Error::new(e).context("reading the model's response from stdin")),
+        };
+        total += n as u64;
+        if total > MAX_INPUT {
+            anyhow::bail!("the input is larger than {} MiB: the calls after that were not read", MAX_INPUT >> 20);
+        }
+        run(parser.push(&buf[..n], &schema_of))?;
+    }
+    let (_, rest) =
+        parser.finish_events(&schema_of).context("reading the model's response from stdin (it must be UTF-8)")?;
+    run(rest)?;
+    if ran == 0 {
+        eprintln!("packs: no tool calls");
+    }
+    Ok(0)
 }
 
 pub(super) fn call(catalog: &Catalog, a: &CallArgs, base: &Context) -> Result<i32> {
+    if a.stream {
+        return stream(catalog, a, &args::context(&a.context, base)?);
+    }
     let mut input = String::new();
-    // A response (or a conversation) larger than this is refused, never held in memory.
-    const MAX_INPUT: u64 = 64 << 20;
     std::io::stdin()
         .take(MAX_INPUT + 1)
         .read_to_string(&mut input)

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 use super::qwen3::{THINK_END, THINK_START};
 use super::qwen3_xml::skip_ws;
-use super::raw::{Builder, CallError, Parsed, cut_at, error, json_at, strip_end, value_end};
+use super::raw::{Builder, CallError, Parsed, Spec, cut_at, error, json_at, value_end};
 
 /// Opens the calls (V3, V3.1).
 pub const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
@@ -44,29 +44,21 @@ pub const PARAMETER_END: &str = "</｜DSML｜parameter>";
 /// The end of the turn.
 const END_OF_SENTENCE: &str = "<｜end▁of▁sentence｜>";
 
+/// DeepSeek's layout: `<think>` first, then V3/V3.1 or V3.2 call blocks.
+pub(crate) const SPEC: Spec = Spec {
+    end_of_turn: &[END_OF_SENTENCE],
+    think: Some((THINK_START, THINK_END)),
+    starts: &[CALLS_BEGIN, FUNCTION_CALLS],
+    ends: &[CALLS_END, FUNCTION_CALLS_END],
+    block: |text, open, marker, _, b| {
+        let body = open + marker.len();
+        if marker == CALLS_BEGIN { calls(text, body, b) } else { dsml(text, body, b) }
+    },
+};
+
 /// Parse DeepSeek text (see the module's documentation).
 pub fn parse(text: &str) -> Parsed {
-    let text = strip_end(text, &[END_OF_SENTENCE]);
-    let mut b = Builder::default();
-    let first = |pos: usize| {
-        let calls = text[pos..].find(CALLS_BEGIN).map(|i| (pos + i, CALLS_BEGIN));
-        let dsml = text[pos..].find(FUNCTION_CALLS).map(|i| (pos + i, FUNCTION_CALLS));
-        match (calls, dsml) {
-            (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
-            (a, b) => a.or(b),
-        }
-    };
-    let marker = first(0).map_or(CALLS_BEGIN, |(_, m)| m);
-    let Some(mut pos) = super::qwen3::reasoning(text, THINK_START, THINK_END, marker, &mut b) else {
-        return b.finish();
-    };
-    while let Some((open, marker)) = first(pos) {
-        b.text(&text[pos..open]);
-        let body = open + marker.len();
-        pos = if marker == CALLS_BEGIN { calls(text, body, &mut b) } else { dsml(text, body, &mut b) };
-    }
-    b.text(&text[pos..]);
-    b.finish()
+    super::raw::drive(text, &SPEC, &|_| None)
 }
 
 /// The V3 / V3.1 calls from `pos` (after `<｜tool▁calls▁begin｜>`); where reading goes on.

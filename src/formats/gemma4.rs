@@ -10,7 +10,7 @@
 //! before the end tag is looked for, so `<tool_call|>` inside a string stays in it.
 
 use super::functiongemma;
-use super::raw::{Builder, Parsed, SchemaOf, error, strip_end};
+use super::raw::{Builder, Parsed, SchemaOf, Spec, error};
 
 /// Opens a call.
 pub const CALL_START: &str = "<|tool_call>";
@@ -26,33 +26,28 @@ pub const CHANNEL_END: &str = "<channel|>";
 /// response's start).
 const END_OF_TURN: &[&str] = &["<turn|>", "<|tool_response>", "<eos>"];
 
+/// Gemma 4's layout: channels (the thought) and calls, in any order.
+pub(crate) const SPEC: Spec = Spec {
+    end_of_turn: END_OF_TURN,
+    think: None,
+    starts: &[CHANNEL_START, CALL_START],
+    ends: &[CHANNEL_END, CALL_END],
+    block: |text, open, marker, schema_of, b| {
+        if marker == CALL_START {
+            return call(text, open, schema_of, b);
+        }
+        let inner = open + CHANNEL_START.len();
+        let end = text[inner..].find(CHANNEL_END).map(|i| inner + i);
+        let body = &text[inner..end.unwrap_or(text.len())];
+        // The channel's name (`thought`) starts its text.
+        b.reasoning(body.strip_prefix("thought").unwrap_or(body));
+        end.map_or(text.len(), |e| e + CHANNEL_END.len())
+    },
+};
+
 /// Parse Gemma 4 text (see the module's documentation).
 pub fn parse(text: &str, schema_of: SchemaOf<'_>) -> Parsed {
-    let text = strip_end(text, END_OF_TURN);
-    let mut b = Builder::default();
-    let mut pos = 0;
-    loop {
-        let channel = text[pos..].find(CHANNEL_START).map(|i| pos + i);
-        let tool_call = text[pos..].find(CALL_START).map(|i| pos + i);
-        match (channel, tool_call) {
-            (Some(c), call) if call.is_none_or(|k| c < k) => {
-                b.text(&text[pos..c]);
-                let inner = c + CHANNEL_START.len();
-                let end = text[inner..].find(CHANNEL_END).map(|i| inner + i);
-                let body = &text[inner..end.unwrap_or(text.len())];
-                // The channel's name (`thought`) starts its text.
-                b.reasoning(body.strip_prefix("thought").unwrap_or(body));
-                pos = end.map_or(text.len(), |e| e + CHANNEL_END.len());
-            }
-            (_, Some(k)) => {
-                b.text(&text[pos..k]);
-                pos = call(text, k, schema_of, &mut b);
-            }
-            (_, None) => break,
-        }
-    }
-    b.text(&text[pos..]);
-    b.finish()
+    super::raw::drive(text, &SPEC, schema_of)
 }
 
 /// The call whose start tag is at `open`; the offset where reading goes on.

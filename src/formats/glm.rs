@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 use super::qwen3::{CALL_END, CALL_START, THINK_END, THINK_START};
 use super::qwen3_xml::{skip_ws, typed};
-use super::raw::{Builder, CallError, Parsed, SchemaOf, cut_at, error, strip_end, value_end};
+use super::raw::{CallError, Parsed, SchemaOf, Spec, cut_at, error, value_end};
 
 /// Opens an argument's name.
 pub const ARG_KEY: &str = "<arg_key>";
@@ -30,24 +30,24 @@ pub const ARG_VALUE_END: &str = "</arg_value>";
 /// The tokens generation stops at, which an output may still end with.
 const END_OF_TURN: &[&str] = &["<|user|>", "<|observation|>", "<|endoftext|>"];
 
-/// Parse GLM text (see the module's documentation).
-pub fn parse(text: &str, schema_of: SchemaOf<'_>) -> Parsed {
-    let text = strip_end(text, END_OF_TURN);
-    let mut b = Builder::default();
-    let Some(mut pos) = super::qwen3::reasoning(text, THINK_START, THINK_END, CALL_START, &mut b) else {
-        return b.finish();
-    };
-    while let Some(rel) = text[pos..].find(CALL_START) {
-        let open = pos + rel;
-        b.text(&text[pos..open]);
+/// GLM's layout: `<think>` first, then `<tool_call>` blocks.
+pub(crate) const SPEC: Spec = Spec {
+    end_of_turn: END_OF_TURN,
+    think: Some((THINK_START, THINK_END)),
+    starts: &[CALL_START],
+    ends: &[CALL_END],
+    block: |text, open, _, schema_of, b| {
         let body = open + CALL_START.len();
         let next_start = text[body..].find(CALL_START).map_or(text.len(), |i| body + i);
         let (name, result, end) = call(text, body, next_start, schema_of);
         b.call(name, None, result);
-        pos = end;
-    }
-    b.text(&text[pos..]);
-    b.finish()
+        end
+    },
+};
+
+/// Parse GLM text (see the module's documentation).
+pub fn parse(text: &str, schema_of: SchemaOf<'_>) -> Parsed {
+    super::raw::drive(text, &SPEC, schema_of)
 }
 
 /// The call after `<tool_call>` at `body`: its name, its arguments, and where reading goes on.

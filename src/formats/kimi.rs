@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::qwen3::{THINK_END, THINK_START};
 use super::qwen3_xml::skip_ws;
-use super::raw::{Builder, Parsed, cut_at, error, json_at, strip_end};
+use super::raw::{Builder, Parsed, Spec, cut_at, error, json_at};
 
 /// Opens the calls.
 pub const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
@@ -26,20 +26,18 @@ pub const ARGUMENT_BEGIN: &str = "<|tool_call_argument_begin|>";
 /// Closes a call.
 pub const CALL_END: &str = "<|tool_call_end|>";
 
+/// Kimi's layout: `<think>` first, then call sections.
+pub(crate) const SPEC: Spec = Spec {
+    end_of_turn: &["<|im_end|>"],
+    think: Some((THINK_START, THINK_END)),
+    starts: &[SECTION_BEGIN],
+    ends: &[SECTION_END],
+    block: |text, open, _, _, b| section(text, open + SECTION_BEGIN.len(), b),
+};
+
 /// Parse Kimi K2 text (see the module's documentation).
 pub fn parse(text: &str) -> Parsed {
-    let text = strip_end(text, &["<|im_end|>"]);
-    let mut b = Builder::default();
-    let Some(mut pos) = super::qwen3::reasoning(text, THINK_START, THINK_END, SECTION_BEGIN, &mut b) else {
-        return b.finish();
-    };
-    while let Some(rel) = text[pos..].find(SECTION_BEGIN) {
-        let open = pos + rel;
-        b.text(&text[pos..open]);
-        pos = section(text, open + SECTION_BEGIN.len(), &mut b);
-    }
-    b.text(&text[pos..]);
-    b.finish()
+    super::raw::drive(text, &SPEC, &|_| None)
 }
 
 /// The calls of a section whose body starts at `pos`; where reading goes on.

@@ -15,7 +15,7 @@
 
 use serde_json::Value;
 
-use super::raw::{Builder, Parsed, error, json_at, json_call, name_in_prefix, strip_end};
+use super::raw::{Builder, Parsed, Spec, error, json_at, json_call, name_in_prefix};
 
 /// Starts the calls (and, from v11 on, each call).
 pub const TOOL_CALLS: &str = "[TOOL_CALLS]";
@@ -28,24 +28,24 @@ pub const THINK_START: &str = "[THINK]";
 /// Closes the reasoning.
 pub const THINK_END: &str = "[/THINK]";
 
-/// Parse Mistral text (see the module's documentation).
-pub fn parse(text: &str) -> Parsed {
-    let text = strip_end(text, &["</s>"]);
-    let mut b = Builder::default();
-    let Some(mut pos) = super::qwen3::reasoning(text, THINK_START, THINK_END, TOOL_CALLS, &mut b) else {
-        return b.finish();
-    };
-    while let Some(rel) = text[pos..].find(TOOL_CALLS) {
-        let tag = pos + rel;
-        b.text(&text[pos..tag]);
+/// Mistral's layout: `[THINK]` first, then `[TOOL_CALLS]` blocks.
+pub(crate) const SPEC: Spec = Spec {
+    end_of_turn: &["</s>"],
+    think: Some((THINK_START, THINK_END)),
+    starts: &[TOOL_CALLS],
+    ends: &["}", "]"],
+    block: |text, tag, _, _, b| {
         let after = tag + TOOL_CALLS.len();
         let start = after + (text[after..].len() - text[after..].trim_start().len());
-        let next = if text[start..].starts_with('[') { list(text, start, &mut b) } else { named(text, start, &mut b) };
+        let next = if text[start..].starts_with('[') { list(text, start, b) } else { named(text, start, b) };
         // After a call that could not be read, go on at the next tag.
-        pos = next.unwrap_or_else(|| text[after..].find(TOOL_CALLS).map_or(text.len(), |i| after + i));
-    }
-    b.text(&text[pos..]);
-    b.finish()
+        next.unwrap_or_else(|| text[after..].find(TOOL_CALLS).map_or(text.len(), |i| after + i))
+    },
+};
+
+/// Parse Mistral text (see the module's documentation).
+pub fn parse(text: &str) -> Parsed {
+    super::raw::drive(text, &SPEC, &|_| None)
 }
 
 /// The JSON list of calls at `start`; where its text ends, or None when it could not be read.

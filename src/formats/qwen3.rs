@@ -11,7 +11,7 @@
 //! stays in the value. A prompt may open the thought itself (`enable_thinking`): then the
 //! output holds `</think>` alone, and what precedes it is reasoning.
 
-use super::raw::{Builder, Parsed, error, json_at, json_call, name_in_prefix, strip_end};
+use super::raw::{Builder, Parsed, Spec, error, json_at, json_call, name_in_prefix};
 
 /// Opens a call.
 pub const CALL_START: &str = "<tool_call>";
@@ -24,84 +24,57 @@ pub const THINK_END: &str = "</think>";
 /// The end-of-turn tokens an output may still end with.
 const END_OF_TURN: &[&str] = &["<|im_end|>", "<|endoftext|>"];
 
+/// Qwen3's layout: `<think>` first, then `<tool_call>` blocks.
+pub(crate) const SPEC: Spec = Spec {
+    end_of_turn: END_OF_TURN,
+    think: Some((THINK_START, THINK_END)),
+    starts: &[CALL_START],
+    ends: &[CALL_END],
+    block: |text, open, _, _, b| call(text, open, b),
+};
+
 /// Parse Qwen3 text (see the module's documentation).
 pub fn parse(text: &str) -> Parsed {
-    let text = strip_end(text, END_OF_TURN);
-    let mut b = Builder::default();
-    let pos = reasoning(text, THINK_START, THINK_END, CALL_START, &mut b);
-    let Some(pos) = pos else { return b.finish() };
-    calls(text, pos, &mut b);
-    b.finish()
+    super::raw::drive(text, &SPEC, &|_| None)
 }
 
-/// Read the reasoning at the start of `text` (`open`…`close`, or `close` alone when the
-/// prompt opened it) into `b`, with any text before `open` as content; the offset where
-/// the rest begins, or None when the thought never ended (all of it is reasoning).
-/// The thought opens before the first `call` marker (a call marker inside it is text).
-pub(crate) fn reasoning(text: &str, open: &str, close: &str, call: &str, b: &mut Builder) -> Option<usize> {
-    let first_call = text.find(call).unwrap_or(text.len());
-    if let Some(o) = text[..first_call].find(open) {
-        b.text(&text[..o]);
-        let inner = o + open.len();
-        return match text[inner..].find(close) {
-            Some(c) => {
-                b.reasoning(&text[inner..inner + c]);
-                Some(inner + c + close.len())
-            }
-            None => {
-                b.reasoning(&text[inner..]);
-                None
-            }
-        };
-    }
-    match text[..first_call].find(close) {
-        Some(c) => {
-            b.reasoning(&text[..c]);
-            Some(c + close.len())
-        }
-        None => Some(0),
-    }
-}
-
-/// The `<tool_call>` blocks of `text` from `pos`, with the text between them as content.
-fn calls(text: &str, mut pos: usize, b: &mut Builder) {
-    while let Some(rel) = text[pos..].find(CALL_START) {
-        let open = pos + rel;
-        b.text(&text[pos..open]);
-        let body = open + CALL_START.len();
-        let next_start = text[body..].find(CALL_START).map_or(text.len(), |i| body + i);
-        match json_at(text, body) {
-            Ok((v, end)) => {
-                let after = &text[end..];
-                let tag = end + (after.len() - after.trim_start().len());
-                let parsed = json_call(&v, &["arguments", "parameters"], body);
-                let name = v.get("name").and_then(|n| n.as_str()).unwrap_or_default().to_owned();
-                if text[tag..].starts_with(CALL_END) {
-                    match parsed {
-                        Ok((name, args)) => b.call(name, None, Ok(args)),
-                        Err(e) => b.call(name, None, Err(e)),
-                    }
-                    pos = tag + CALL_END.len();
-                } else if tag == text.len() {
-                    b.call(name, None, Err(error(format!("`{CALL_START}` has no `{CALL_END}`"), tag, true)));
-                    pos = text.len();
-                } else {
-                    b.call(name, None, Err(error(format!("expected `{CALL_END}` after the call's JSON"), tag, false)));
-                    pos = resync(text, tag, next_start);
+/// The `<tool_call>` block at `open`; where reading goes on.
+fn call(text: &str, open: usize, b: &mut Builder) -> usize {
+    let body = open + CALL_START.len();
+    let next_start = text[body..].find(CALL_START).map_or(text.len(), |i| body + i);
+    match json_at(text, body) {
+        Ok((v, end)) => {
+            let after = &text[end..];
+            let tag = end + (after.len() - after.trim_start().len());
+            let parsed = json_call(&v, &["arguments", "parameters"], body);
+            let name = v.get("name").and_then(|n| n.as_str()).unwrap_or_default().to_owned();
+            if text[tag..].starts_with(CALL_END) {
+                match parsed {
+                    Ok((name, args)) => b.call(name, None, Ok(args)),
+                    Err(e) => b.call(name, None, Err(e)),
                 }
-            }
-            Err(e) => {
-                b.call(name_in_prefix(&text[body..next_start]), None, Err(e.clone()));
-                pos = if e.incomplete { text.len() } else { resync(text, e.offset, next_start) };
+                tag + CALL_END.len()
+            } else if tag == text.len() {
+                b.call(name, None, Err(error(format!("`{CALL_START}` has no `{CALL_END}`"), tag, true)));
+                text.len()
+            } else {
+                b.call(name, None, Err(error(format!("expected `{CALL_END}` after the call's JSON"), tag, false)));
+                resync(text, tag, next_start)
             }
         }
+        Err(e) => {
+            b.call(name_in_prefix(&text[body..next_start]), None, Err(e.clone()));
+            if e.incomplete { text.len() } else { resync(text, e.offset, next_start) }
+        }
     }
-    b.text(&text[pos..]);
 }
 
 /// Where reading goes on after a malformed call at `from`: past its end tag, or at the
-/// next call.
+/// next call (the first at or after `from`, which is `next_start` unless the call's JSON
+/// ran past it).
 fn resync(text: &str, from: usize, next_start: usize) -> usize {
+    let next_start =
+        if from <= next_start { next_start } else { text[from..].find(CALL_START).map_or(text.len(), |i| from + i) };
     match text[from..next_start].find(CALL_END) {
         Some(i) => from + i + CALL_END.len(),
         None => next_start,

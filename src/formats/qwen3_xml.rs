@@ -17,7 +17,7 @@
 use serde_json::{Map, Number, Value};
 
 use super::qwen3::{CALL_END, CALL_START, THINK_END, THINK_START};
-use super::raw::{Builder, CallError, Parsed, SchemaOf, error, strip_end};
+use super::raw::{CallError, Parsed, SchemaOf, Spec, error};
 
 /// Opens the function inside a call: `<function=NAME>`.
 pub const FUNCTION: &str = "<function=";
@@ -28,24 +28,24 @@ pub const PARAMETER: &str = "<parameter=";
 /// Closes a parameter.
 pub const PARAMETER_END: &str = "</parameter>";
 
-/// Parse Qwen3-Coder text (see the module's documentation).
-pub fn parse(text: &str, schema_of: SchemaOf<'_>) -> Parsed {
-    let text = strip_end(text, &["<|im_end|>", "<|endoftext|>"]);
-    let mut b = Builder::default();
-    let Some(mut pos) = super::qwen3::reasoning(text, THINK_START, THINK_END, CALL_START, &mut b) else {
-        return b.finish();
-    };
-    while let Some(rel) = text[pos..].find(CALL_START) {
-        let open = pos + rel;
-        b.text(&text[pos..open]);
+/// Qwen3-Coder's layout: `<think>` first, then `<tool_call>` blocks.
+pub(crate) const SPEC: Spec = Spec {
+    end_of_turn: &["<|im_end|>", "<|endoftext|>"],
+    think: Some((THINK_START, THINK_END)),
+    starts: &[CALL_START],
+    ends: &[CALL_END],
+    block: |text, open, _, schema_of, b| {
         let body = open + CALL_START.len();
         let next_start = text[body..].find(CALL_START).map_or(text.len(), |i| body + i);
         let (name, result, end) = call(text, body, next_start, schema_of);
         b.call(name, None, result);
-        pos = end;
-    }
-    b.text(&text[pos..]);
-    b.finish()
+        end
+    },
+};
+
+/// Parse Qwen3-Coder text (see the module's documentation).
+pub fn parse(text: &str, schema_of: SchemaOf<'_>) -> Parsed {
+    super::raw::drive(text, &SPEC, schema_of)
 }
 
 /// The call after `<tool_call>` at `body`: its name, its arguments, and where reading goes on.
@@ -73,7 +73,7 @@ fn call(
         let name = region[name_start..].trim().to_owned();
         return (
             name,
-            Err(error("the function's name has no closing `>`", text.len(), at_end(next_start))),
+            Err(error("the function's name has no closing `>`", next_start, at_end(next_start))),
             next_start,
         );
     };
@@ -99,7 +99,7 @@ fn call(
         let Some(gt) = region[key_start..].find('>').map(|i| key_start + i) else {
             return (
                 name,
-                Err(error("the parameter's name has no closing `>`", text.len(), at_end(next_start))),
+                Err(error("the parameter's name has no closing `>`", next_start, at_end(next_start))),
                 next_start,
             );
         };
@@ -107,7 +107,7 @@ fn call(
         let value_start = gt + 1;
         let Some(value_end) = value_end(region, value_start) else {
             let message = format!("the parameter `{key}` has no `{PARAMETER_END}`");
-            return (name, Err(error(message, text.len(), at_end(next_start))), next_start);
+            return (name, Err(error(message, next_start, at_end(next_start))), next_start);
         };
         let raw = &region[value_start..value_end];
         let raw = raw.strip_prefix('\n').unwrap_or(raw);

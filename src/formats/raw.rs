@@ -183,34 +183,439 @@ pub fn detect(text: &str) -> Option<Family> {
     super::llama3::starts_like_a_call(text).then_some(Family::Llama3)
 }
 
-/// A parser fed chunks split anywhere (inside markers, inside UTF-8 characters): its
-/// [`Stream::finish`] gives exactly what [`parse`] gives for the whole text.
+/// What a stream has found for certain, as soon as it is certain.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// More content text. The pieces, joined, are the final `content` exactly (the
+    /// whitespace at its start and end is never sent).
+    Content(String),
+    /// More reasoning text; joined, the final `reasoning_content` exactly.
+    Reasoning(String),
+    /// A whole call (or a call that could not be read), in the order written.
+    Call(ToolCall),
+}
+
+/// How a family's text is laid out, for the families read as a prelude (reasoning) and
+/// then blocks (calls, channels) opened by markers with text between them: the whole
+/// parse ([`drive`]) and the incremental one ([`Stream`]) are the same steps.
+pub(crate) struct Spec {
+    /// The end-of-turn tokens the text may still end with (dropped there).
+    pub(crate) end_of_turn: &'static [&'static str],
+    /// The reasoning at the start: `(open, close)` as [`reasoning`] reads them.
+    pub(crate) think: Option<(&'static str, &'static str)>,
+    /// The markers that open a block.
+    pub(crate) starts: &'static [&'static str],
+    /// The markers a whole block ends with.
+    pub(crate) ends: &'static [&'static str],
+    /// The block `marker` opens at `open`: its calls (and reasoning) into the builder, and
+    /// the offset where reading goes on.
+    pub(crate) block:
+        fn(text: &str, open: usize, marker: &'static str, schema_of: SchemaOf<'_>, b: &mut Builder) -> usize,
+}
+
+/// The first of `markers` in `text` from `from`: its offset and which.
+fn first_marker(text: &str, from: usize, markers: &[&'static str]) -> Option<(usize, &'static str)> {
+    markers.iter().filter_map(|m| text[from..].find(m).map(|i| (from + i, *m))).min_by_key(|(i, _)| *i)
+}
+
+/// Read the reasoning at the start of `text` (`open`…`close`, or `close` alone when the
+/// prompt opened it) into `b`, with any text before `open` as content; the offset where
+/// the rest begins, or None when the thought never ended (all of it is reasoning). The
+/// thought opens before the first call (at `first_call`) and before any `close`: a call
+/// marker, or an `open` after the thought ended, is text.
+pub(crate) fn reasoning(text: &str, open: &str, close: &str, first_call: usize, b: &mut Builder) -> Option<usize> {
+    let head = &text[..first_call];
+    let o = head.find(open);
+    let c = head.find(close);
+    match (o, c) {
+        (Some(o), c) if c.is_none_or(|c| o < c) => {
+            b.text(&text[..o]);
+            let inner = o + open.len();
+            match text[inner..].find(close) {
+                Some(c) => {
+                    b.reasoning(&text[inner..inner + c]);
+                    Some(inner + c + close.len())
+                }
+                None => {
+                    b.reasoning(&text[inner..]);
+                    None
+                }
+            }
+        }
+        (_, Some(c)) => {
+            b.reasoning(&text[..c]);
+            Some(c + close.len())
+        }
+        _ => Some(0),
+    }
+}
+
+/// The whole parse of a family laid out as `spec` says.
+pub(crate) fn drive(text: &str, spec: &Spec, schema_of: SchemaOf<'_>) -> Parsed {
+    let text = strip_end(text, spec.end_of_turn);
+    let mut b = Builder::default();
+    let mut pos = 0;
+    if let Some((open, close)) = spec.think {
+        let first = first_marker(text, 0, spec.starts).map_or(text.len(), |(i, _)| i);
+        match reasoning(text, open, close, first, &mut b) {
+            Some(p) => pos = p,
+            None => return b.finish(),
+        }
+    }
+    while let Some((open, marker)) = first_marker(text, pos, spec.starts) {
+        b.text(&text[pos..open]);
+        pos = (spec.block)(text, open, marker, schema_of, &mut b);
+    }
+    b.text(&text[pos..]);
+    b.finish()
+}
+
+/// The layout of `family`, when it is read as prelude and blocks.
+fn spec_of(family: Family) -> Option<&'static Spec> {
+    Some(match family {
+        Family::Qwen3 => &super::qwen3::SPEC,
+        Family::Qwen3Xml => &super::qwen3_xml::SPEC,
+        Family::Gemma4 => &super::gemma4::SPEC,
+        Family::Mistral => &super::mistral::SPEC,
+        Family::Glm => &super::glm::SPEC,
+        Family::Kimi => &super::kimi::SPEC,
+        Family::Deepseek => &super::deepseek::SPEC,
+        Family::Functiongemma | Family::Llama3 | Family::GptOss => return None,
+    })
+}
+
+/// Where a stream stands in a family's layout.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    /// Before the reasoning is decided: nothing of the text is certain yet.
+    Prelude,
+    /// Inside a thought opened at `inner` whose end has not come.
+    Thinking { inner: usize },
+    /// Among blocks: text up to `pos` is read.
+    Blocks,
+    /// The text is not UTF-8, or the family is read at the end only.
+    Whole,
+}
+
+/// A block tried and not yet certain: tried again when a marker that could end it (or
+/// open the next) arrives, within a budget of work linear in its length.
+#[derive(Debug, Clone, Copy)]
+struct Tried {
+    /// The text's length at the last try.
+    len: usize,
+    /// Bytes read by the tries so far.
+    work: usize,
+    /// The text's length when markers were last looked for.
+    seen: usize,
+}
+
+/// A parser fed chunks split anywhere (inside markers, inside UTF-8 characters) that
+/// sends [`Event`]s as soon as they are certain: content (held back only while it could
+/// be the start of a marker, an end-of-turn token, or reasoning the prompt opened),
+/// reasoning, and each call once it is whole. [`Stream::finish`] gives exactly what
+/// [`parse`] gives for the whole text, and the events sent, joined, are that parse.
+///
+/// Families read as blocks (`qwen3`, `qwen3-xml`, `gemma4`, `mistral`, `glm`, `kimi`,
+/// `deepseek`) send calls as they end; `llama3`, `gpt-oss` and `functiongemma` send
+/// everything at the end. The work is linear in the text: a block is parsed again only
+/// when a marker that could end it arrives, and at most four times its length in all.
 #[derive(Debug, Clone)]
 pub struct Stream {
     family: Family,
-    bytes: Vec<u8>,
+    text: String,
+    /// Bytes of a character not yet whole, or every byte from the first that is not UTF-8.
+    pending: Vec<u8>,
+    bad: bool,
+    phase: Phase,
+    b: Builder,
+    pos: usize,
+    /// No prelude marker starts before this offset.
+    scanned: usize,
+    tried: Option<Tried>,
+    sent_content: usize,
+    sent_reasoning: usize,
+    sent_calls: usize,
+    /// Bytes read by the stream's own scans and tries (for the tests' work count).
+    work: usize,
 }
 
 impl Stream {
     /// A stream of `family`'s text.
     pub fn new(family: Family) -> Self {
-        Self { family, bytes: Vec::new() }
+        let spec = spec_of(family);
+        let phase = match spec {
+            Some(s) if s.think.is_some() => Phase::Prelude,
+            Some(_) => Phase::Blocks,
+            None => Phase::Whole,
+        };
+        Self {
+            family,
+            text: String::new(),
+            pending: Vec::new(),
+            bad: false,
+            phase,
+            b: Builder::default(),
+            pos: 0,
+            scanned: 0,
+            tried: None,
+            sent_content: 0,
+            sent_reasoning: 0,
+            sent_calls: 0,
+            work: 0,
+        }
     }
 
-    /// The next chunk, as it came (a character may be split between chunks).
-    pub fn push(&mut self, chunk: &[u8]) {
-        self.bytes.extend_from_slice(chunk);
+    /// The next chunk, as it came (a character may be split between chunks): the events
+    /// it makes certain.
+    pub fn push(&mut self, chunk: &[u8], schema_of: SchemaOf<'_>) -> Vec<Event> {
+        if self.bad {
+            self.pending.extend_from_slice(chunk);
+            return Vec::new();
+        }
+        self.pending.extend_from_slice(chunk);
+        let before = self.text.len();
+        match std::str::from_utf8(&self.pending) {
+            Ok(s) => {
+                self.text.push_str(s);
+                self.pending.clear();
+            }
+            Err(e) => {
+                let good = e.valid_up_to();
+                self.text.push_str(std::str::from_utf8(&self.pending[..good]).unwrap_or_default());
+                self.pending.drain(..good);
+                if e.error_len().is_some() {
+                    self.bad = true;
+                    self.phase = Phase::Whole;
+                    return Vec::new();
+                }
+            }
+        }
+        if self.text.len() == before {
+            return Vec::new();
+        }
+        self.advance(schema_of);
+        self.events(None)
+    }
+
+    /// The parse of everything pushed, and the events not sent yet; an error when the
+    /// bytes are not UTF-8.
+    pub fn finish_events(
+        mut self,
+        schema_of: SchemaOf<'_>,
+    ) -> Result<(Parsed, Vec<Event>), std::string::FromUtf8Error> {
+        let mut bytes = std::mem::take(&mut self.text).into_bytes();
+        bytes.append(&mut self.pending);
+        let text = String::from_utf8(bytes)?;
+        let whole = parse(&text, self.family, schema_of);
+        let events = self.events(Some(&whole));
+        Ok((whole, events))
     }
 
     /// The parse of everything pushed; an error when the bytes are not UTF-8.
     pub fn finish(self, schema_of: SchemaOf<'_>) -> Result<Parsed, std::string::FromUtf8Error> {
-        let text = String::from_utf8(self.bytes)?;
-        Ok(parse(&text, self.family, schema_of))
+        self.finish_events(schema_of).map(|(p, _)| p)
+    }
+
+    /// Bytes read so far by the stream's scans and tries (linear in the text).
+    #[doc(hidden)]
+    pub fn work(&self) -> usize {
+        self.work
+    }
+
+    /// Read what the text up to its current end makes certain.
+    fn advance(&mut self, schema_of: SchemaOf<'_>) {
+        let Some(spec) = spec_of(self.family) else { return };
+        let think = spec.think.iter().flat_map(|(o, c)| [*o, *c]);
+        let longest = spec
+            .starts
+            .iter()
+            .chain(spec.ends)
+            .chain(spec.end_of_turn)
+            .copied()
+            .chain(think)
+            .map(str::len)
+            .max()
+            .unwrap_or(0);
+        loop {
+            match self.phase {
+                Phase::Whole => return,
+                Phase::Prelude => {
+                    let (open, close) = spec.think.expect("a prelude has a thought");
+                    let from = floor_char(&self.text, self.scanned);
+                    self.work += self.text.len() - from;
+                    let t = &self.text[..];
+                    let o = t[from..].find(open).map(|i| from + i);
+                    let c = t[from..].find(close).map(|i| from + i);
+                    let first = first_marker(t, from, spec.starts).map(|(i, _)| i);
+                    let earliest = [o, c, first].into_iter().flatten().min();
+                    match earliest {
+                        None => {
+                            self.scanned = t.len().saturating_sub(longest);
+                            return;
+                        }
+                        Some(e) if Some(e) == o => {
+                            self.b.text(&t[..e]);
+                            self.phase = Phase::Thinking { inner: e + open.len() };
+                            self.scanned = e + open.len();
+                        }
+                        Some(e) if Some(e) == c => {
+                            self.b.reasoning(&t[..e]);
+                            self.pos = e + close.len();
+                            self.phase = Phase::Blocks;
+                        }
+                        Some(_) => self.phase = Phase::Blocks,
+                    }
+                }
+                Phase::Thinking { inner } => {
+                    let close = spec.think.expect("a thought has an end").1;
+                    let from = floor_char(&self.text, self.scanned.max(inner));
+                    self.work += self.text.len() - from;
+                    match self.text[from..].find(close) {
+                        Some(i) => {
+                            self.b.reasoning(&self.text[inner..from + i]);
+                            self.pos = from + i + close.len();
+                            self.phase = Phase::Blocks;
+                        }
+                        None => {
+                            self.scanned = self.text.len().saturating_sub(close.len());
+                            return;
+                        }
+                    }
+                }
+                Phase::Blocks => {
+                    if !self.blocks(spec, schema_of) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// One step among blocks; false when the text says nothing more for certain yet.
+    fn blocks(&mut self, spec: &Spec, schema_of: SchemaOf<'_>) -> bool {
+        let t = &self.text[..];
+        let pos = self.pos;
+        let found = first_marker(t, pos, spec.starts);
+        self.work += found.map_or(t.len(), |(open, m)| open + m.len()) - pos;
+        let Some((open, marker)) = found else {
+            // Text to the end, but what could start a marker or be the end-of-turn token.
+            let end = pos + held_from(&t[pos..], spec);
+            self.b.text(&t[pos..end]);
+            self.pos = end;
+            return false;
+        };
+        if open > pos {
+            self.b.text(&t[pos..open]);
+            self.pos = open;
+        }
+        if let Some(tried) = &mut self.tried {
+            // Only a marker that ended since could make it whole; past the budget, only
+            // when the block has doubled since.
+            let seen = std::mem::replace(&mut tried.seen, t.len());
+            let arrived = spec.ends.iter().chain(spec.starts).any(|m| {
+                let from = floor_char(t, (seen + 1).saturating_sub(m.len()).max(open));
+                self.work += t.len() - from;
+                t[from..].contains(m)
+            });
+            let within = tried.work <= 4 * (t.len() - open) || t.len() - open >= 2 * (tried.len - open);
+            if !arrived || !within {
+                return false;
+            }
+        }
+        let mut step = Builder::default();
+        let resume = (spec.block)(t, open, marker, schema_of, &mut step);
+        let read = t.len() - open;
+        self.work += read;
+        let incomplete = step.calls.iter().any(|c| c.arguments.as_ref().is_err_and(|e| e.incomplete));
+        let failed = step.calls.iter().any(|c| c.arguments.is_err());
+        let certain = !incomplete
+            && resume > open
+            && (resume < t.len() || spec.ends.iter().any(|e| t[..resume].ends_with(e)))
+            && (!failed || first_marker(t, resume, spec.starts).is_some());
+        if !certain {
+            let work = self.tried.map_or(0, |t| t.work) + read;
+            self.tried = Some(Tried { len: t.len(), work, seen: t.len() });
+            return false;
+        }
+        self.tried = None;
+        self.b.content.push_str(&step.content);
+        self.b.reasoning(&step.reasoning);
+        self.b.calls.append(&mut step.calls);
+        self.pos = resume;
+        true
+    }
+
+    /// The events not sent yet: of the text read so far, or, at the end, of `whole`.
+    fn events(&mut self, whole: Option<&Parsed>) -> Vec<Event> {
+        let mut out = Vec::new();
+        let (content, reasoning, calls): (String, String, &[ToolCall]) = match whole {
+            Some(p) => {
+                (p.content.clone().unwrap_or_default(), p.reasoning_content.clone().unwrap_or_default(), &p.tool_calls)
+            }
+            None => {
+                let mut reasoning = self.b.reasoning.clone();
+                if let Phase::Thinking { inner } = self.phase {
+                    // The thought so far, but what could start its end or an end-of-turn token.
+                    let spec = spec_of(self.family).expect("a thought has a layout");
+                    let live = &self.text[inner..];
+                    let live = live[..held_from(live, spec)].trim();
+                    if !live.is_empty() && !reasoning.is_empty() {
+                        reasoning.push_str("\n\n");
+                    }
+                    reasoning.push_str(live);
+                }
+                (self.b.content.trim().to_owned(), reasoning, &self.b.calls)
+            }
+        };
+        if content.len() > self.sent_content && content.is_char_boundary(self.sent_content) {
+            out.push(Event::Content(content[self.sent_content..].to_owned()));
+            self.sent_content = content.len();
+        }
+        if reasoning.len() > self.sent_reasoning && reasoning.is_char_boundary(self.sent_reasoning) {
+            out.push(Event::Reasoning(reasoning[self.sent_reasoning..].to_owned()));
+            self.sent_reasoning = reasoning.len();
+        }
+        for c in calls.iter().skip(self.sent_calls) {
+            out.push(Event::Call(c.clone()));
+        }
+        self.sent_calls = self.sent_calls.max(calls.len());
+        out
     }
 }
 
+/// The largest char boundary at or before `i`.
+fn floor_char(text: &str, mut i: usize) -> usize {
+    i = i.min(text.len());
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Where the text `tail` (with no whole start marker in it) stops being certain: at a
+/// suffix that could be the start of a marker or of an end-of-turn token, or at a whole
+/// end-of-turn token that only whitespace follows.
+fn held_from(tail: &str, spec: &Spec) -> usize {
+    let mut held = tail.len();
+    let trimmed = tail.trim_end();
+    for t in spec.end_of_turn {
+        if trimmed.ends_with(t) {
+            held = held.min(trimmed.len() - t.len());
+        }
+    }
+    for m in spec.starts.iter().chain(spec.end_of_turn).chain(spec.think.iter().flat_map(|(o, c)| [o, c])) {
+        for k in (1..m.len()).rev() {
+            if m.is_char_boundary(k) && tail.ends_with(&m[..k]) {
+                held = held.min(tail.len() - k);
+                break;
+            }
+        }
+    }
+    held
+}
+
 /// Collects a parse: content pieces in order, reasoning, calls.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Builder {
     content: String,
     reasoning: String,
@@ -337,24 +742,51 @@ pub(crate) fn strip_end<'a>(text: &'a str, tokens: &[&str]) -> &'a str {
 pub(crate) mod tests {
     use super::*;
 
-    /// Parse `text` whole and in two chunks at every byte (inside markers and inside
-    /// characters too), and in three chunks at a stride: every way gives the same parse.
+    /// Feed `chunks` to a stream: its final parse, and the events it sent, the last of
+    /// them at its finish.
+    pub(crate) fn stream(family: Family, chunks: &[&[u8]], schema_of: SchemaOf<'_>) -> (Parsed, Vec<Event>) {
+        let mut s = Stream::new(family);
+        let mut events = Vec::new();
+        for chunk in chunks {
+            events.extend(s.push(chunk, schema_of));
+        }
+        let (parsed, last) = s.finish_events(schema_of).unwrap();
+        events.extend(last);
+        (parsed, events)
+    }
+
+    /// The events, joined: content, reasoning, calls.
+    pub(crate) fn joined(events: &[Event]) -> Parsed {
+        let mut p = Parsed::default();
+        for e in events {
+            match e {
+                Event::Content(t) => p.content.get_or_insert_default().push_str(t),
+                Event::Reasoning(t) => p.reasoning_content.get_or_insert_default().push_str(t),
+                Event::Call(c) => p.tool_calls.push(c.clone()),
+            }
+        }
+        p
+    }
+
+    /// Parse `text` whole, in two chunks split at every byte (inside markers and inside
+    /// characters too), in three chunks at a stride, and a byte at a time: every way gives
+    /// the same parse, and the events each stream sent, joined, are that parse.
     pub(crate) fn parse_every_way(text: &str, family: Family, schema_of: SchemaOf<'_>) -> Parsed {
         let whole = parse(text, family, schema_of);
         let bytes = text.as_bytes();
+        let check = |chunks: &[&[u8]], how: &str| {
+            let (parsed, events) = stream(family, chunks, schema_of);
+            assert_eq!(parsed, whole, "{how} of {text:?}");
+            assert_eq!(joined(&events), whole, "the events, {how} of {text:?}");
+        };
         for i in 0..=bytes.len() {
-            let mut s = Stream::new(family);
-            s.push(&bytes[..i]);
-            s.push(&bytes[i..]);
-            assert_eq!(s.finish(schema_of).unwrap(), whole, "split at byte {i} of {text:?}");
+            check(&[&bytes[..i], &bytes[i..]], &format!("split at byte {i}"));
         }
         for i in (0..bytes.len()).step_by(3) {
-            let mut s = Stream::new(family);
-            for chunk in [&bytes[..i / 2], &bytes[i / 2..i], &bytes[i..]] {
-                s.push(chunk);
-            }
-            assert_eq!(s.finish(schema_of).unwrap(), whole, "split at {} and {i} of {text:?}", i / 2);
+            check(&[&bytes[..i / 2], &bytes[i / 2..i], &bytes[i..]], &format!("split at {} and {i}", i / 2));
         }
+        let bytewise: Vec<&[u8]> = bytes.chunks(1).collect();
+        check(&bytewise, "a byte at a time");
         whole
     }
 
@@ -393,10 +825,133 @@ pub(crate) mod tests {
         }
     }
 
+    /// A whole call of each family read as blocks, as its template writes it.
+    const WHOLE_CALLS: &[(Family, &str)] = &[
+        (Family::Qwen3, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>"),
+        (Family::Qwen3Xml, "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>"),
+        (Family::Gemma4, "<|tool_call>call:f{a:1}<tool_call|>"),
+        (Family::Mistral, "[TOOL_CALLS]f[ARGS]{\"a\": 1}"),
+        (Family::Glm, "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>"),
+        (
+            Family::Kimi,
+            "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{\"a\": 1}<|tool_call_end|><|tool_calls_section_end|>",
+        ),
+        (
+            Family::Deepseek,
+            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"a\": 1}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+        ),
+    ];
+
+    fn calls_in(events: &[Event]) -> usize {
+        events.iter().filter(|e| matches!(e, Event::Call(_))).count()
+    }
+
+    #[test]
+    fn a_call_is_sent_when_it_ends_before_the_text_after_it() {
+        let schema_of: SchemaOf<'_> = &|_| None;
+        let after = "x".repeat(1 << 20);
+        for (family, call) in WHOLE_CALLS {
+            let mut s = Stream::new(*family);
+            // The call, two calls, in small pieces: each sent as its last byte comes.
+            let text = format!("Sure.\n{call}\n{call}");
+            let mut sent = Vec::new();
+            for (i, b) in text.bytes().enumerate() {
+                let events = s.push(&[b], schema_of);
+                if calls_in(&events) > 0 {
+                    sent.push(i + 1);
+                }
+            }
+            assert_eq!(sent, [6 + call.len(), text.len()], "{family:?}");
+            // A megabyte of text after them: sent as it comes, in 64 KiB pieces.
+            let mut content = 0;
+            for piece in after.as_bytes().chunks(1 << 16) {
+                for e in s.push(piece, schema_of) {
+                    match e {
+                        Event::Content(t) => content += t.len(),
+                        other => panic!("{family:?}: {other:?}"),
+                    }
+                }
+            }
+            assert!(content >= after.len() - 32, "{family:?}: {content}");
+            assert!(s.work() < 8 * (text.len() + after.len()), "{family:?}: {} bytes read", s.work());
+            let (parsed, rest) = s.finish_events(schema_of).unwrap();
+            assert_eq!(parsed.tool_calls.len(), 2);
+            assert_eq!(calls_in(&rest), 0, "{family:?}");
+        }
+    }
+
+    #[test]
+    fn a_long_call_fed_in_small_pieces_is_read_in_linear_work() {
+        let schema_of: SchemaOf<'_> = &|_| None;
+        // Markers inside the value: each arrival may try the block again, within the budget.
+        for value in ["a}]</tool_call></arg_value> ", "abcdefghijklmnop"] {
+            let value = serde_json::to_string(&value.repeat(1 << 14)).unwrap();
+            let plain = !value.contains('<');
+            let cases = [
+                (
+                    Family::Qwen3,
+                    format!("<tool_call>\n{{\"name\": \"f\", \"arguments\": {{\"a\": {value}}}}}\n</tool_call>"),
+                ),
+                (Family::Mistral, format!("[TOOL_CALLS]f[ARGS]{{\"a\": {value}}}")),
+                (
+                    Family::Glm,
+                    format!("<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>{value}</arg_value>\n</tool_call>"),
+                ),
+            ];
+            for (family, text) in cases {
+                let mut s = Stream::new(family);
+                let mut events = Vec::new();
+                for piece in text.as_bytes().chunks(7) {
+                    events.extend(s.push(piece, schema_of));
+                }
+                if plain {
+                    assert_eq!(calls_in(&events), 1, "{family:?}: the call is sent before the end");
+                }
+                assert!(s.work() < 16 * text.len(), "{family:?}: {} bytes read for {}", s.work(), text.len());
+                let (parsed, rest) = s.finish_events(schema_of).unwrap();
+                assert_eq!(parsed, parse(&text, family, schema_of));
+                assert_eq!(calls_in(&events) + calls_in(&rest), 1);
+            }
+        }
+    }
+
+    #[test]
+    fn reasoning_and_content_are_sent_as_they_come() {
+        let schema_of: SchemaOf<'_> = &|_| None;
+        let mut s = Stream::new(Family::Qwen3);
+        assert_eq!(s.push(b"<think>\nLet me", schema_of), [Event::Reasoning("Let me".into())]);
+        // A cut end tag is held back, then given back when it is not one.
+        assert_eq!(s.push(b" see </thi", schema_of), [Event::Reasoning(" see".into())]);
+        assert_eq!(
+            s.push(b"ng>.</think>\n\nIt is", schema_of),
+            [Event::Content("It is".into()), Event::Reasoning(" </thing>.".into())]
+        );
+        assert_eq!(s.push(b" 12 \xc2", schema_of), [Event::Content(" 12".into())]);
+        assert_eq!(s.push(b"\xb0C.<tool_", schema_of), [Event::Content(" °C.".into())]);
+        assert_eq!(s.push(b"call>", schema_of), []);
+        let (parsed, rest) = s.finish_events(schema_of).unwrap();
+        assert_eq!(parsed.content.as_deref(), Some("It is 12 °C."));
+        assert_eq!(parsed.reasoning_content.as_deref(), Some("Let me see </thing>."));
+        assert!(matches!(&rest[..], [Event::Call(c)] if c.arguments.as_ref().is_err_and(|e| e.incomplete)));
+    }
+
+    #[test]
+    fn text_before_any_marker_waits_for_one_as_it_may_be_reasoning_the_prompt_opened() {
+        let schema_of: SchemaOf<'_> = &|_| None;
+        let mut s = Stream::new(Family::Qwen3);
+        assert_eq!(s.push(b"Paris, I think.", schema_of), []);
+        assert_eq!(
+            s.push(b"</think>\n\nIt is", schema_of),
+            [Event::Content("It is".into()), Event::Reasoning("Paris, I think.".into())]
+        );
+        let mut s = Stream::new(Family::Gemma4);
+        assert_eq!(s.push(b"It is 12 <", schema_of), [Event::Content("It is 12".into())]);
+    }
+
     #[test]
     fn a_stream_refuses_bytes_that_are_not_utf8() {
         let mut s = Stream::new(Family::Qwen3);
-        s.push(b"<tool_call>\xff");
+        assert_eq!(s.push(b"<tool_call>\xff", &|_| None), Vec::new());
         assert!(s.finish(&|_| None).is_err());
     }
 }

@@ -735,3 +735,60 @@ fn raw_text_cut_off_calls_are_errors_the_model_reads() {
     // Plain prose: no calls, said on stderr.
     call("It is 12 degrees.", &["--format", "qwen3"]).success().stdout_eq("").stderr_eq("packs: no tool calls\n");
 }
+
+/// `packs call --stream` runs a call as soon as it is whole: its result is read from stdout
+/// while the rest of the response has not been written yet (reading it is the sync, not a
+/// delay), and the later calls follow at the end, in order.
+#[test]
+fn a_streamed_call_runs_before_the_rest_of_the_response_is_written() {
+    use std::io::{BufRead, BufReader, Write};
+    let t = tools();
+    let mut child = std::process::Command::new(crate::common::PACKS)
+        .args(["--packs"])
+        .arg(t.path())
+        .args(["call", "--stream", "--format", "qwen3"])
+        .env("HOME", t.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    // The first call, split inside its end tag, then the rest of the tag.
+    stdin.write_all(b"<think>\nEcho.\n</think>\n\nSure.\n<tool_call>\n{\"name\": \"echo_words\", \"arguments\": {\"words\": \"one </tool_call>\"}}\n</tool_").unwrap();
+    stdin.flush().unwrap();
+    stdin.write_all(b"call>\nand then").unwrap();
+    stdin.flush().unwrap();
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let first: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(first["role"], "tool");
+    assert_eq!(first["name"], "echo_words");
+    assert!(first["content"].as_str().unwrap().contains("one </tool_call>"), "{first}");
+    // The rest: a second call, and one cut off at the end.
+    stdin.write_all(b"\n<tool_call>\n{\"name\": \"count\", \"arguments\": {\"n\": 2}}\n</tool_call>\n<tool_call>\n{\"name\": \"count\", \"argu").unwrap();
+    drop(stdin);
+    let rest: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(&l.unwrap()).unwrap()).collect();
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    assert_eq!(rest.len(), 2, "{rest:?}");
+    assert_eq!(rest[0]["name"], "count");
+    assert!(rest[1]["content"].as_str().unwrap().contains("incomplete call"), "{}", rest[1]);
+}
+
+#[test]
+fn stream_needs_a_raw_text_family_and_says_when_there_is_no_call() {
+    let t = tools();
+    let call = |input: &str, extra: &[&str]| {
+        Test::new()
+            .arg("--packs")
+            .arg(t.path())
+            .args(["call", "--stream"])
+            .args(extra)
+            .stdin(input.as_bytes().to_vec())
+            .run()
+    };
+    call("{}", &["--format", "openai"]).code(1).stderr_contains("--stream reads a model's raw text");
+    call("It is 12 degrees.", &["--format", "gemma4"]).success().stdout_eq("").stderr_contains("packs: no tool calls");
+}
