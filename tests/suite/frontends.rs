@@ -755,6 +755,16 @@ fn a_streamed_call_runs_before_the_rest_of_the_response_is_written() {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    // A watchdog: were the first result never sent before the end of input, the read below
+    // would wait forever; after a minute packs is killed, the read ends, and the test fails.
+    let (done, watch) = std::sync::mpsc::channel::<()>();
+    let pid = child.id() as libc::pid_t;
+    let watchdog = std::thread::spawn(move || {
+        if watch.recv_timeout(std::time::Duration::from_secs(60)).is_err() {
+            // SAFETY: kill takes no pointers; the child is not yet reaped (the test waits on it later).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    });
     // The first call, split inside its end tag, then the rest of the tag.
     stdin.write_all(b"<think>\nEcho.\n</think>\n\nSure.\n<tool_call>\n{\"name\": \"echo_words\", \"arguments\": {\"words\": \"one </tool_call>\"}}\n</tool_").unwrap();
     stdin.flush().unwrap();
@@ -762,7 +772,9 @@ fn a_streamed_call_runs_before_the_rest_of_the_response_is_written() {
     stdin.flush().unwrap();
     let mut first = String::new();
     stdout.read_line(&mut first).unwrap();
-    let first: Value = serde_json::from_str(&first).unwrap();
+    done.send(()).unwrap();
+    watchdog.join().unwrap();
+    let first: Value = serde_json::from_str(&first).expect("the first call's result, before the end of input");
     assert_eq!(first["role"], "tool");
     assert_eq!(first["name"], "echo_words");
     assert!(first["content"].as_str().unwrap().contains("one </tool_call>"), "{first}");
