@@ -111,6 +111,17 @@ impl Approver for TerminalApprover {
     }
 }
 
+/// A file named for `name` (`name.tool.json`, `name.tool.toml`, an executable `name`) that
+/// failed to load: the likely reason a tool of that name is not found.
+fn broken_file_named<'c>(catalog: &'c Catalog, name: &str) -> Option<&'c std::path::Path> {
+    catalog
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == crate::source::Severity::Error)
+        .map(|d| d.file.as_path())
+        .find(|f| f.file_name().and_then(|n| n.to_str()).and_then(|n| n.split('.').next()) == Some(name))
+}
+
 /// Run (or dry-run) one call; `no_tool_hint` is printed after a not-found error when the
 /// search found no tool at all (where packs looked, and how to add one).
 pub(super) fn run(catalog: &Catalog, a: &RunArgs, base: &Context, no_tool_hint: Option<&str>) -> Result<i32> {
@@ -145,10 +156,18 @@ pub(super) fn run(catalog: &Catalog, a: &RunArgs, base: &Context, no_tool_hint: 
                 print(&format!("{:#}\n", e.to_json()))?;
             } else {
                 eprintln!("error: {e}");
-                if let (ToolError::NotFound(crate::catalog::LookupError::NotFound { .. }), Some(hint)) =
-                    (&e, no_tool_hint)
-                {
-                    eprintln!("{hint}");
+                if let ToolError::NotFound(crate::catalog::LookupError::NotFound { name, .. }) = &e {
+                    match no_tool_hint {
+                        Some(hint) => eprintln!("{hint}"),
+                        None => {
+                            if let Some(file) = broken_file_named(catalog, name) {
+                                let file = file.display();
+                                eprintln!(
+                                    "note: {file} failed to load (above) and may declare it; `packs lint {file}` shows every problem"
+                                );
+                            }
+                        }
+                    }
                 }
             }
             Ok(error_code(&e))

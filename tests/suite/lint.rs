@@ -791,6 +791,8 @@ fn parameters_written_as_a_json_schema_is_one_clear_error() {
     out.code(1).no_panic();
     out.stderr_contains("t.tool.json:11:").stderr_contains("`parameters` is written as a JSON Schema");
     out.stderr_lacks("expected struct");
+    // Not found, because its file did not load: said after the error.
+    out.stderr_contains("error: no tool named `t`\nnote: ").stderr_contains("t.tool.json failed to load (above)");
     let out = Test::new().packs_dir(&dir).args(["run", "u", r#"{"a": "x"}"#]).run();
     out.code(1).no_panic();
     out.stderr_contains("u.tool.toml:4:").stderr_contains("move the entries of `properties` up");
