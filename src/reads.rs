@@ -49,13 +49,23 @@ pub(crate) fn defaults(home: Option<&Path>) -> Vec<PathBuf> {
     DEFAULT_DENIED.iter().map(|p| home.join(p)).collect()
 }
 
+/// `path` with a leading `~/` (or a lone `~`) under `home`; any other path as it is.
+pub(crate) fn expand(path: &Path, home: Option<&Path>) -> PathBuf {
+    match (path.strip_prefix("~"), home) {
+        (Ok(rest), Some(home)) => home.join(rest),
+        _ => path.to_owned(),
+    }
+}
+
+/// packs' own `HOME`, when it is an absolute path.
+pub(crate) fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute())
+}
+
 /// The default list under packs' own `HOME`, resolved (once per process).
 pub(crate) fn default_resolved() -> &'static [PathBuf] {
     static DEFAULT: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
-    DEFAULT.get_or_init(|| {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        crate::grants::resolved(&defaults(home.as_deref()))
-    })
+    DEFAULT.get_or_init(|| crate::grants::resolved(&defaults(home().as_deref())))
 }
 
 /// The directories walked to grant read rights around `denied` (each one's ancestors), and
@@ -100,6 +110,16 @@ mod tests {
         assert!(d.contains(&PathBuf::from("/home/u/.docker/config.json")));
         assert!(defaults(None).is_empty());
         assert!(defaults(Some(Path::new("relative"))).is_empty(), "a relative HOME names nothing");
+    }
+
+    #[test]
+    fn a_tilde_is_home_only_at_the_start() {
+        let home = Some(Path::new("/home/u"));
+        assert_eq!(expand(Path::new("~/.secrets"), home), PathBuf::from("/home/u/.secrets"));
+        assert_eq!(expand(Path::new("~"), home), PathBuf::from("/home/u"));
+        assert_eq!(expand(Path::new("/srv/~/x"), home), PathBuf::from("/srv/~/x"));
+        assert_eq!(expand(Path::new("~other/x"), home), PathBuf::from("~other/x"));
+        assert_eq!(expand(Path::new("~/x"), None), PathBuf::from("~/x"));
     }
 
     #[test]

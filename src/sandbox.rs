@@ -75,6 +75,8 @@ pub(crate) struct Needs {
     /// Reads confined: the paths no read reaches (resolved; [`crate::reads`]); `None`: reads
     /// are not restricted (`system`, `elevated`, `policy.reads_credentials`).
     pub(crate) reads: Option<Vec<PathBuf>>,
+    /// The operator replaced the default list of `reads` (`--no-default-deny-read`).
+    pub(crate) reads_replaced: bool,
 }
 
 impl Needs {
@@ -89,7 +91,7 @@ impl Needs {
             }
             Tier::System | Tier::Elevated => Writes::Anywhere,
         };
-        Self { writes, network: requires_network, protected: Vec::new(), reads: None }
+        Self { writes, network: requires_network, protected: Vec::new(), reads: None, reads_replaced: false }
     }
 
     /// The same, with `denied` (resolved: see [`crate::grants::resolved`]) unreadable, or
@@ -97,6 +99,13 @@ impl Needs {
     #[must_use]
     pub(crate) fn denying_reads(mut self, denied: Option<Vec<PathBuf>>) -> Self {
         self.reads = denied;
+        self
+    }
+
+    /// The same, saying whether the operator replaced the default list of what is unreadable.
+    #[must_use]
+    pub(crate) fn reads_list_replaced(mut self, replaced: bool) -> Self {
+        self.reads_replaced = replaced;
         self
     }
 
@@ -219,8 +228,16 @@ impl Enforcement {
             }
             None => {}
         }
-        if self.reads_denied.is_some() {
-            parts.push("credential stores unreadable".to_owned());
+        if let Some(denied) = &self.reads_denied {
+            let replaced = self.needs.as_ref().is_some_and(|n| n.reads_replaced);
+            parts.push(
+                match (replaced, denied.is_empty()) {
+                    (false, _) => "credential stores unreadable",
+                    (true, false) => "only the --deny-read paths unreadable (no default list)",
+                    (true, true) => "reads not restricted (--no-default-deny-read)",
+                }
+                .to_owned(),
+            );
         } else if self.needs.as_ref().is_some_and(|n| n.restricts_writes() && n.reads.is_none()) {
             parts.push("may read credential stores (policy.reads_credentials)".to_owned());
         }
@@ -792,7 +809,7 @@ mod tests {
     use super::*;
 
     fn needs(writes: Writes, network: bool) -> Needs {
-        Needs { writes, network, protected: Vec::new(), reads: None }
+        Needs { writes, network, protected: Vec::new(), reads: None, reads_replaced: false }
     }
 
     #[test]

@@ -224,3 +224,112 @@ impl Drop for Guard {
         let _ = self.0.wait();
     }
 }
+
+/// A `read_only` tool that prints a file, or says it could not.
+fn reader() -> Value {
+    json!({"name": "reader", "description": "d", "parameters": {"file": {"type": "string"}},
+           "policy": {"read_only": true},
+           "command": {"program": "sh", "args": ["-c", "cat \"$0\" 2>/dev/null || echo refused", "{{file}}"]}})
+}
+
+#[test]
+fn the_operator_extends_or_replaces_the_denied_list_and_an_agent_only_adds_to_it() {
+    let home = fake_home();
+    let h = real(home.path());
+    let notes = h.join("notes.txt");
+    let key = h.join(".ssh/id_ed25519");
+    let packs = Packs::new().manifest("reader", reader());
+    let read = |file: &Path, extra: &[&str], env: &[(&str, &str)]| {
+        let mut t = Test::new().write("agents/careful/agent.toml", "deny_read = [\"~/notes.txt\"]\n");
+        t = t.packs_dir(packs.path()).env("HOME", &h);
+        for (k, v) in env {
+            t = t.env(k, *v);
+        }
+        let out = t.args(extra).args(["run", "reader", "--arg"]).arg(format!("file={}", file.display())).run();
+        out.success();
+        out.stdout().trim_end().to_owned()
+    };
+    // By default: the note reads, the key does not.
+    assert_eq!(read(&notes, &[], &[]), "my notes");
+    assert_eq!(read(&key, &[], &[]), "refused");
+    // Extended by a flag (`~/` is HOME), by the environment, by an agent: the note is
+    // refused too, and the key still is.
+    let list = format!("/nonexistent:{}", notes.display());
+    let note_denied = [
+        (&["--deny-read", "~/notes.txt"][..], &[][..]),
+        (&[], &[("PACKS_DENY_READ", list.as_str())][..]),
+        (&["--agent", "careful"], &[]),
+    ];
+    for (extra, env) in note_denied {
+        assert_eq!(read(&notes, extra, env), "refused", "{extra:?} {env:?}");
+        assert_eq!(read(&key, extra, env), "refused", "{extra:?} {env:?}");
+    }
+    // Replaced by the operator: the key reads, only the paths given are refused.
+    let replaced = ["--no-default-deny-read", "--deny-read", "~/notes.txt"];
+    assert_eq!(read(&key, &replaced, &[]), SECRET);
+    assert_eq!(read(&notes, &replaced, &[]), "refused");
+    assert_eq!(read(&key, &[], &[("PACKS_NO_DEFAULT_DENY_READ", "1")]), SECRET);
+    // An agent under a replaced list still adds its own.
+    assert_eq!(read(&notes, &["--no-default-deny-read", "--agent", "careful"], &[]), "refused");
+    // The dry run says which list holds.
+    let dry = |extra: &[&str]| {
+        let out =
+            Test::new().packs_dir(packs.path()).env("HOME", &h).args(extra).args(["run", "reader", "--dry-run"]).run();
+        out.success();
+        out.stdout().to_owned()
+    };
+    assert!(dry(&[]).contains("; credential stores unreadable;"), "{}", dry(&[]));
+    assert!(
+        dry(&replaced).contains("; only the --deny-read paths unreadable (no default list);"),
+        "{}",
+        dry(&replaced)
+    );
+    let none = dry(&["--no-default-deny-read"]);
+    assert!(none.contains("; reads not restricted (--no-default-deny-read);"), "{none}");
+}
+
+#[test]
+fn an_agent_cannot_drop_the_default_list_and_names_only_absolute_paths() {
+    let packs = Packs::new().manifest("reader", reader());
+    let run = |toml: &str| {
+        Test::new()
+            .write("agents/loose/agent.toml", toml)
+            .packs_dir(packs.path())
+            .args(["--agent", "loose", "run", "reader", "--dry-run"])
+            .run()
+    };
+    run("no_default_deny_read = true\n").code(1).stderr_contains("unknown field `no_default_deny_read`");
+    run("deny_read = [\"notes.txt\"]\n")
+        .code(1)
+        .stderr_contains("agent.toml: `deny_read`: `notes.txt` is neither an absolute path nor under `~/`");
+}
+
+#[test]
+fn packs_session_shows_the_denied_list_and_where_it_came_from() {
+    let home = fake_home();
+    let session = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut t =
+            Test::new().write("agents/careful/agent.toml", "deny_read = [\"/srv/secrets\"]\n").env("HOME", home.path());
+        for (k, v) in env {
+            t = t.env(k, *v);
+        }
+        let out = t.args(extra).arg("session").run();
+        out.success();
+        out.stdout().lines().filter(|l| l.contains("deny-read")).collect::<Vec<_>>().join("\n")
+    };
+    assert_eq!(session(&[], &[]), "deny-read: the credential stores (default)\nno-default-deny-read: no (default)");
+    assert_eq!(
+        session(&["--deny-read", "/a", "--agent", "careful"], &[]),
+        "deny-read: the credential stores, /a, /srv/secrets (from --deny-read)\nno-default-deny-read: no (default)"
+    );
+    assert_eq!(
+        session(&["--agent", "careful"], &[("PACKS_NO_DEFAULT_DENY_READ", "yes")]),
+        "deny-read: /srv/secrets (from agent careful's agent.toml)\nno-default-deny-read: yes (from PACKS_NO_DEFAULT_DENY_READ)"
+    );
+    assert_eq!(
+        session(&[], &[("PACKS_DENY_READ", "/a:/b")]),
+        "deny-read: the credential stores, /a, /b (from PACKS_DENY_READ)\nno-default-deny-read: no (default)"
+    );
+    // A command that runs no tool does not take it.
+    Test::new().args(["--deny-read", "/a", "lint"]).run().code(1).stderr_contains("does not take --deny-read");
+}
