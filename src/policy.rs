@@ -14,6 +14,7 @@ pub(crate) const POLICY_KEYS: &[&str] = &[
     "max_output_bytes",
     "writable",
     "reads_credentials",
+    "unix_sockets",
     "max_memory_bytes",
     "max_file_bytes",
     "max_cpu_secs",
@@ -105,6 +106,10 @@ pub struct Policy {
     /// (`~/.ssh`, `~/.aws`...: docs/SANDBOX.md); a warning in `packs lint`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub reads_credentials: bool,
+    /// The tool may create Unix-domain sockets (the default); `false`: `socket(AF_UNIX)` is
+    /// refused (seccomp), so it reaches no local daemon, by path or abstract name.
+    #[serde(skip_serializing_if = "is_true")]
+    pub unix_sockets: bool,
     /// Most address space each of the tool's processes may map (`RLIMIT_AS`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_memory_bytes: Option<u64>,
@@ -129,11 +134,17 @@ impl Default for Policy {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             writable: Vec::new(),
             reads_credentials: false,
+            unix_sockets: true,
             max_memory_bytes: None,
             max_file_bytes: None,
             max_cpu_secs: None,
         }
     }
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// A resource limit a policy may set on a tool's processes.

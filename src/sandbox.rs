@@ -9,7 +9,9 @@
 //!   secrets ([`crate::reads`]), in a Landlock domain of its own, kept per process.
 //! - **Network** (seccomp): a tool that does not state `requires_network: true` cannot
 //!   create a socket of any family but Unix-domain and netlink (so no IPv4, IPv6, packet,
-//!   VM or Bluetooth socket), nor an io_uring (which could make one).
+//!   VM or Bluetooth socket), nor an io_uring (which could make one). A tool stating
+//!   `policy.unix_sockets: false` (any tier) cannot create a Unix-domain socket either, so it
+//!   reaches no local daemon; `socketpair` stays.
 //! - **Signals, for every tier** (Landlock's signal scope, ABI 6): a tool and what it starts
 //!   may signal one another, and nothing else: not packs, not another call's tool, not the
 //!   user's other processes. On a kernel without ABI 6, seccomp refuses at least the signals
@@ -77,6 +79,8 @@ pub(crate) struct Needs {
     pub(crate) reads: Option<Vec<PathBuf>>,
     /// The operator replaced the default list of `reads` (`--no-default-deny-read`).
     pub(crate) reads_replaced: bool,
+    /// Unix-domain sockets may be created (`policy.unix_sockets`, `true` unless stated).
+    pub(crate) unix: bool,
 }
 
 impl Needs {
@@ -91,7 +95,21 @@ impl Needs {
             }
             Tier::System | Tier::Elevated => Writes::Anywhere,
         };
-        Self { writes, network: requires_network, protected: Vec::new(), reads: None, reads_replaced: false }
+        Self {
+            writes,
+            network: requires_network,
+            protected: Vec::new(),
+            reads: None,
+            reads_replaced: false,
+            unix: true,
+        }
+    }
+
+    /// The same, with `socket(AF_UNIX)` refused unless `unix` (`policy.unix_sockets: false`).
+    #[must_use]
+    pub(crate) fn unix_sockets(mut self, unix: bool) -> Self {
+        self.unix = unix;
+        self
     }
 
     /// The same, with `denied` (resolved: see [`crate::grants::resolved`]) unreadable, or
@@ -141,6 +159,9 @@ pub struct Enforcement {
     /// The `ioctl` requests that type into a terminal (`TIOCSTI`, `TIOCLINUX`) are refused
     /// (seccomp): every confined tool, where the kernel has seccomp.
     pub(crate) no_typing: bool,
+    /// No Unix-domain socket can be created (`policy.unix_sockets: false`; seccomp):
+    /// pathname and abstract ones alike.
+    pub no_unix: bool,
     /// Abstract Unix sockets outside the call are unreachable (Landlock ABI 6, a tool
     /// without `requires_network`; on an older kernel a documented gap, not a refusal).
     pub(crate) no_abstract_unix: bool,
@@ -205,6 +226,7 @@ impl Enforcement {
             || self.no_network
             || self.signals != Signals::Anything
             || self.reads_denied.is_some()
+            || self.no_unix
     }
 
     /// Whether the tool can signal nothing outside its call (Landlock's signal scope).
@@ -241,10 +263,12 @@ impl Enforcement {
         } else if self.needs.as_ref().is_some_and(|n| n.restricts_writes() && n.reads.is_none()) {
             parts.push("may read credential stores (policy.reads_credentials)".to_owned());
         }
-        if self.no_network {
-            parts.push(
-                if self.no_abstract_unix { "no network, no abstract Unix socket" } else { "no network" }.to_owned(),
-            );
+        match (self.no_network, self.no_unix, self.no_abstract_unix) {
+            (true, true, _) => parts.push("no network, no Unix socket".to_owned()),
+            (true, false, true) => parts.push("no network, no abstract Unix socket".to_owned()),
+            (true, false, false) => parts.push("no network".to_owned()),
+            (false, true, _) => parts.push("no Unix socket".to_owned()),
+            (false, false, _) => {}
         }
         if self.signals != Signals::Anything {
             parts.push(self.signals.describe().to_owned());
@@ -317,6 +341,11 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
     if !needs.network && !support.seccomp {
         missing.push("refusing network sockets needs seccomp, which this kernel does not offer".to_owned());
     }
+    if !needs.unix && !support.seccomp {
+        missing.push(
+            "refusing Unix sockets (policy.unix_sockets) needs seccomp, which this kernel does not offer".to_owned(),
+        );
+    }
     if mode == SandboxMode::Enforce && !missing.is_empty() {
         return Err(Unenforceable { missing });
     }
@@ -329,6 +358,7 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
         _ => None,
     };
     let no_network = !needs.network && net_ok;
+    let no_unix = !needs.unix && net_ok;
     let reads_denied = needs.reads.clone().filter(|_| fs_ok);
     let unenforced = if mode == SandboxMode::Off { Vec::new() } else { missing };
     Ok(Enforcement {
@@ -336,6 +366,7 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
         writes_under,
         no_network,
         reads_denied,
+        no_unix,
         unenforced,
         signals: Signals::of(mode, support),
         no_typing: net_ok,
@@ -486,8 +517,8 @@ mod imp {
                 .then(|| ruleset(enforcement.landlock_abi, writes, protected, scoped, unix))
                 .transpose()?;
             let not_packs = enforcement.signals == Signals::NotPacks;
-            let filter = (enforcement.no_network || not_packs || enforcement.no_typing)
-                .then(|| program(enforcement.no_network, not_packs))
+            let filter = (enforcement.no_network || not_packs || enforcement.no_typing || enforcement.no_unix)
+                .then(|| program(enforcement.no_network, not_packs, enforcement.no_unix))
                 .transpose()?;
             let reads = match &enforcement.reads_denied {
                 Some(denied) if !denied.is_empty() => Some(read_ruleset(enforcement.landlock_abi, denied)?),
@@ -655,14 +686,14 @@ mod imp {
     }
 
     /// The seccomp program for a call: refusing the terminal `ioctl`s that type (always),
-    /// network sockets (`no_network`), signals aimed at packs (`not_packs`). Each of the
-    /// four is built once per process.
-    fn program(no_network: bool, not_packs: bool) -> std::io::Result<&'static BpfProgram> {
+    /// network sockets (`no_network`), signals aimed at packs (`not_packs`), Unix-domain
+    /// sockets (`no_unix`). Each of the eight is built once per process.
+    fn program(no_network: bool, not_packs: bool, no_unix: bool) -> std::io::Result<&'static BpfProgram> {
         type Built = std::sync::OnceLock<Result<BpfProgram, String>>;
-        static PROGRAMS: [Built; 4] = [Built::new(), Built::new(), Built::new(), Built::new()];
-        let slot = usize::from(no_network) | usize::from(not_packs) << 1;
+        static PROGRAMS: [Built; 8] = [const { Built::new() }; 8];
+        let slot = usize::from(no_network) | usize::from(not_packs) << 1 | usize::from(no_unix) << 2;
         PROGRAMS[slot]
-            .get_or_init(|| build(no_network, not_packs).map_err(|e| e.to_string()))
+            .get_or_init(|| build(no_network, not_packs, no_unix).map_err(|e| e.to_string()))
             .as_ref()
             .map_err(|e| std::io::Error::other(format!("cannot build the seccomp filter: {e}")))
     }
@@ -686,24 +717,30 @@ mod imp {
         SeccompRule::new(vec![SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, bits)?])
     }
 
-    fn build(no_network: bool, not_packs: bool) -> Result<BpfProgram, seccompiler::BackendError> {
+    fn build(no_network: bool, not_packs: bool, no_unix: bool) -> Result<BpfProgram, seccompiler::BackendError> {
         // On x86_64 the x32 ABI (when the kernel has it) reaches the same calls with this
         // bit set in the number: those are refused too.
         let x32: &[i64] = if x32_enabled() { &[0, X32] } else { &[0] };
         let mut rules = std::collections::BTreeMap::new();
         for base in x32 {
+            let family = |op, family: i32| {
+                SeccompCondition::new(0, SeccompCmpArgLen::Dword, op, u64::try_from(family).unwrap_or_default())
+            };
             if no_network {
-                // Every family but Unix-domain and netlink (local to the machine; the C library
-                // asks the kernel about interfaces through it): IPv4, IPv6, packet, and also the
-                // VM sockets of a hypervisor, Bluetooth, CAN...
-                let local = [libc::AF_UNIX, libc::AF_NETLINK]
-                    .iter()
-                    .map(|family| {
-                        let family = u64::try_from(*family).unwrap_or_default();
-                        SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family)
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                rules.insert(base | libc::SYS_socket, vec![SeccompRule::new(local)?]);
+                // Every family but Unix-domain (unless `no_unix`) and netlink (local to the
+                // machine; the C library asks the kernel about interfaces through it): IPv4,
+                // IPv6, packet, and also the VM sockets of a hypervisor, Bluetooth, CAN...
+                let local: &[i32] = if no_unix { &[libc::AF_NETLINK] } else { &[libc::AF_UNIX, libc::AF_NETLINK] };
+                let others = local.iter().map(|f| family(SeccompCmpOp::Ne, *f)).collect::<Result<Vec<_>, _>>()?;
+                rules.insert(base | libc::SYS_socket, vec![SeccompRule::new(others)?]);
+            } else if no_unix {
+                rules.insert(
+                    base | libc::SYS_socket,
+                    vec![SeccompRule::new(vec![family(SeccompCmpOp::Eq, libc::AF_UNIX)?])?],
+                );
+            }
+            // `socketpair` stays: a connected pair reaches nothing outside the call.
+            if no_network || no_unix {
                 // io_uring can open sockets of its own (IORING_OP_SOCKET).
                 rules.insert(base | libc::SYS_io_uring_setup, Vec::new());
             }
@@ -809,7 +846,7 @@ mod tests {
     use super::*;
 
     fn needs(writes: Writes, network: bool) -> Needs {
-        Needs { writes, network, protected: Vec::new(), reads: None, reads_replaced: false }
+        Needs { writes, ..Needs::of(Tier::System, network, Path::new("/"), &[]) }
     }
 
     #[test]
@@ -847,6 +884,23 @@ mod tests {
             Support { landlock_abi: 6, seccomp: true },
         );
         assert!(e.unwrap().describe().contains("may read credential stores"));
+    }
+
+    #[test]
+    fn refusing_unix_sockets_needs_seccomp_and_is_said() {
+        let no_unix = || needs(Writes::Anywhere, true).unix_sockets(false);
+        let e = decide(no_unix(), SandboxMode::Enforce, Support { landlock_abi: 6, seccomp: false }).unwrap_err();
+        assert!(e.missing.iter().any(|m| m.contains("policy.unix_sockets")), "{e}");
+        let e = decide(no_unix(), SandboxMode::BestEffort, Support { landlock_abi: 6, seccomp: false }).unwrap();
+        assert_eq!((e.level(), e.no_unix), ("partial", false));
+        let kernel = Support { landlock_abi: 6, seccomp: true };
+        let e = decide(no_unix(), SandboxMode::Enforce, kernel).unwrap();
+        assert!(e.no_unix && !e.no_network);
+        assert!(e.describe().starts_with("no Unix socket;"), "{}", e.describe());
+        let e = decide(needs(Writes::Anywhere, false).unix_sockets(false), SandboxMode::Enforce, kernel).unwrap();
+        assert!(e.describe().starts_with("no network, no Unix socket;"), "{}", e.describe());
+        let e = decide(needs(Writes::Anywhere, true), SandboxMode::Enforce, kernel).unwrap();
+        assert!(!e.no_unix && !e.describe().contains("Unix"), "{}", e.describe());
     }
 
     #[test]

@@ -161,7 +161,8 @@ impl Context {
             crate::sandbox::Needs::of(tool.tier(), policy.requires_network, &self.workspace(), &tool.writable_dirs())
                 .protecting(&self.control_plane)
                 .denying_reads(self.denies_reads(tool).then(|| self.denied_reads().into_owned()))
-                .reads_list_replaced(self.default_reads_dropped);
+                .reads_list_replaced(self.default_reads_dropped)
+                .unix_sockets(policy.unix_sockets);
         Some(crate::sandbox::decide(needs, self.sandbox, crate::sandbox::Support::probe()))
     }
 

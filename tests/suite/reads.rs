@@ -333,3 +333,55 @@ fn packs_session_shows_the_denied_list_and_where_it_came_from() {
     // A command that runs no tool does not take it.
     Test::new().args(["--deny-read", "/a", "lint"]).run().code(1).stderr_contains("does not take --deny-read");
 }
+
+#[test]
+fn a_tool_stating_unix_sockets_false_reaches_no_local_daemon_and_keeps_its_socketpairs() {
+    crate::common::require("python3");
+    // A local daemon listening on a pathname socket.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("daemon.sock");
+    let listener = std::process::Command::new("python3")
+        .args(["-c", "import socket, sys, time\nl = socket.socket(socket.AF_UNIX)\nl.bind(sys.argv[1])\nl.listen()\nprint('up', flush=True)\ntime.sleep(60)"])
+        .arg(&path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut listener = Guard(listener);
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(listener.0.stdout.as_mut().unwrap()), &mut line).unwrap();
+    assert_eq!(line, "up\n");
+    let script = "import socket, sys\n\
+                  try:\n    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('connected')\n\
+                  except OSError as e: print('refused', e.errno)\n\
+                  a, b = socket.socketpair(); a.send(b'pair'); print(b.recv(4).decode())\n";
+    let tool = |name: &str, policy: Value| {
+        json!({"name": name, "description": "d", "policy": policy,
+               "command": {"program": "python3", "args": ["-c", script, path.display().to_string()]}})
+    };
+    let packs = Packs::new()
+        .manifest("closed", tool("closed", json!({"read_only": true, "unix_sockets": false})))
+        .manifest(
+            "closed_online",
+            tool("closed_online", json!({"tier": "system", "requires_network": true, "unix_sockets": false})),
+        )
+        .manifest("open", tool("open", json!({"read_only": true})));
+    for name in ["closed", "closed_online"] {
+        Test::new().packs_dir(packs.path()).args(["run", name]).run().success().stdout_eq("refused 1\npair\n");
+    }
+    Test::new().packs_dir(packs.path()).args(["run", "open"]).run().success().stdout_eq("connected\npair\n");
+    // The dry run and the manual page say so; without seccomp, enforce would refuse it.
+    Test::new()
+        .packs_dir(packs.path())
+        .args(["run", "closed", "--dry-run"])
+        .run()
+        .success()
+        .stdout_contains("; no network, no Unix socket;");
+    Test::new()
+        .packs_dir(packs.path())
+        .args(["help", "closed_online"])
+        .run()
+        .success()
+        .stdout_contains("unix sockets: no\n")
+        .stdout_contains("enforced by the kernel: no Unix socket;");
+    listener.0.kill().unwrap();
+}
