@@ -474,6 +474,11 @@ fn policy_diff(a: &Value, b: &Value) -> Vec<String> {
                 let set = |v: &Value| v.as_array().cloned().unwrap_or_default();
                 set(new).iter().any(|x| !set(old).contains(x))
             }
+            // Narrowed reads: dropping the list, or a new place in it, reads more.
+            "readable" => {
+                let set = |v: &Value| v.as_array().cloned().unwrap_or_default();
+                old.is_array() && (!new.is_array() || set(new).iter().any(|x| !set(old).contains(x)))
+            }
             "tier" => tier_rank(new) > tier_rank(old),
             _ => false,
         }
@@ -591,5 +596,10 @@ mod tests {
             super::policy_diff(&json!({}), &json!({"unix_sockets": false})),
             ["policy.unix_sockets: (none) → false"]
         );
+        assert_eq!(
+            super::policy_diff(&json!({"readable": ["/a"]}), &json!({})),
+            ["policy.readable: [\"/a\"] → (none) (looser)"]
+        );
+        assert_eq!(super::policy_diff(&json!({}), &json!({"readable": []})), ["policy.readable: (none) → []"]);
     }
 }

@@ -43,6 +43,67 @@ pub(crate) const DEFAULT_DENIED: &[&str] = &[
     ".pgpass",
 ];
 
+/// What a tool whose reads are narrowed (`policy.readable`) may still read, beside the places
+/// it names, its writable places and TMPDIR: what a program needs to start and run
+/// (docs/SANDBOX.md lists them). Entries that do not exist are skipped.
+pub(crate) const SYSTEM_READABLE: &[&str] = &[
+    // Programs and libraries.
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/opt",
+    "/nix/store",
+    // The kernel's views (another process's environment or memory stays out of reach:
+    // Landlock refuses ptrace-like access outside the domain).
+    "/proc",
+    "/sys",
+    // Devices a program opens as files.
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    // Of /etc, what the C library, the loader and a network client read, none of it secret.
+    "/etc/ld.so.cache",
+    "/etc/ld.so.preload",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/locale.alias",
+    "/etc/locale.conf",
+    "/etc/default/locale",
+    "/etc/alternatives",
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/host.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/etc/mime.types",
+    "/etc/magic",
+    "/etc/terminfo",
+];
+
+/// The directories of packs' `PATH` a narrowed tool may read (its programs must start): the
+/// absolute ones, but never `/` or `home`, which would undo the narrowing.
+pub(crate) fn path_dirs(path: Option<&std::ffi::OsStr>, home: Option<&Path>) -> Vec<PathBuf> {
+    let Some(path) = path else { return Vec::new() };
+    std::env::split_paths(path)
+        .filter(|d| d.is_absolute() && d.parent().is_some() && Some(d.as_path()) != home)
+        .collect()
+}
+
 /// The default list under `home`.
 pub(crate) fn defaults(home: Option<&Path>) -> Vec<PathBuf> {
     let Some(home) = home.filter(|h| h.is_absolute()) else { return Vec::new() };
@@ -110,6 +171,15 @@ mod tests {
         assert!(d.contains(&PathBuf::from("/home/u/.docker/config.json")));
         assert!(defaults(None).is_empty());
         assert!(defaults(Some(Path::new("relative"))).is_empty(), "a relative HOME names nothing");
+    }
+
+    #[test]
+    fn path_dirs_never_open_the_root_or_home() {
+        let path = std::ffi::OsString::from("/usr/bin:/:relative:/home/u:/home/u/.cargo/bin:");
+        assert_eq!(
+            path_dirs(Some(&path), Some(Path::new("/home/u"))),
+            [PathBuf::from("/usr/bin"), PathBuf::from("/home/u/.cargo/bin")]
+        );
     }
 
     #[test]

@@ -81,6 +81,10 @@ pub(crate) struct Needs {
     pub(crate) reads_replaced: bool,
     /// Unix-domain sockets may be created (`policy.unix_sockets`, `true` unless stated).
     pub(crate) unix: bool,
+    /// Reads narrowed to these places (`policy.readable` rendered, the manifest's directory),
+    /// beside the writable places, TMPDIR and [`crate::reads::SYSTEM_READABLE`]; `None`:
+    /// not narrowed.
+    pub(crate) readable: Option<Vec<PathBuf>>,
 }
 
 impl Needs {
@@ -102,7 +106,15 @@ impl Needs {
             reads: None,
             reads_replaced: false,
             unix: true,
+            readable: None,
         }
+    }
+
+    /// The same, with reads narrowed to `places` (and what every program needs), or not.
+    #[must_use]
+    pub(crate) fn reading_only(mut self, places: Option<Vec<PathBuf>>) -> Self {
+        self.readable = places;
+        self
     }
 
     /// The same, with `socket(AF_UNIX)` refused unless `unix` (`policy.unix_sockets: false`).
@@ -159,6 +171,9 @@ pub struct Enforcement {
     /// The `ioctl` requests that type into a terminal (`TIOCSTI`, `TIOCLINUX`) are refused
     /// (seccomp): every confined tool, where the kernel has seccomp.
     pub(crate) no_typing: bool,
+    /// Reads are narrowed (`policy.readable`): only these places, the writable ones, the
+    /// call's TMPDIR and what every program needs ([`crate::reads::SYSTEM_READABLE`]).
+    pub reads_only: Option<Vec<PathBuf>>,
     /// No Unix-domain socket can be created (`policy.unix_sockets: false`; seccomp):
     /// pathname and abstract ones alike.
     pub no_unix: bool,
@@ -227,6 +242,7 @@ impl Enforcement {
             || self.signals != Signals::Anything
             || self.reads_denied.is_some()
             || self.no_unix
+            || self.reads_only.is_some()
     }
 
     /// Whether the tool can signal nothing outside its call (Landlock's signal scope).
@@ -262,6 +278,11 @@ impl Enforcement {
             );
         } else if self.needs.as_ref().is_some_and(|n| n.restricts_writes() && n.reads.is_none()) {
             parts.push("may read credential stores (policy.reads_credentials)".to_owned());
+        }
+        if let Some(places) = &self.reads_only {
+            let mut named: Vec<String> = places.iter().map(|p| p.display().to_string()).collect();
+            named.push("its writable places and the system's files".to_owned());
+            parts.push(format!("reads only {}", named.join(", ")));
         }
         match (self.no_network, self.no_unix, self.no_abstract_unix) {
             (true, true, _) => parts.push("no network, no Unix socket".to_owned()),
@@ -341,6 +362,9 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
     if !needs.network && !support.seccomp {
         missing.push("refusing network sockets needs seccomp, which this kernel does not offer".to_owned());
     }
+    if needs.readable.is_some() && support.landlock_abi < LANDLOCK_ABI_FOR_READS {
+        missing.push("narrowing reads (policy.readable) needs Landlock, which this kernel does not offer".to_owned());
+    }
     if !needs.unix && !support.seccomp {
         missing.push(
             "refusing Unix sockets (policy.unix_sockets) needs seccomp, which this kernel does not offer".to_owned(),
@@ -359,6 +383,7 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
     };
     let no_network = !needs.network && net_ok;
     let no_unix = !needs.unix && net_ok;
+    let reads_only = needs.readable.clone().filter(|_| fs_ok);
     let reads_denied = needs.reads.clone().filter(|_| fs_ok);
     let unenforced = if mode == SandboxMode::Off { Vec::new() } else { missing };
     Ok(Enforcement {
@@ -367,6 +392,7 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
         no_network,
         reads_denied,
         no_unix,
+        reads_only,
         unenforced,
         signals: Signals::of(mode, support),
         no_typing: net_ok,
@@ -499,6 +525,8 @@ mod imp {
         filter: Option<&'static BpfProgram>,
         /// The read confinement: a Landlock domain of its own, entered before the call's.
         reads: Option<std::sync::Arc<OwnedFd>>,
+        /// Reads narrowed (`policy.readable`): a third domain, built for the call.
+        narrow: Option<OwnedFd>,
     }
 
     /// The write rights handled: every one this kernel knows up to ABI 5, whose `IoctlDev`
@@ -524,11 +552,18 @@ mod imp {
                 Some(denied) if !denied.is_empty() => Some(read_ruleset(enforcement.landlock_abi, denied)?),
                 _ => None,
             };
-            Ok(Self { ruleset, filter, reads })
+            let narrow = match &enforcement.reads_only {
+                Some(places) => {
+                    let writable = enforcement.writes_under.as_deref().unwrap_or_default();
+                    Some(narrow_ruleset(enforcement.landlock_abi, places, writable, tmpdir)?)
+                }
+                None => None,
+            };
+            Ok(Self { ruleset, filter, reads, narrow })
         }
 
         pub(super) fn confines(&self) -> bool {
-            self.ruleset.is_some() || self.filter.is_some() || self.reads.is_some()
+            self.ruleset.is_some() || self.filter.is_some() || self.reads.is_some() || self.narrow.is_some()
         }
 
         pub(super) fn enter(&self) -> std::io::Result<()> {
@@ -539,6 +574,11 @@ mod imp {
                     return Err(std::io::Error::last_os_error());
                 }
                 if let Some(fd) = &self.reads
+                    && libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if let Some(fd) = &self.narrow
                     && libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0
                 {
                     return Err(std::io::Error::last_os_error());
@@ -670,6 +710,44 @@ mod imp {
             };
             // An entry that went away, or that this user cannot reach: not granted.
             let Ok(fd) = PathFd::new(path) else { continue };
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, rights)).map_err(error)?;
+        }
+        Option::<OwnedFd>::from(ruleset).ok_or_else(|| std::io::Error::other("Landlock gave no ruleset"))
+    }
+
+    /// The narrowed reads of `policy.readable`: reading, listing and executing only beneath
+    /// `places`, the writable places, the call's TMPDIR, packs' `PATH` directories and
+    /// [`crate::reads::SYSTEM_READABLE`]. Built for each call (the TMPDIR is the call's own).
+    fn narrow_ruleset(
+        abi: i32,
+        places: &[std::path::PathBuf],
+        writable: &[std::path::PathBuf],
+        tmpdir: Option<&Path>,
+    ) -> std::io::Result<OwnedFd> {
+        let access = read_access(abi);
+        let error =
+            |e: landlock::RulesetError| std::io::Error::other(format!("cannot build the Landlock read ruleset: {e}"));
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(access)
+            .map_err(error)?
+            .create()
+            .map_err(error)?;
+        let home = crate::reads::home();
+        let path_dirs = crate::reads::path_dirs(std::env::var_os("PATH").as_deref(), home.as_deref());
+        let system = crate::reads::SYSTEM_READABLE.iter().map(Path::new);
+        let all = places
+            .iter()
+            .chain(writable)
+            .chain(&path_dirs)
+            .map(std::path::PathBuf::as_path)
+            .chain(tmpdir)
+            .chain(system);
+        for place in all {
+            // A place that does not exist (yet) is not granted: nothing beneath it reads.
+            let Ok(fd) = PathFd::new(place) else { continue };
+            let is_dir = std::fs::metadata(place).is_ok_and(|m| m.is_dir());
+            let rights = if is_dir { access } else { access & (AccessFs::ReadFile | AccessFs::Execute) };
             ruleset = ruleset.add_rule(PathBeneath::new(fd, rights)).map_err(error)?;
         }
         Option::<OwnedFd>::from(ruleset).ok_or_else(|| std::io::Error::other("Landlock gave no ruleset"))

@@ -162,8 +162,19 @@ impl Context {
                 .protecting(&self.control_plane)
                 .denying_reads(self.denies_reads(tool).then(|| self.denied_reads().into_owned()))
                 .reads_list_replaced(self.default_reads_dropped)
-                .unix_sockets(policy.unix_sockets);
+                .unix_sockets(policy.unix_sockets)
+                .reading_only(self.readable_places(tool));
         Some(crate::sandbox::decide(needs, self.sandbox, crate::sandbox::Support::probe()))
+    }
+
+    /// Where `tool` may read when its manifest narrows reads (`policy.readable`): the places
+    /// it names, and its manifest's directory (a script beside it must start).
+    fn readable_places(&self, tool: &crate::tool::Tool) -> Option<Vec<PathBuf>> {
+        let real = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+        let workspace = self.workspace();
+        let mut places = tool.readable_places(&real(&workspace).unwrap_or(workspace))?;
+        places.extend(tool.source().parent().and_then(real));
+        Some(places)
     }
 
     /// Confine `format: path` parameters to `dir` (default: the current directory), and

@@ -385,3 +385,74 @@ fn a_tool_stating_unix_sockets_false_reaches_no_local_daemon_and_keeps_its_socke
         .stdout_contains("enforced by the kernel: no Unix socket;");
     listener.0.kill().unwrap();
 }
+
+#[test]
+fn a_tool_stating_readable_reads_only_there_and_what_a_program_needs() {
+    let home = fake_home();
+    let h = real(home.path());
+    let ws = tempfile::tempdir().unwrap();
+    let ws = real(ws.path());
+    std::fs::write(ws.join("mine.txt"), "in the workspace").unwrap();
+    std::fs::create_dir_all(h.join("notes")).unwrap();
+    std::fs::write(h.join("notes/todo"), "a note").unwrap();
+    let script = r#"for f in "$@"; do if out=$(cat "$f" 2>/dev/null); then echo "GOT $f: $out"; else echo "refused $f"; fi; done"#;
+    let tool = |name: &str, readable: Value| {
+        json!({"name": name, "description": "d", "parameters": {"files": {"type": "array", "items": {"type": "string"}}},
+               "policy": {"read_only": true, "readable": readable},
+               "command": {"program": "sh", "args": ["-c", script, "sh", "{{files}}"]}})
+    };
+    let packs = Packs::new()
+        .manifest("narrow", tool("narrow", json!(["{{workspace}}"])))
+        .manifest("notes", tool("notes", json!(["{{env.HOME}}/notes", "relative/ignored"])));
+    let files = [
+        ws.join("mine.txt"),
+        PathBuf::from("/etc/hostname"),
+        h.join("notes.txt"),
+        h.join("notes/todo"),
+        PathBuf::from("/etc/passwd"),
+    ];
+    let run = |name: &str| {
+        let mut t = Test::new().packs_dir(packs.path()).env("HOME", &h).current_dir(&ws).args(["run", name]);
+        t = t.arg(json!({"files": files}).to_string());
+        let out = t.run();
+        out.success();
+        out.stdout().to_owned()
+    };
+    let narrow = run("narrow");
+    let shown = |f: &Path| f.display().to_string();
+    for (file, got) in [(&files[0], true), (&files[1], false), (&files[2], false), (&files[3], false)] {
+        let want = if got { format!("GOT {}: ", shown(file)) } else { format!("refused {}\n", shown(file)) };
+        assert!(narrow.contains(&want), "{want}: {narrow}");
+    }
+    // What every program needs still reads (the user database, the programs themselves).
+    assert!(narrow.contains("GOT /etc/passwd: root:"), "{narrow}");
+    let notes = run("notes");
+    assert!(notes.contains(&format!("GOT {}: a note", shown(&files[3]))), "{notes}");
+    assert!(notes.contains(&format!("refused {}", shown(&files[0]))), "{notes}");
+    // The dry run names the places.
+    let dry =
+        Test::new().packs_dir(packs.path()).env("HOME", &h).current_dir(&ws).args(["run", "narrow", "--dry-run"]).run();
+    dry.success().stdout_contains(&format!("; reads only {}, ", ws.display()));
+}
+
+#[test]
+fn a_readable_place_may_not_read_a_calls_values_or_a_secret() {
+    let tool = |readable: &str| {
+        json!({"name": "bad", "description": "d", "parameters": {"dir": {"type": "string"}},
+               "policy": {"readable": [readable]}, "command": "ls {{dir}}"})
+    };
+    for (readable, says) in [
+        ("{{dir}}", "a readable place may read only `{{env.NAME}}` and `{{workspace}}`, not the call's `{{dir}}`"),
+        ("{{secret.KEY}}", "not `{{secret.KEY}}`"),
+    ] {
+        let packs = Packs::new().manifest("bad", tool(readable));
+        Test::new()
+            .packs_dir(packs.path())
+            .args(["run", "bad", "--dry-run", "--arg", "dir=x"])
+            .run()
+            .code(1)
+            .stderr_contains(says)
+            .stderr_contains("error[invalid-template]: ")
+            .stderr_contains("/bad.tool.json:");
+    }
+}
