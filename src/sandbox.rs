@@ -235,6 +235,16 @@ impl Enforcement {
         }
     }
 
+    /// How reads are confined, in one word for the audit log: `narrowed` (`policy.readable`),
+    /// `credentials-denied` (the credential stores and the operator's list), `unconfined`.
+    pub fn reads(&self) -> &'static str {
+        match (&self.reads_only, &self.reads_denied) {
+            (Some(_), _) => "narrowed",
+            (None, Some(_)) => "credentials-denied",
+            (None, None) => "unconfined",
+        }
+    }
+
     /// Whether the kernel is asked to restrict anything for this call.
     pub(crate) fn confines(&self) -> bool {
         self.writes_under.is_some()

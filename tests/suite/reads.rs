@@ -456,3 +456,35 @@ fn a_readable_place_may_not_read_a_calls_values_or_a_secret() {
             .stderr_contains("/bad.tool.json:");
     }
 }
+
+#[test]
+fn the_audit_line_says_how_reads_were_confined() {
+    let tool =
+        |name: &str, policy: Value| json!({"name": name, "description": "d", "policy": policy, "command": "true"});
+    let packs = Packs::new()
+        .manifest("plain", tool("plain", json!({"read_only": true})))
+        .manifest("narrow", tool("narrow", json!({"read_only": true, "readable": []})))
+        .manifest("sys", tool("sys", json!({"tier": "system"})));
+    let t = Test::new();
+    let log = t.path().join("audit.jsonl");
+    for name in ["plain", "narrow", "sys"] {
+        Test::new()
+            .current_dir(t.path())
+            .packs_dir(packs.path())
+            .args(["--log", "audit.jsonl", "run", name])
+            .run()
+            .success();
+    }
+    Test::new()
+        .current_dir(t.path())
+        .packs_dir(packs.path())
+        .args(["--log", "audit.jsonl", "--sandbox", "off", "run", "plain"])
+        .run()
+        .success();
+    let reads: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["reads"].as_str().unwrap_or("absent").to_owned())
+        .collect();
+    assert_eq!(reads, ["credentials-denied", "narrowed", "unconfined", "unconfined"]);
+}
