@@ -33,6 +33,9 @@ pub struct AgentConfig {
     /// `off`): only where it is stricter than the operator's (`--sandbox`, `PACKS_SANDBOX`,
     /// else `enforce`); an agent tightens, never loosens.
     pub sandbox: Option<String>,
+    /// More paths no confined tool of the agent's may read, added to the operator's list
+    /// (absolute, or `~/` for the operator's `HOME`): an agent adds, never removes.
+    pub deny_read: Vec<String>,
     /// Use only tools pinned as they are in the lock file (as `--locked`).
     pub locked: bool,
 }
@@ -51,6 +54,7 @@ pub struct Agent {
     ask: GlobSet,
     max_tier: Option<Tier>,
     sandbox: Option<SandboxMode>,
+    deny_read: Vec<PathBuf>,
 }
 
 /// Why an agent could not be loaded.
@@ -141,7 +145,20 @@ impl Agent {
             .map(str::parse::<SandboxMode>)
             .transpose()
             .map_err(|e| AgentError::BadConfig { path: path.clone(), message: format!("`sandbox`: {e}") })?;
-        Ok(Self { id: id.to_owned(), dir, config, allow, deny, ask, max_tier, sandbox })
+        let home = crate::reads::home();
+        let mut deny_read = Vec::new();
+        for entry in &config.deny_read {
+            let denied = crate::reads::expand(Path::new(entry), home.as_deref());
+            if !denied.is_absolute() {
+                let message = format!(
+                    "`deny_read`: `{entry}` is neither an absolute path nor under `~/`{}",
+                    if home.is_none() && entry.starts_with('~') { " (HOME is not set)" } else { "" }
+                );
+                return Err(AgentError::BadConfig { path, message });
+            }
+            deny_read.push(denied);
+        }
+        Ok(Self { id: id.to_owned(), dir, config, allow, deny, ask, max_tier, sandbox, deny_read })
     }
 
     /// The agent the operator named, if any: `id` loaded from `root`; no agent for `None` or
@@ -163,6 +180,11 @@ impl Agent {
             None if root.join(Self::DEFAULT).is_dir() => Self::load(root, Self::DEFAULT).map(Some),
             id => Self::named(root, id),
         }
+    }
+
+    /// The paths `agent.toml` adds to what no confined tool reads (`deny_read`, `~/` expanded).
+    pub fn denied_reads(&self) -> &[PathBuf] {
+        &self.deny_read
     }
 
     /// The sandbox mode `agent.toml` sets, if it does.

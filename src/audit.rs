@@ -43,6 +43,10 @@ pub struct Entry<'a> {
     /// `in-process` (a native tool); absent when the call failed before planning.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<&'a str>,
+    /// How the kernel confined reads: `narrowed` (`policy.readable`), `credentials-denied`
+    /// (the credential stores, the operator's list), `unconfined`; absent when `sandbox` is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reads: Option<&'a str>,
     /// The tool's exit code.
     pub exit_code: Option<i32>,
     /// Wall time of the process.

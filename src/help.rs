@@ -170,6 +170,9 @@ fn policy(tool: &Tool, context: &crate::call::Context) -> String {
         p.allowed_exit_codes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
         p.max_output_bytes
     );
+    if !p.unix_sockets {
+        s.push_str("\nunix sockets: no");
+    }
     for (name, value) in [
         ("max memory bytes", p.max_memory_bytes),
         ("max file bytes", p.max_file_bytes),

@@ -465,13 +465,19 @@ fn policy_diff(a: &Value, b: &Value) -> Vec<String> {
         let num = |v: &Value| v.as_f64().unwrap_or(f64::INFINITY);
         match k {
             "read_only" | "confirm_before_run" => old == &Value::Bool(true) && new != &Value::Bool(true),
-            "requires_network" => new == &Value::Bool(true) && old != &Value::Bool(true),
+            "requires_network" | "reads_credentials" => new == &Value::Bool(true) && old != &Value::Bool(true),
+            "unix_sockets" => old == &Value::Bool(false) && new != &Value::Bool(false),
             "timeout_secs" | "max_output_bytes" | "max_memory_bytes" | "max_file_bytes" | "max_cpu_secs" => {
                 num(new) > num(old)
             }
             "writable" | "allowed_exit_codes" => {
                 let set = |v: &Value| v.as_array().cloned().unwrap_or_default();
                 set(new).iter().any(|x| !set(old).contains(x))
+            }
+            // Narrowed reads: dropping the list, or a new place in it, reads more.
+            "readable" => {
+                let set = |v: &Value| v.as_array().cloned().unwrap_or_default();
+                old.is_array() && (!new.is_array() || set(new).iter().any(|x| !set(old).contains(x)))
             }
             "tier" => tier_rank(new) > tier_rank(old),
             _ => false,
@@ -572,5 +578,28 @@ impl SigningKey {
         std::fs::write(&sig_path, signature.to_string())
             .map_err(|e| err(format!("cannot write {}: {e}", sig_path.display())))?;
         Ok(sig_path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn reading_credentials_and_unix_sockets_regained_are_looser() {
+        let diff = super::policy_diff(&json!({"unix_sockets": false}), &json!({"reads_credentials": true}));
+        assert_eq!(
+            diff,
+            ["policy.reads_credentials: (none) → true (looser)", "policy.unix_sockets: false → (none) (looser)"]
+        );
+        assert_eq!(
+            super::policy_diff(&json!({}), &json!({"unix_sockets": false})),
+            ["policy.unix_sockets: (none) → false"]
+        );
+        assert_eq!(
+            super::policy_diff(&json!({"readable": ["/a"]}), &json!({})),
+            ["policy.readable: [\"/a\"] → (none) (looser)"]
+        );
+        assert_eq!(super::policy_diff(&json!({}), &json!({"readable": []})), ["policy.readable: (none) → []"]);
     }
 }

@@ -14,6 +14,8 @@ pub(crate) const POLICY_KEYS: &[&str] = &[
     "max_output_bytes",
     "writable",
     "reads_credentials",
+    "readable",
+    "unix_sockets",
     "max_memory_bytes",
     "max_file_bytes",
     "max_cpu_secs",
@@ -105,6 +107,15 @@ pub struct Policy {
     /// (`~/.ssh`, `~/.aws`...: docs/SANDBOX.md); a warning in `packs lint`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub reads_credentials: bool,
+    /// Reads narrowed to these places (absolute; templates may read only `{{env.NAME}}` and
+    /// `{{workspace}}`), the tool's writable places and TMPDIR, and what a program needs to
+    /// start ([`crate::reads::SYSTEM_READABLE`]); absent: reads are not narrowed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub readable: Option<Vec<String>>,
+    /// The tool may create Unix-domain sockets (the default); `false`: `socket(AF_UNIX)` is
+    /// refused (seccomp), so it reaches no local daemon, by path or abstract name.
+    #[serde(skip_serializing_if = "is_true")]
+    pub unix_sockets: bool,
     /// Most address space each of the tool's processes may map (`RLIMIT_AS`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_memory_bytes: Option<u64>,
@@ -129,11 +140,18 @@ impl Default for Policy {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             writable: Vec::new(),
             reads_credentials: false,
+            readable: None,
+            unix_sockets: true,
             max_memory_bytes: None,
             max_file_bytes: None,
             max_cpu_secs: None,
         }
     }
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// A resource limit a policy may set on a tool's processes.

@@ -43,19 +43,90 @@ pub(crate) const DEFAULT_DENIED: &[&str] = &[
     ".pgpass",
 ];
 
+/// What a tool whose reads are narrowed (`policy.readable`) may still read, beside the places
+/// it names, its writable places and TMPDIR: what a program needs to start and run
+/// (docs/SANDBOX.md lists them). Entries that do not exist are skipped.
+pub(crate) const SYSTEM_READABLE: &[&str] = &[
+    // Programs and libraries.
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/opt",
+    "/nix/store",
+    // The kernel's views (another process's environment or memory stays out of reach:
+    // Landlock refuses ptrace-like access outside the domain).
+    "/proc",
+    "/sys",
+    // Devices a program opens as files.
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    // Of /etc, what the C library, the loader and a network client read, none of it secret.
+    "/etc/ld.so.cache",
+    "/etc/ld.so.preload",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/locale.alias",
+    "/etc/locale.conf",
+    "/etc/default/locale",
+    "/etc/alternatives",
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/host.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/etc/mime.types",
+    "/etc/magic",
+    "/etc/terminfo",
+];
+
+/// The directories of packs' `PATH` a narrowed tool may read (its programs must start): the
+/// absolute ones, but never `/` or `home`, which would undo the narrowing.
+pub(crate) fn path_dirs(path: Option<&std::ffi::OsStr>, home: Option<&Path>) -> Vec<PathBuf> {
+    let Some(path) = path else { return Vec::new() };
+    std::env::split_paths(path)
+        .filter(|d| d.is_absolute() && d.parent().is_some() && Some(d.as_path()) != home)
+        .collect()
+}
+
 /// The default list under `home`.
 pub(crate) fn defaults(home: Option<&Path>) -> Vec<PathBuf> {
     let Some(home) = home.filter(|h| h.is_absolute()) else { return Vec::new() };
     DEFAULT_DENIED.iter().map(|p| home.join(p)).collect()
 }
 
+/// `path` with a leading `~/` (or a lone `~`) under `home`; any other path as it is.
+pub(crate) fn expand(path: &Path, home: Option<&Path>) -> PathBuf {
+    match (path.strip_prefix("~"), home) {
+        (Ok(rest), Some(home)) => home.join(rest),
+        _ => path.to_owned(),
+    }
+}
+
+/// packs' own `HOME`, when it is an absolute path.
+pub(crate) fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute())
+}
+
 /// The default list under packs' own `HOME`, resolved (once per process).
 pub(crate) fn default_resolved() -> &'static [PathBuf] {
     static DEFAULT: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
-    DEFAULT.get_or_init(|| {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        crate::grants::resolved(&defaults(home.as_deref()))
-    })
+    DEFAULT.get_or_init(|| crate::grants::resolved(&defaults(home().as_deref())))
 }
 
 /// The directories walked to grant read rights around `denied` (each one's ancestors), and
@@ -100,6 +171,25 @@ mod tests {
         assert!(d.contains(&PathBuf::from("/home/u/.docker/config.json")));
         assert!(defaults(None).is_empty());
         assert!(defaults(Some(Path::new("relative"))).is_empty(), "a relative HOME names nothing");
+    }
+
+    #[test]
+    fn path_dirs_never_open_the_root_or_home() {
+        let path = std::ffi::OsString::from("/usr/bin:/:relative:/home/u:/home/u/.cargo/bin:");
+        assert_eq!(
+            path_dirs(Some(&path), Some(Path::new("/home/u"))),
+            [PathBuf::from("/usr/bin"), PathBuf::from("/home/u/.cargo/bin")]
+        );
+    }
+
+    #[test]
+    fn a_tilde_is_home_only_at_the_start() {
+        let home = Some(Path::new("/home/u"));
+        assert_eq!(expand(Path::new("~/.secrets"), home), PathBuf::from("/home/u/.secrets"));
+        assert_eq!(expand(Path::new("~"), home), PathBuf::from("/home/u"));
+        assert_eq!(expand(Path::new("/srv/~/x"), home), PathBuf::from("/srv/~/x"));
+        assert_eq!(expand(Path::new("~other/x"), home), PathBuf::from("~other/x"));
+        assert_eq!(expand(Path::new("~/x"), None), PathBuf::from("~/x"));
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //!   secrets ([`crate::reads`]), in a Landlock domain of its own, kept per process.
 //! - **Network** (seccomp): a tool that does not state `requires_network: true` cannot
 //!   create a socket of any family but Unix-domain and netlink (so no IPv4, IPv6, packet,
-//!   VM or Bluetooth socket), nor an io_uring (which could make one).
+//!   VM or Bluetooth socket), nor an io_uring (which could make one). A tool stating
+//!   `policy.unix_sockets: false` (any tier) cannot create a Unix-domain socket either, so it
+//!   reaches no local daemon; `socketpair` stays.
 //! - **Signals, for every tier** (Landlock's signal scope, ABI 6): a tool and what it starts
 //!   may signal one another, and nothing else: not packs, not another call's tool, not the
 //!   user's other processes. On a kernel without ABI 6, seccomp refuses at least the signals
@@ -75,6 +77,14 @@ pub(crate) struct Needs {
     /// Reads confined: the paths no read reaches (resolved; [`crate::reads`]); `None`: reads
     /// are not restricted (`system`, `elevated`, `policy.reads_credentials`).
     pub(crate) reads: Option<Vec<PathBuf>>,
+    /// The operator replaced the default list of `reads` (`--no-default-deny-read`).
+    pub(crate) reads_replaced: bool,
+    /// Unix-domain sockets may be created (`policy.unix_sockets`, `true` unless stated).
+    pub(crate) unix: bool,
+    /// Reads narrowed to these places (`policy.readable` rendered, the manifest's directory),
+    /// beside the writable places, TMPDIR and [`crate::reads::SYSTEM_READABLE`]; `None`:
+    /// not narrowed.
+    pub(crate) readable: Option<Vec<PathBuf>>,
 }
 
 impl Needs {
@@ -89,7 +99,29 @@ impl Needs {
             }
             Tier::System | Tier::Elevated => Writes::Anywhere,
         };
-        Self { writes, network: requires_network, protected: Vec::new(), reads: None }
+        Self {
+            writes,
+            network: requires_network,
+            protected: Vec::new(),
+            reads: None,
+            reads_replaced: false,
+            unix: true,
+            readable: None,
+        }
+    }
+
+    /// The same, with reads narrowed to `places` (and what every program needs), or not.
+    #[must_use]
+    pub(crate) fn reading_only(mut self, places: Option<Vec<PathBuf>>) -> Self {
+        self.readable = places;
+        self
+    }
+
+    /// The same, with `socket(AF_UNIX)` refused unless `unix` (`policy.unix_sockets: false`).
+    #[must_use]
+    pub(crate) fn unix_sockets(mut self, unix: bool) -> Self {
+        self.unix = unix;
+        self
     }
 
     /// The same, with `denied` (resolved: see [`crate::grants::resolved`]) unreadable, or
@@ -97,6 +129,13 @@ impl Needs {
     #[must_use]
     pub(crate) fn denying_reads(mut self, denied: Option<Vec<PathBuf>>) -> Self {
         self.reads = denied;
+        self
+    }
+
+    /// The same, saying whether the operator replaced the default list of what is unreadable.
+    #[must_use]
+    pub(crate) fn reads_list_replaced(mut self, replaced: bool) -> Self {
+        self.reads_replaced = replaced;
         self
     }
 
@@ -132,6 +171,12 @@ pub struct Enforcement {
     /// The `ioctl` requests that type into a terminal (`TIOCSTI`, `TIOCLINUX`) are refused
     /// (seccomp): every confined tool, where the kernel has seccomp.
     pub(crate) no_typing: bool,
+    /// Reads are narrowed (`policy.readable`): only these places, the writable ones, the
+    /// call's TMPDIR and what every program needs ([`crate::reads::SYSTEM_READABLE`]).
+    pub reads_only: Option<Vec<PathBuf>>,
+    /// No Unix-domain socket can be created (`policy.unix_sockets: false`; seccomp):
+    /// pathname and abstract ones alike.
+    pub no_unix: bool,
     /// Abstract Unix sockets outside the call are unreachable (Landlock ABI 6, a tool
     /// without `requires_network`; on an older kernel a documented gap, not a refusal).
     pub(crate) no_abstract_unix: bool,
@@ -190,12 +235,24 @@ impl Enforcement {
         }
     }
 
+    /// How reads are confined, in one word for the audit log: `narrowed` (`policy.readable`),
+    /// `credentials-denied` (the credential stores and the operator's list), `unconfined`.
+    pub fn reads(&self) -> &'static str {
+        match (&self.reads_only, &self.reads_denied) {
+            (Some(_), _) => "narrowed",
+            (None, Some(_)) => "credentials-denied",
+            (None, None) => "unconfined",
+        }
+    }
+
     /// Whether the kernel is asked to restrict anything for this call.
     pub(crate) fn confines(&self) -> bool {
         self.writes_under.is_some()
             || self.no_network
             || self.signals != Signals::Anything
             || self.reads_denied.is_some()
+            || self.no_unix
+            || self.reads_only.is_some()
     }
 
     /// Whether the tool can signal nothing outside its call (Landlock's signal scope).
@@ -219,15 +276,30 @@ impl Enforcement {
             }
             None => {}
         }
-        if self.reads_denied.is_some() {
-            parts.push("credential stores unreadable".to_owned());
+        if let Some(denied) = &self.reads_denied {
+            let replaced = self.needs.as_ref().is_some_and(|n| n.reads_replaced);
+            parts.push(
+                match (replaced, denied.is_empty()) {
+                    (false, _) => "credential stores unreadable",
+                    (true, false) => "only the --deny-read paths unreadable (no default list)",
+                    (true, true) => "reads not restricted (--no-default-deny-read)",
+                }
+                .to_owned(),
+            );
         } else if self.needs.as_ref().is_some_and(|n| n.restricts_writes() && n.reads.is_none()) {
             parts.push("may read credential stores (policy.reads_credentials)".to_owned());
         }
-        if self.no_network {
-            parts.push(
-                if self.no_abstract_unix { "no network, no abstract Unix socket" } else { "no network" }.to_owned(),
-            );
+        if let Some(places) = &self.reads_only {
+            let mut named: Vec<String> = places.iter().map(|p| p.display().to_string()).collect();
+            named.push("its writable places and the system's files".to_owned());
+            parts.push(format!("reads only {}", named.join(", ")));
+        }
+        match (self.no_network, self.no_unix, self.no_abstract_unix) {
+            (true, true, _) => parts.push("no network, no Unix socket".to_owned()),
+            (true, false, true) => parts.push("no network, no abstract Unix socket".to_owned()),
+            (true, false, false) => parts.push("no network".to_owned()),
+            (false, true, _) => parts.push("no Unix socket".to_owned()),
+            (false, false, _) => {}
         }
         if self.signals != Signals::Anything {
             parts.push(self.signals.describe().to_owned());
@@ -300,6 +372,14 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
     if !needs.network && !support.seccomp {
         missing.push("refusing network sockets needs seccomp, which this kernel does not offer".to_owned());
     }
+    if needs.readable.is_some() && support.landlock_abi < LANDLOCK_ABI_FOR_READS {
+        missing.push("narrowing reads (policy.readable) needs Landlock, which this kernel does not offer".to_owned());
+    }
+    if !needs.unix && !support.seccomp {
+        missing.push(
+            "refusing Unix sockets (policy.unix_sockets) needs seccomp, which this kernel does not offer".to_owned(),
+        );
+    }
     if mode == SandboxMode::Enforce && !missing.is_empty() {
         return Err(Unenforceable { missing });
     }
@@ -312,6 +392,8 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
         _ => None,
     };
     let no_network = !needs.network && net_ok;
+    let no_unix = !needs.unix && net_ok;
+    let reads_only = needs.readable.clone().filter(|_| fs_ok);
     let reads_denied = needs.reads.clone().filter(|_| fs_ok);
     let unenforced = if mode == SandboxMode::Off { Vec::new() } else { missing };
     Ok(Enforcement {
@@ -319,6 +401,8 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
         writes_under,
         no_network,
         reads_denied,
+        no_unix,
+        reads_only,
         unenforced,
         signals: Signals::of(mode, support),
         no_typing: net_ok,
@@ -451,6 +535,8 @@ mod imp {
         filter: Option<&'static BpfProgram>,
         /// The read confinement: a Landlock domain of its own, entered before the call's.
         reads: Option<std::sync::Arc<OwnedFd>>,
+        /// Reads narrowed (`policy.readable`): a third domain, built for the call.
+        narrow: Option<OwnedFd>,
     }
 
     /// The write rights handled: every one this kernel knows up to ABI 5, whose `IoctlDev`
@@ -469,18 +555,25 @@ mod imp {
                 .then(|| ruleset(enforcement.landlock_abi, writes, protected, scoped, unix))
                 .transpose()?;
             let not_packs = enforcement.signals == Signals::NotPacks;
-            let filter = (enforcement.no_network || not_packs || enforcement.no_typing)
-                .then(|| program(enforcement.no_network, not_packs))
+            let filter = (enforcement.no_network || not_packs || enforcement.no_typing || enforcement.no_unix)
+                .then(|| program(enforcement.no_network, not_packs, enforcement.no_unix))
                 .transpose()?;
             let reads = match &enforcement.reads_denied {
                 Some(denied) if !denied.is_empty() => Some(read_ruleset(enforcement.landlock_abi, denied)?),
                 _ => None,
             };
-            Ok(Self { ruleset, filter, reads })
+            let narrow = match &enforcement.reads_only {
+                Some(places) => {
+                    let writable = enforcement.writes_under.as_deref().unwrap_or_default();
+                    Some(narrow_ruleset(enforcement.landlock_abi, places, writable, tmpdir)?)
+                }
+                None => None,
+            };
+            Ok(Self { ruleset, filter, reads, narrow })
         }
 
         pub(super) fn confines(&self) -> bool {
-            self.ruleset.is_some() || self.filter.is_some() || self.reads.is_some()
+            self.ruleset.is_some() || self.filter.is_some() || self.reads.is_some() || self.narrow.is_some()
         }
 
         pub(super) fn enter(&self) -> std::io::Result<()> {
@@ -491,6 +584,11 @@ mod imp {
                     return Err(std::io::Error::last_os_error());
                 }
                 if let Some(fd) = &self.reads
+                    && libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if let Some(fd) = &self.narrow
                     && libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0
                 {
                     return Err(std::io::Error::last_os_error());
@@ -627,6 +725,44 @@ mod imp {
         Option::<OwnedFd>::from(ruleset).ok_or_else(|| std::io::Error::other("Landlock gave no ruleset"))
     }
 
+    /// The narrowed reads of `policy.readable`: reading, listing and executing only beneath
+    /// `places`, the writable places, the call's TMPDIR, packs' `PATH` directories and
+    /// [`crate::reads::SYSTEM_READABLE`]. Built for each call (the TMPDIR is the call's own).
+    fn narrow_ruleset(
+        abi: i32,
+        places: &[std::path::PathBuf],
+        writable: &[std::path::PathBuf],
+        tmpdir: Option<&Path>,
+    ) -> std::io::Result<OwnedFd> {
+        let access = read_access(abi);
+        let error =
+            |e: landlock::RulesetError| std::io::Error::other(format!("cannot build the Landlock read ruleset: {e}"));
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(access)
+            .map_err(error)?
+            .create()
+            .map_err(error)?;
+        let home = crate::reads::home();
+        let path_dirs = crate::reads::path_dirs(std::env::var_os("PATH").as_deref(), home.as_deref());
+        let system = crate::reads::SYSTEM_READABLE.iter().map(Path::new);
+        let all = places
+            .iter()
+            .chain(writable)
+            .chain(&path_dirs)
+            .map(std::path::PathBuf::as_path)
+            .chain(tmpdir)
+            .chain(system);
+        for place in all {
+            // A place that does not exist (yet) is not granted: nothing beneath it reads.
+            let Ok(fd) = PathFd::new(place) else { continue };
+            let is_dir = std::fs::metadata(place).is_ok_and(|m| m.is_dir());
+            let rights = if is_dir { access } else { access & (AccessFs::ReadFile | AccessFs::Execute) };
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, rights)).map_err(error)?;
+        }
+        Option::<OwnedFd>::from(ruleset).ok_or_else(|| std::io::Error::other("Landlock gave no ruleset"))
+    }
+
     /// The bit that marks an x32 system call on x86_64.
     const X32: i64 = 0x4000_0000;
 
@@ -638,14 +774,14 @@ mod imp {
     }
 
     /// The seccomp program for a call: refusing the terminal `ioctl`s that type (always),
-    /// network sockets (`no_network`), signals aimed at packs (`not_packs`). Each of the
-    /// four is built once per process.
-    fn program(no_network: bool, not_packs: bool) -> std::io::Result<&'static BpfProgram> {
+    /// network sockets (`no_network`), signals aimed at packs (`not_packs`), Unix-domain
+    /// sockets (`no_unix`). Each of the eight is built once per process.
+    fn program(no_network: bool, not_packs: bool, no_unix: bool) -> std::io::Result<&'static BpfProgram> {
         type Built = std::sync::OnceLock<Result<BpfProgram, String>>;
-        static PROGRAMS: [Built; 4] = [Built::new(), Built::new(), Built::new(), Built::new()];
-        let slot = usize::from(no_network) | usize::from(not_packs) << 1;
+        static PROGRAMS: [Built; 8] = [const { Built::new() }; 8];
+        let slot = usize::from(no_network) | usize::from(not_packs) << 1 | usize::from(no_unix) << 2;
         PROGRAMS[slot]
-            .get_or_init(|| build(no_network, not_packs).map_err(|e| e.to_string()))
+            .get_or_init(|| build(no_network, not_packs, no_unix).map_err(|e| e.to_string()))
             .as_ref()
             .map_err(|e| std::io::Error::other(format!("cannot build the seccomp filter: {e}")))
     }
@@ -669,24 +805,30 @@ mod imp {
         SeccompRule::new(vec![SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, bits)?])
     }
 
-    fn build(no_network: bool, not_packs: bool) -> Result<BpfProgram, seccompiler::BackendError> {
+    fn build(no_network: bool, not_packs: bool, no_unix: bool) -> Result<BpfProgram, seccompiler::BackendError> {
         // On x86_64 the x32 ABI (when the kernel has it) reaches the same calls with this
         // bit set in the number: those are refused too.
         let x32: &[i64] = if x32_enabled() { &[0, X32] } else { &[0] };
         let mut rules = std::collections::BTreeMap::new();
         for base in x32 {
+            let family = |op, family: i32| {
+                SeccompCondition::new(0, SeccompCmpArgLen::Dword, op, u64::try_from(family).unwrap_or_default())
+            };
             if no_network {
-                // Every family but Unix-domain and netlink (local to the machine; the C library
-                // asks the kernel about interfaces through it): IPv4, IPv6, packet, and also the
-                // VM sockets of a hypervisor, Bluetooth, CAN...
-                let local = [libc::AF_UNIX, libc::AF_NETLINK]
-                    .iter()
-                    .map(|family| {
-                        let family = u64::try_from(*family).unwrap_or_default();
-                        SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family)
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                rules.insert(base | libc::SYS_socket, vec![SeccompRule::new(local)?]);
+                // Every family but Unix-domain (unless `no_unix`) and netlink (local to the
+                // machine; the C library asks the kernel about interfaces through it): IPv4,
+                // IPv6, packet, and also the VM sockets of a hypervisor, Bluetooth, CAN...
+                let local: &[i32] = if no_unix { &[libc::AF_NETLINK] } else { &[libc::AF_UNIX, libc::AF_NETLINK] };
+                let others = local.iter().map(|f| family(SeccompCmpOp::Ne, *f)).collect::<Result<Vec<_>, _>>()?;
+                rules.insert(base | libc::SYS_socket, vec![SeccompRule::new(others)?]);
+            } else if no_unix {
+                rules.insert(
+                    base | libc::SYS_socket,
+                    vec![SeccompRule::new(vec![family(SeccompCmpOp::Eq, libc::AF_UNIX)?])?],
+                );
+            }
+            // `socketpair` stays: a connected pair reaches nothing outside the call.
+            if no_network || no_unix {
                 // io_uring can open sockets of its own (IORING_OP_SOCKET).
                 rules.insert(base | libc::SYS_io_uring_setup, Vec::new());
             }
@@ -792,7 +934,7 @@ mod tests {
     use super::*;
 
     fn needs(writes: Writes, network: bool) -> Needs {
-        Needs { writes, network, protected: Vec::new(), reads: None }
+        Needs { writes, ..Needs::of(Tier::System, network, Path::new("/"), &[]) }
     }
 
     #[test]
@@ -830,6 +972,23 @@ mod tests {
             Support { landlock_abi: 6, seccomp: true },
         );
         assert!(e.unwrap().describe().contains("may read credential stores"));
+    }
+
+    #[test]
+    fn refusing_unix_sockets_needs_seccomp_and_is_said() {
+        let no_unix = || needs(Writes::Anywhere, true).unix_sockets(false);
+        let e = decide(no_unix(), SandboxMode::Enforce, Support { landlock_abi: 6, seccomp: false }).unwrap_err();
+        assert!(e.missing.iter().any(|m| m.contains("policy.unix_sockets")), "{e}");
+        let e = decide(no_unix(), SandboxMode::BestEffort, Support { landlock_abi: 6, seccomp: false }).unwrap();
+        assert_eq!((e.level(), e.no_unix), ("partial", false));
+        let kernel = Support { landlock_abi: 6, seccomp: true };
+        let e = decide(no_unix(), SandboxMode::Enforce, kernel).unwrap();
+        assert!(e.no_unix && !e.no_network);
+        assert!(e.describe().starts_with("no Unix socket;"), "{}", e.describe());
+        let e = decide(needs(Writes::Anywhere, false).unix_sockets(false), SandboxMode::Enforce, kernel).unwrap();
+        assert!(e.describe().starts_with("no network, no Unix socket;"), "{}", e.describe());
+        let e = decide(needs(Writes::Anywhere, true), SandboxMode::Enforce, kernel).unwrap();
+        assert!(!e.no_unix && !e.describe().contains("Unix"), "{}", e.describe());
     }
 
     #[test]

@@ -38,6 +38,10 @@ pub(crate) enum Key {
     Verify,
     /// `--mode MODE`, `PACKS_MODE`.
     Mode,
+    /// `--deny-read PATH`, `PACKS_DENY_READ`.
+    DenyRead,
+    /// `--no-default-deny-read`, `PACKS_NO_DEFAULT_DENY_READ`.
+    NoDefaultDenyRead,
 }
 
 /// How the operator's value and an agent's combine: the precedence, as data.
@@ -52,6 +56,9 @@ pub(crate) enum Rule {
     /// The stricter of the operator's (or the default) and the agent's: an agent tightens,
     /// never loosens.
     Stricter,
+    /// Added to a default list: the operator's (command line, else environment) and the
+    /// agent's together; only the operator drops the default list.
+    Adds,
 }
 
 impl Rule {
@@ -63,6 +70,9 @@ impl Rule {
             Self::Both => "the command line's and the agent's together",
             Self::Stricter => {
                 "the stricter of the operator's (or the default) and the agent's: an agent tightens, never loosens"
+            }
+            Self::Adds => {
+                "the default list (unless --no-default-deny-read), the command line's (else the environment's) and the agent's together: an agent adds, never removes"
             }
         }
     }
@@ -85,6 +95,13 @@ pub(crate) const SETTINGS: &[Spec] = &[
     Spec { key: Key::Sandbox, flag: "--sandbox", env: Some("PACKS_SANDBOX"), rule: Rule::Stricter },
     Spec { key: Key::Mode, flag: "--mode", env: Some("PACKS_MODE"), rule: Rule::OperatorThenAgent },
     Spec { key: Key::PassEnv, flag: "--pass-env", env: None, rule: Rule::Both },
+    Spec { key: Key::DenyRead, flag: "--deny-read", env: Some("PACKS_DENY_READ"), rule: Rule::Adds },
+    Spec {
+        key: Key::NoDefaultDenyRead,
+        flag: "--no-default-deny-read",
+        env: Some("PACKS_NO_DEFAULT_DENY_READ"),
+        rule: Rule::Operator,
+    },
     Spec { key: Key::SecretsFile, flag: "--secrets-file", env: None, rule: Rule::Operator },
     Spec { key: Key::Log, flag: "--log", env: Some("PACKS_LOG"), rule: Rule::Operator },
     Spec { key: Key::Locked, flag: "--locked", env: Some("PACKS_LOCKED"), rule: Rule::Stricter },
@@ -147,6 +164,10 @@ pub(crate) struct Operator {
     pub(crate) lockfile: PathBuf,
     pub(crate) verify: Option<PathBuf>,
     pub(crate) mode: Option<String>,
+    /// Paths added to what no confined tool reads (`~/` not yet expanded).
+    pub(crate) deny_read: Vec<PathBuf>,
+    /// The default list of credential stores is dropped: only `deny_read` (and the agent's).
+    pub(crate) no_default_deny_read: bool,
     /// Each setting given, with where (command line or environment).
     pub(crate) given: Vec<(Key, Source)>,
 }
@@ -209,6 +230,8 @@ const ALL: &[Key] = &[
     Key::Lockfile,
     Key::Verify,
     Key::Mode,
+    Key::DenyRead,
+    Key::NoDefaultDenyRead,
 ];
 
 /// A setting given on the command line that a front-end cannot honour.
@@ -243,6 +266,10 @@ pub(crate) struct Session {
     pub(crate) locked: bool,
     /// What every call is made with: the agent, workspace, sandbox mode, mode, pass-env, audit log.
     pub(crate) context: Context,
+    /// What no confined tool reads, as the operator has it (the default list unless dropped,
+    /// `--deny-read`'s paths, the `--secrets-file`), not resolved; the context has it
+    /// resolved ([`Context::with_denied_reads`]), and the agent's added.
+    pub(crate) denied_reads: Vec<PathBuf>,
 }
 
 /// Why a session could not be opened.
@@ -297,6 +324,16 @@ impl Session {
         {
             context = context.with_mode(mode.clone());
         }
+        let home = crate::reads::home();
+        let dropped = honours(Key::NoDefaultDenyRead) && operator.no_default_deny_read;
+        let mut denied_reads = if dropped { Vec::new() } else { crate::reads::defaults(home.as_deref()) };
+        if honours(Key::DenyRead) {
+            denied_reads.extend(operator.deny_read.iter().map(|p| crate::reads::expand(p, home.as_deref())));
+        }
+        if honours(Key::SecretsFile) {
+            denied_reads.extend(operator.secrets_file.iter().cloned());
+        }
+        context = context.with_denied_reads(denied_reads.iter().cloned()).dropping_default_reads(dropped);
         // The agent last or first makes no difference: `Context` keeps the operator's
         // settings apart and settles them with the agent's by the rules above.
         if let Some(a) = &agent {
@@ -307,7 +344,7 @@ impl Session {
             _ => operator.packs.clone(),
         };
         let locked = honours(Key::Locked) && (operator.locked || agent.as_ref().is_some_and(|a| a.config.locked));
-        Ok(Self { operator, agent, dirs, locked, context })
+        Ok(Self { operator, agent, dirs, locked, context, denied_reads })
     }
 
     /// The lock options, when tools must be pinned.
@@ -389,6 +426,33 @@ impl Session {
                     Key::Verify => match &op.verify {
                         Some(k) => (k.display().to_string(), given(Key::Verify)),
                         None => ("none".to_owned(), Source::Default),
+                    },
+                    Key::DenyRead => {
+                        let home = crate::reads::home();
+                        let mut parts = Vec::new();
+                        if !op.no_default_deny_read {
+                            parts.push("the credential stores".to_owned());
+                        }
+                        let theirs = agent.map_or(&[][..], Agent::denied_reads);
+                        for path in op
+                            .deny_read
+                            .iter()
+                            .map(|p| crate::reads::expand(p, home.as_deref()))
+                            .chain(theirs.iter().cloned())
+                        {
+                            parts.push(path.display().to_string());
+                        }
+                        let value = if parts.is_empty() { "none".to_owned() } else { parts.join(", ") };
+                        let source = match (op.source(Key::DenyRead), theirs.is_empty()) {
+                            (Some(s), _) => s.clone(),
+                            (None, false) => from_agent(),
+                            (None, true) => Source::Default,
+                        };
+                        (value, source)
+                    }
+                    Key::NoDefaultDenyRead => match op.no_default_deny_read {
+                        true => ("yes".to_owned(), given(Key::NoDefaultDenyRead)),
+                        false => ("no".to_owned(), Source::Default),
                     },
                 };
                 Resolved { key: spec.key, value, source }

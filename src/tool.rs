@@ -109,6 +109,8 @@ pub struct Tool {
     validator: OnceLock<Result<jsonschema::Validator, String>>,
     /// `policy.writable`, compiled.
     writable: Vec<Template>,
+    /// `policy.readable`, compiled (`None`: reads are not narrowed).
+    readable: Option<Vec<Template>>,
     /// An executable's bytes as `--locked` checked them: the tool is started from them,
     /// never from its path again.
     image: OnceLock<crate::image::PinnedImage>,
@@ -153,7 +155,19 @@ impl Tool {
                 .err()
                 .map(|(i, e)| template_error(&FieldPath::dotted("policy.writable").index(*i), e.clone())),
         );
-        let Ok(writable) = writable else { return Err(errors) };
+        let readable = manifest
+            .policy
+            .readable
+            .as_deref()
+            .map(|r| place_templates(r, &params, READABLE_NAMES, "a readable place"))
+            .transpose();
+        errors.extend(
+            readable
+                .as_ref()
+                .err()
+                .map(|(i, e)| template_error(&FieldPath::dotted("policy.readable").index(*i), e.clone())),
+        );
+        let (Ok(writable), Ok(readable)) = (writable, readable) else { return Err(errors) };
         let (Ok(command), Ok(output_template)) = (command, output_template) else {
             return Err(errors);
         };
@@ -191,6 +205,7 @@ impl Tool {
             body: Body::Manifest { manifest: Box::new(manifest), command: OnceLock::new() },
             validator: OnceLock::new(),
             writable,
+            readable,
             image: OnceLock::new(),
         };
         Ok((tool, warnings))
@@ -209,8 +224,15 @@ impl Tool {
         let policy = describe.policy.clone().unwrap_or_else(Policy::executable_default);
         let writable = writable_templates(&policy.writable, &[])
             .map_err(|(i, e)| format!("its policy.writable.{i} is invalid: {e}"))?;
+        let readable = policy
+            .readable
+            .as_deref()
+            .map(|r| place_templates(r, &[], READABLE_NAMES, "a readable place"))
+            .transpose()
+            .map_err(|(i, e)| format!("its policy.readable.{i} is invalid: {e}"))?;
         Ok(Self {
             writable,
+            readable,
             image: OnceLock::new(),
             policy,
             output,
@@ -265,6 +287,7 @@ impl Tool {
             source: PathBuf::from(format!("<native {name}>")),
             validator: OnceLock::new(),
             writable: Vec::new(),
+            readable: None,
             image: OnceLock::new(),
         };
         tool.validator().map_err(|message| NativeToolError::BadSchema { tool: name, message })?;
@@ -574,19 +597,38 @@ fn writable_templates(
     sources: &[String],
     params: &[&str],
 ) -> Result<Vec<Template>, (usize, crate::template::TemplateError)> {
+    place_templates(sources, params, &[], "a writable place")
+}
+
+/// The names a `policy.readable` template may read besides `{{env.NAME}}`.
+const READABLE_NAMES: &[&str] = &["workspace"];
+
+/// Places named by templates that may read only `{{env.NAME}}` (the operator's environment)
+/// and `names` (packs' own values, such as `{{workspace}}`), never a call's values (`params`,
+/// named to say so), the context or a secret.
+fn place_templates(
+    sources: &[String],
+    params: &[&str],
+    names: &[&str],
+    place: &str,
+) -> Result<Vec<Template>, (usize, crate::template::TemplateError)> {
+    let known: Vec<&str> = params.iter().chain(names).copied().collect();
     sources
         .iter()
         .enumerate()
         .map(|(i, source)| {
-            let t = Template::parse(source, params).map_err(|e| (i, e))?;
+            let t = Template::parse(source, &known).map_err(|e| (i, e))?;
             t.check().map_err(|e| (i, e))?;
-            if let Some(r) = t.refs().iter().find(|r| !matches!(r, Ref::Env(_))) {
+            let allowed =
+                |r: &Ref| matches!(r, Ref::Env(_)) || matches!(r, Ref::Param(p) if names.contains(&p.as_str()));
+            if let Some(r) = t.refs().iter().find(|r| !allowed(r)) {
                 let what = match r {
                     Ref::Secret(n) => format!("`{{{{secret.{n}}}}}`"),
                     Ref::Context(k) => format!("`{{{{context.{k}}}}}`"),
                     Ref::Param(p) | Ref::Env(p) => format!("the call's `{{{{{p}}}}}`"),
                 };
-                let message = format!("a writable place may read only `{{{{env.NAME}}}}`, not {what}");
+                let also = names.iter().map(|n| format!(" and `{{{{{n}}}}}`")).collect::<String>();
+                let message = format!("{place} may read only `{{{{env.NAME}}}}`{also}, not {what}");
                 return Err((i, crate::template::TemplateError { offset: 0, message }));
             }
             Ok(t)
@@ -600,20 +642,34 @@ impl Tool {
     /// would be `/.npm`). One that does not exist yet is created when a call runs (not by a
     /// dry run), so the tool can use it.
     pub(crate) fn writable_dirs(&self) -> Vec<PathBuf> {
-        self.writable
-            .iter()
-            .filter_map(|t| {
-                let environment = crate::template::Environment::read(t.refs());
-                if t.refs().iter().any(|r| matches!(r, Ref::Env(n) if !environment.env.contains_key(n))) {
-                    return None;
-                }
-                let empty = serde_json::Map::new();
-                let data = crate::template::Data::with_environment(&empty, &empty, &empty, &environment);
-                let path = PathBuf::from(t.render(&data).ok()?);
-                path.is_absolute().then_some(path)
-            })
-            .collect()
+        render_places(&self.writable, &serde_json::Map::new())
     }
+
+    /// The places `policy.readable` names, rendered with packs' environment and `workspace`
+    /// (absolute paths only, none whose variables are unset); `None`: reads are not narrowed.
+    pub(crate) fn readable_places(&self, workspace: &Path) -> Option<Vec<PathBuf>> {
+        let mut values = serde_json::Map::new();
+        values.insert("workspace".to_owned(), workspace.display().to_string().into());
+        self.readable.as_deref().map(|r| render_places(r, &values))
+    }
+}
+
+/// Place templates rendered with packs' environment and `values`: absolute paths only, and
+/// none whose variables are unset (`{{env.HOME}}/.npm` without a `HOME` would be `/.npm`).
+fn render_places(templates: &[Template], values: &serde_json::Map<String, Value>) -> Vec<PathBuf> {
+    templates
+        .iter()
+        .filter_map(|t| {
+            let environment = crate::template::Environment::read(t.refs());
+            if t.refs().iter().any(|r| matches!(r, Ref::Env(n) if !environment.env.contains_key(n))) {
+                return None;
+            }
+            let empty = serde_json::Map::new();
+            let data = crate::template::Data::with_environment(values, &empty, &empty, &environment);
+            let path = PathBuf::from(t.render(&data).ok()?);
+            path.is_absolute().then_some(path)
+        })
+        .collect()
 }
 
 /// An output template renders what the model is sent: it may not read a secret.

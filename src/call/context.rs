@@ -23,6 +23,11 @@ pub struct Context {
     control_plane: Arc<[PathBuf]>,
     /// What no confined tool reads, resolved; `None`: the default list under `$HOME`.
     denied_reads: Option<Arc<[PathBuf]>>,
+    /// The operator dropped the default list (`--no-default-deny-read`): `denied_reads` is
+    /// theirs alone.
+    default_reads_dropped: bool,
+    /// What the agent adds to it (`deny_read`), resolved.
+    agent_denied_reads: Arc<[PathBuf]>,
     audit: Option<Arc<AuditLog>>,
     /// The settings in effect: the operator's (`with_*`), else the agent's.
     pass_env: Vec<String>,
@@ -82,6 +87,7 @@ impl Context {
     /// loosens. An agent set earlier is replaced, its settings with it.
     #[must_use]
     pub fn with_agent(mut self, agent: Agent) -> Self {
+        self.agent_denied_reads = crate::grants::resolved(agent.denied_reads()).into();
         self.agent = Some(Arc::new(agent));
         self.settle()
     }
@@ -154,8 +160,21 @@ impl Context {
         let needs =
             crate::sandbox::Needs::of(tool.tier(), policy.requires_network, &self.workspace(), &tool.writable_dirs())
                 .protecting(&self.control_plane)
-                .denying_reads(self.denies_reads(tool).then(|| self.denied_reads().to_vec()));
+                .denying_reads(self.denies_reads(tool).then(|| self.denied_reads().into_owned()))
+                .reads_list_replaced(self.default_reads_dropped)
+                .unix_sockets(policy.unix_sockets)
+                .reading_only(self.readable_places(tool));
         Some(crate::sandbox::decide(needs, self.sandbox, crate::sandbox::Support::probe()))
+    }
+
+    /// Where `tool` may read when its manifest narrows reads (`policy.readable`): the places
+    /// it names, and its manifest's directory (a script beside it must start).
+    fn readable_places(&self, tool: &crate::tool::Tool) -> Option<Vec<PathBuf>> {
+        let real = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+        let workspace = self.workspace();
+        let mut places = tool.readable_places(&real(&workspace).unwrap_or(workspace))?;
+        places.extend(tool.source().parent().and_then(real));
+        Some(places)
     }
 
     /// Confine `format: path` parameters to `dir` (default: the current directory), and
@@ -189,9 +208,25 @@ impl Context {
         self
     }
 
-    /// What no confined tool may read, resolved.
-    pub(crate) fn denied_reads(&self) -> &[PathBuf] {
-        self.denied_reads.as_deref().unwrap_or_else(|| crate::reads::default_resolved())
+    /// The operator replaced the default list: the paths given to
+    /// [`Context::with_denied_reads`] are all there is, and `--dry-run` says so.
+    #[must_use]
+    pub(crate) fn dropping_default_reads(mut self, dropped: bool) -> Self {
+        self.default_reads_dropped = dropped;
+        self
+    }
+
+    /// What no confined tool may read, resolved: the operator's list (else the default
+    /// one) and what the agent adds.
+    pub(crate) fn denied_reads(&self) -> std::borrow::Cow<'_, [PathBuf]> {
+        let operator = self.denied_reads.as_deref().unwrap_or_else(|| crate::reads::default_resolved());
+        if self.agent_denied_reads.iter().all(|p| operator.contains(p)) {
+            return std::borrow::Cow::Borrowed(operator);
+        }
+        let mut all: Vec<PathBuf> = operator.iter().chain(self.agent_denied_reads.iter()).cloned().collect();
+        all.sort();
+        all.dedup();
+        std::borrow::Cow::Owned(all)
     }
 
     /// Whether `tool`'s reads are confined: a `read_only` or `workspace` tool that does not
@@ -291,5 +326,22 @@ mod tests {
         let careful = agent(dir.path(), "careful", "sandbox = \"best-effort\"\n");
         assert_eq!(loose.with_agent(careful.clone()).sandbox(), SandboxMode::BestEffort);
         assert_eq!(Context::new().with_agent(careful).sandbox(), SandboxMode::Enforce);
+    }
+
+    #[test]
+    fn an_agent_adds_to_the_denied_reads_and_the_next_agent_does_not_inherit_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for d in ["op", "theirs"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let toml = format!("deny_read = [{:?}]\n", root.join("theirs").display().to_string());
+        let adds = agent(&root.join("agents"), "adds", &toml);
+        let plain = agent(&root.join("agents"), "plain", "");
+        let base = Context::new().with_denied_reads([root.join("op")]);
+        assert_eq!(&*base.denied_reads(), [root.join("op")]);
+        let with = base.clone().with_agent(adds);
+        assert_eq!(&*with.denied_reads(), [root.join("op"), root.join("theirs")]);
+        assert_eq!(&*with.with_agent(plain).denied_reads(), [root.join("op")]);
     }
 }

@@ -173,6 +173,7 @@ impl<'a> Call<'a> {
             stdin_bytes: None,
             secrets: Secrets::default(),
             sandbox: None,
+            reads: None,
         };
         // Every error leaves the pipeline masked: once the call is planned, its secrets
         // are known, and whatever failed after (a missing working directory named by a
@@ -202,6 +203,8 @@ struct Record<'c> {
     secrets: Secrets,
     /// The sandbox level, once planned (or refused for want of one).
     sandbox: Option<&'static str>,
+    /// How reads were confined, once planned.
+    reads: Option<&'static str>,
 }
 
 impl Record<'_> {
@@ -235,6 +238,7 @@ impl Record<'_> {
             argv: self.argv,
             stdin_bytes: self.stdin_bytes,
             sandbox: self.sandbox,
+            reads: self.reads,
             exit_code,
             duration_ms,
             outcome,
@@ -278,6 +282,7 @@ fn steps<'c>(
         }
     })?;
     record.sandbox = Some(plan.enforcement.as_ref().map_or("in-process", Enforcement::level));
+    record.reads = Some(plan.enforcement.as_ref().map_or("unconfined", Enforcement::reads));
     record.secrets = plan.secrets.clone();
     if dry {
         return Ok(Outcome::Planned(Planned::new(tool, plan, decision)));

@@ -111,6 +111,16 @@ struct Cli {
     #[arg(long, value_name = "PUBKEY", global = true, env = "PACKS_LOCK_PUBKEY")]
     verify: Option<PathBuf>,
 
+    /// Also keep PATH unreadable by read_only and workspace tools, beyond the default list of
+    /// credential stores (repeatable; `~/` is $HOME; default: $PACKS_DENY_READ, paths separated by `:`)
+    #[arg(long = "deny-read", value_name = "PATH", global = true)]
+    deny_read: Vec<PathBuf>,
+
+    /// Drop the default list of credential stores: only --deny-read's paths (and an agent's
+    /// `deny_read`) stay unreadable
+    #[arg(long, global = true, env = "PACKS_NO_DEFAULT_DENY_READ", value_parser = clap::builder::FalseyValueParser::new())]
+    no_default_deny_read: bool,
+
     /// Offer and run only tools whose `modes` include MODE or `Global` (default: the agent's `mode`)
     #[arg(long, value_name = "MODE", global = true, env = "PACKS_MODE")]
     mode: Option<String>,
@@ -354,14 +364,14 @@ pub(crate) fn main() -> i32 {
             control_plane.push(crate::lock::signature_path(&cli.lockfile));
             control_plane.extend(cli.log.iter().chain(&cli.secrets_file).cloned());
             control_plane.extend(crate::describe_cache::default_dir());
-            // What no confined tool reads: the credential stores, packs' own secrets.
-            let mut denied_reads = crate::reads::defaults(std::env::var_os("HOME").map(PathBuf::from).as_deref());
-            denied_reads.extend(cli.secrets_file.iter().cloned());
+            let mut base = session.context.clone();
             if let Command::Serve(args) = command {
                 control_plane.extend(args.protected_files());
-                denied_reads.extend(args.protected_files());
+                // What no confined tool reads: the session's list (the credential stores, the
+                // operator's, the secrets file) and the server's own secrets.
+                base = base.with_denied_reads(session.denied_reads.iter().cloned().chain(args.protected_files()));
             }
-            let base = session.context.clone().with_control_plane(control_plane).with_denied_reads(denied_reads);
+            let base = base.with_control_plane(control_plane);
             if let Command::Session { json } = command {
                 return session_report(&session, *json);
             }
@@ -612,8 +622,10 @@ impl Cli {
             (Key::Lockfile, "lockfile"),
             (Key::Verify, "verify"),
             (Key::Mode, "mode"),
+            (Key::DenyRead, "deny_read"),
+            (Key::NoDefaultDenyRead, "no_default_deny_read"),
         ];
-        let given = ids
+        let mut given: Vec<(Key, Source)> = ids
             .into_iter()
             .filter_map(|(key, id)| match matches.value_source(id) {
                 Some(ValueSource::CommandLine) => Some((key, Source::Flag)),
@@ -621,6 +633,14 @@ impl Cli {
                 _ => None,
             })
             .collect();
+        // `PACKS_DENY_READ` is a list (`:`-separated, as `PATH`); the flag replaces it.
+        let mut deny_read = self.deny_read.clone();
+        if deny_read.is_empty()
+            && let Some(list) = std::env::var_os("PACKS_DENY_READ").filter(|l| !l.is_empty())
+        {
+            deny_read = std::env::split_paths(&list).filter(|p| !p.as_os_str().is_empty()).collect();
+            given.push((Key::DenyRead, Source::Env));
+        }
         Operator {
             packs: self.packs.clone(),
             workspace: self.workspace.clone(),
@@ -633,6 +653,8 @@ impl Cli {
             lockfile: self.lockfile.clone(),
             verify: self.verify.clone(),
             mode: self.mode.clone(),
+            deny_read,
+            no_default_deny_read: self.no_default_deny_read,
             given,
         }
     }
@@ -647,8 +669,17 @@ impl Command {
         use session::Honours::{self, AllBut, Only};
         const LISTING: Honours = Only(&[Key::Packs, Key::Agent, Key::Locked, Key::Lockfile, Key::Verify]);
         const OFFERING: Honours = Only(&[Key::Packs, Key::Agent, Key::Locked, Key::Lockfile, Key::Verify, Key::Mode]);
-        const HELP: Honours =
-            Only(&[Key::Packs, Key::Agent, Key::Locked, Key::Lockfile, Key::Verify, Key::Workspace, Key::Sandbox]);
+        const HELP: Honours = Only(&[
+            Key::Packs,
+            Key::Agent,
+            Key::Locked,
+            Key::Lockfile,
+            Key::Verify,
+            Key::Workspace,
+            Key::Sandbox,
+            Key::DenyRead,
+            Key::NoDefaultDenyRead,
+        ]);
         const ALL: Honours = Honours::ALL;
         let front = |name, honours: Honours, because, serves_model, records| Front {
             name,

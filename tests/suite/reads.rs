@@ -224,3 +224,267 @@ impl Drop for Guard {
         let _ = self.0.wait();
     }
 }
+
+/// A `read_only` tool that prints a file, or says it could not.
+fn reader() -> Value {
+    json!({"name": "reader", "description": "d", "parameters": {"file": {"type": "string"}},
+           "policy": {"read_only": true},
+           "command": {"program": "sh", "args": ["-c", "cat \"$0\" 2>/dev/null || echo refused", "{{file}}"]}})
+}
+
+#[test]
+fn the_operator_extends_or_replaces_the_denied_list_and_an_agent_only_adds_to_it() {
+    let home = fake_home();
+    let h = real(home.path());
+    let notes = h.join("notes.txt");
+    let key = h.join(".ssh/id_ed25519");
+    let packs = Packs::new().manifest("reader", reader());
+    let read = |file: &Path, extra: &[&str], env: &[(&str, &str)]| {
+        let mut t = Test::new().write("agents/careful/agent.toml", "deny_read = [\"~/notes.txt\"]\n");
+        t = t.packs_dir(packs.path()).env("HOME", &h);
+        for (k, v) in env {
+            t = t.env(k, *v);
+        }
+        let out = t.args(extra).args(["run", "reader", "--arg"]).arg(format!("file={}", file.display())).run();
+        out.success();
+        out.stdout().trim_end().to_owned()
+    };
+    // By default: the note reads, the key does not.
+    assert_eq!(read(&notes, &[], &[]), "my notes");
+    assert_eq!(read(&key, &[], &[]), "refused");
+    // Extended by a flag (`~/` is HOME), by the environment, by an agent: the note is
+    // refused too, and the key still is.
+    let list = format!("/nonexistent:{}", notes.display());
+    let note_denied = [
+        (&["--deny-read", "~/notes.txt"][..], &[][..]),
+        (&[], &[("PACKS_DENY_READ", list.as_str())][..]),
+        (&["--agent", "careful"], &[]),
+    ];
+    for (extra, env) in note_denied {
+        assert_eq!(read(&notes, extra, env), "refused", "{extra:?} {env:?}");
+        assert_eq!(read(&key, extra, env), "refused", "{extra:?} {env:?}");
+    }
+    // Replaced by the operator: the key reads, only the paths given are refused.
+    let replaced = ["--no-default-deny-read", "--deny-read", "~/notes.txt"];
+    assert_eq!(read(&key, &replaced, &[]), SECRET);
+    assert_eq!(read(&notes, &replaced, &[]), "refused");
+    assert_eq!(read(&key, &[], &[("PACKS_NO_DEFAULT_DENY_READ", "1")]), SECRET);
+    // An agent under a replaced list still adds its own.
+    assert_eq!(read(&notes, &["--no-default-deny-read", "--agent", "careful"], &[]), "refused");
+    // The dry run says which list holds.
+    let dry = |extra: &[&str]| {
+        let out =
+            Test::new().packs_dir(packs.path()).env("HOME", &h).args(extra).args(["run", "reader", "--dry-run"]).run();
+        out.success();
+        out.stdout().to_owned()
+    };
+    assert!(dry(&[]).contains("; credential stores unreadable;"), "{}", dry(&[]));
+    assert!(
+        dry(&replaced).contains("; only the --deny-read paths unreadable (no default list);"),
+        "{}",
+        dry(&replaced)
+    );
+    let none = dry(&["--no-default-deny-read"]);
+    assert!(none.contains("; reads not restricted (--no-default-deny-read);"), "{none}");
+}
+
+#[test]
+fn an_agent_cannot_drop_the_default_list_and_names_only_absolute_paths() {
+    let packs = Packs::new().manifest("reader", reader());
+    let run = |toml: &str| {
+        Test::new()
+            .write("agents/loose/agent.toml", toml)
+            .packs_dir(packs.path())
+            .args(["--agent", "loose", "run", "reader", "--dry-run"])
+            .run()
+    };
+    run("no_default_deny_read = true\n").code(1).stderr_contains("unknown field `no_default_deny_read`");
+    run("deny_read = [\"notes.txt\"]\n")
+        .code(1)
+        .stderr_contains("agent.toml: `deny_read`: `notes.txt` is neither an absolute path nor under `~/`");
+}
+
+#[test]
+fn packs_session_shows_the_denied_list_and_where_it_came_from() {
+    let home = fake_home();
+    let session = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut t =
+            Test::new().write("agents/careful/agent.toml", "deny_read = [\"/srv/secrets\"]\n").env("HOME", home.path());
+        for (k, v) in env {
+            t = t.env(k, *v);
+        }
+        let out = t.args(extra).arg("session").run();
+        out.success();
+        out.stdout().lines().filter(|l| l.contains("deny-read")).collect::<Vec<_>>().join("\n")
+    };
+    assert_eq!(session(&[], &[]), "deny-read: the credential stores (default)\nno-default-deny-read: no (default)");
+    assert_eq!(
+        session(&["--deny-read", "/a", "--agent", "careful"], &[]),
+        "deny-read: the credential stores, /a, /srv/secrets (from --deny-read)\nno-default-deny-read: no (default)"
+    );
+    assert_eq!(
+        session(&["--agent", "careful"], &[("PACKS_NO_DEFAULT_DENY_READ", "yes")]),
+        "deny-read: /srv/secrets (from agent careful's agent.toml)\nno-default-deny-read: yes (from PACKS_NO_DEFAULT_DENY_READ)"
+    );
+    assert_eq!(
+        session(&[], &[("PACKS_DENY_READ", "/a:/b")]),
+        "deny-read: the credential stores, /a, /b (from PACKS_DENY_READ)\nno-default-deny-read: no (default)"
+    );
+    // A command that runs no tool does not take it.
+    Test::new().args(["--deny-read", "/a", "lint"]).run().code(1).stderr_contains("does not take --deny-read");
+}
+
+#[test]
+fn a_tool_stating_unix_sockets_false_reaches_no_local_daemon_and_keeps_its_socketpairs() {
+    crate::common::require("python3");
+    // A local daemon listening on a pathname socket.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("daemon.sock");
+    let listener = std::process::Command::new("python3")
+        .args(["-c", "import socket, sys, time\nl = socket.socket(socket.AF_UNIX)\nl.bind(sys.argv[1])\nl.listen()\nprint('up', flush=True)\ntime.sleep(60)"])
+        .arg(&path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut listener = Guard(listener);
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(listener.0.stdout.as_mut().unwrap()), &mut line).unwrap();
+    assert_eq!(line, "up\n");
+    let script = "import socket, sys\n\
+                  try:\n    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('connected')\n\
+                  except OSError as e: print('refused', e.errno)\n\
+                  a, b = socket.socketpair(); a.send(b'pair'); print(b.recv(4).decode())\n";
+    let tool = |name: &str, policy: Value| {
+        json!({"name": name, "description": "d", "policy": policy,
+               "command": {"program": "python3", "args": ["-c", script, path.display().to_string()]}})
+    };
+    let packs = Packs::new()
+        .manifest("closed", tool("closed", json!({"read_only": true, "unix_sockets": false})))
+        .manifest(
+            "closed_online",
+            tool("closed_online", json!({"tier": "system", "requires_network": true, "unix_sockets": false})),
+        )
+        .manifest("open", tool("open", json!({"read_only": true})));
+    for name in ["closed", "closed_online"] {
+        Test::new().packs_dir(packs.path()).args(["run", name]).run().success().stdout_eq("refused 1\npair\n");
+    }
+    Test::new().packs_dir(packs.path()).args(["run", "open"]).run().success().stdout_eq("connected\npair\n");
+    // The dry run and the manual page say so; without seccomp, enforce would refuse it.
+    Test::new()
+        .packs_dir(packs.path())
+        .args(["run", "closed", "--dry-run"])
+        .run()
+        .success()
+        .stdout_contains("; no network, no Unix socket;");
+    Test::new()
+        .packs_dir(packs.path())
+        .args(["help", "closed_online"])
+        .run()
+        .success()
+        .stdout_contains("unix sockets: no\n")
+        .stdout_contains("enforced by the kernel: no Unix socket;");
+    listener.0.kill().unwrap();
+}
+
+#[test]
+fn a_tool_stating_readable_reads_only_there_and_what_a_program_needs() {
+    let home = fake_home();
+    let h = real(home.path());
+    let ws = tempfile::tempdir().unwrap();
+    let ws = real(ws.path());
+    std::fs::write(ws.join("mine.txt"), "in the workspace").unwrap();
+    std::fs::create_dir_all(h.join("notes")).unwrap();
+    std::fs::write(h.join("notes/todo"), "a note").unwrap();
+    let script = r#"for f in "$@"; do if out=$(cat "$f" 2>/dev/null); then echo "GOT $f: $out"; else echo "refused $f"; fi; done"#;
+    let tool = |name: &str, readable: Value| {
+        json!({"name": name, "description": "d", "parameters": {"files": {"type": "array", "items": {"type": "string"}}},
+               "policy": {"read_only": true, "readable": readable},
+               "command": {"program": "sh", "args": ["-c", script, "sh", "{{files}}"]}})
+    };
+    let packs = Packs::new()
+        .manifest("narrow", tool("narrow", json!(["{{workspace}}"])))
+        .manifest("notes", tool("notes", json!(["{{env.HOME}}/notes", "relative/ignored"])));
+    let files = [
+        ws.join("mine.txt"),
+        PathBuf::from("/etc/hostname"),
+        h.join("notes.txt"),
+        h.join("notes/todo"),
+        PathBuf::from("/etc/passwd"),
+    ];
+    let run = |name: &str| {
+        let mut t = Test::new().packs_dir(packs.path()).env("HOME", &h).current_dir(&ws).args(["run", name]);
+        t = t.arg(json!({"files": files}).to_string());
+        let out = t.run();
+        out.success();
+        out.stdout().to_owned()
+    };
+    let narrow = run("narrow");
+    let shown = |f: &Path| f.display().to_string();
+    for (file, got) in [(&files[0], true), (&files[1], false), (&files[2], false), (&files[3], false)] {
+        let want = if got { format!("GOT {}: ", shown(file)) } else { format!("refused {}\n", shown(file)) };
+        assert!(narrow.contains(&want), "{want}: {narrow}");
+    }
+    // What every program needs still reads (the user database, the programs themselves).
+    assert!(narrow.contains("GOT /etc/passwd: root:"), "{narrow}");
+    let notes = run("notes");
+    assert!(notes.contains(&format!("GOT {}: a note", shown(&files[3]))), "{notes}");
+    assert!(notes.contains(&format!("refused {}", shown(&files[0]))), "{notes}");
+    // The dry run names the places.
+    let dry =
+        Test::new().packs_dir(packs.path()).env("HOME", &h).current_dir(&ws).args(["run", "narrow", "--dry-run"]).run();
+    dry.success().stdout_contains(&format!("; reads only {}, ", ws.display()));
+}
+
+#[test]
+fn a_readable_place_may_not_read_a_calls_values_or_a_secret() {
+    let tool = |readable: &str| {
+        json!({"name": "bad", "description": "d", "parameters": {"dir": {"type": "string"}},
+               "policy": {"readable": [readable]}, "command": "ls {{dir}}"})
+    };
+    for (readable, says) in [
+        ("{{dir}}", "a readable place may read only `{{env.NAME}}` and `{{workspace}}`, not the call's `{{dir}}`"),
+        ("{{secret.KEY}}", "not `{{secret.KEY}}`"),
+    ] {
+        let packs = Packs::new().manifest("bad", tool(readable));
+        Test::new()
+            .packs_dir(packs.path())
+            .args(["run", "bad", "--dry-run", "--arg", "dir=x"])
+            .run()
+            .code(1)
+            .stderr_contains(says)
+            .stderr_contains("error[invalid-template]: ")
+            .stderr_contains("/bad.tool.json:");
+    }
+}
+
+#[test]
+fn the_audit_line_says_how_reads_were_confined() {
+    let tool =
+        |name: &str, policy: Value| json!({"name": name, "description": "d", "policy": policy, "command": "true"});
+    let packs = Packs::new()
+        .manifest("plain", tool("plain", json!({"read_only": true})))
+        .manifest("narrow", tool("narrow", json!({"read_only": true, "readable": []})))
+        .manifest("sys", tool("sys", json!({"tier": "system"})));
+    let t = Test::new();
+    let log = t.path().join("audit.jsonl");
+    for name in ["plain", "narrow", "sys"] {
+        Test::new()
+            .current_dir(t.path())
+            .packs_dir(packs.path())
+            .args(["--log", "audit.jsonl", "run", name])
+            .run()
+            .success();
+    }
+    Test::new()
+        .current_dir(t.path())
+        .packs_dir(packs.path())
+        .args(["--log", "audit.jsonl", "--sandbox", "off", "run", "plain"])
+        .run()
+        .success();
+    let reads: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["reads"].as_str().unwrap_or("absent").to_owned())
+        .collect();
+    assert_eq!(reads, ["credentials-denied", "narrowed", "unconfined", "unconfined"]);
+}
