@@ -344,7 +344,26 @@ impl Session {
             _ => operator.packs.clone(),
         };
         let locked = honours(Key::Locked) && (operator.locked || agent.as_ref().is_some_and(|a| a.config.locked));
-        Ok(Self { operator, agent, dirs, locked, context, denied_reads })
+        let mut session = Self { operator, agent, dirs, locked, context, denied_reads };
+        // Every front-end's calls keep off packs' own configuration, `packs exec`'s included.
+        session.context = session.context.clone().with_control_plane(session.control_plane());
+        Ok(session)
+    }
+
+    /// packs' own configuration as this session has it: the pack directories searched, the
+    /// agents, the lock file and its signature, the audit log, the secrets file, packs'
+    /// cache. No confined tool may write there (docs/SANDBOX.md); the session's context
+    /// has it, and `packs serve` adds its token and key files.
+    pub(crate) fn control_plane(&self) -> Vec<PathBuf> {
+        let op = &self.operator;
+        let mut paths =
+            crate::catalog::SearchPath::resolve(&self.dirs, std::env::var_os("PACKS_PATH").as_deref()).dirs;
+        paths.push(Agent::root());
+        paths.push(op.lockfile.clone());
+        paths.push(crate::lock::signature_path(&op.lockfile));
+        paths.extend(op.log.iter().chain(&op.secrets_file).cloned());
+        paths.extend(crate::describe_cache::default_dir());
+        paths
     }
 
     /// The lock options, when tools must be pinned.

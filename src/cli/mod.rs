@@ -357,21 +357,15 @@ pub(crate) fn main() -> i32 {
             if runs_tools && !cli.quiet {
                 warn_best_effort(&session.context);
             }
-            // packs' own configuration: no confined tool may write there (docs/SANDBOX.md).
-            let mut control_plane = search_path(&dirs).dirs;
-            control_plane.push(crate::agent::Agent::root());
-            control_plane.push(cli.lockfile.clone());
-            control_plane.push(crate::lock::signature_path(&cli.lockfile));
-            control_plane.extend(cli.log.iter().chain(&cli.secrets_file).cloned());
-            control_plane.extend(crate::describe_cache::default_dir());
+            // packs' own configuration is the session's (no confined tool may write there:
+            // docs/SANDBOX.md); the server adds its token and key files.
             let mut base = session.context.clone();
             if let Command::Serve(args) = command {
-                control_plane.extend(args.protected_files());
+                base = base.with_control_plane(session.control_plane().into_iter().chain(args.protected_files()));
                 // What no confined tool reads: the session's list (the credential stores, the
                 // operator's, the secrets file) and the server's own secrets.
                 base = base.with_denied_reads(session.denied_reads.iter().cloned().chain(args.protected_files()));
             }
-            let base = base.with_control_plane(control_plane);
             if let Command::Session { json } = command {
                 return session_report(&session, *json);
             }

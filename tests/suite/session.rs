@@ -214,3 +214,27 @@ fn session_reports_each_setting_and_where_it_came_from() {
     assert_eq!(v["mode"]["value"], "Dictation");
     assert_eq!(v["mode"]["from"], "--mode");
 }
+
+/// `packs exec` keeps its tool off packs' own configuration as every other front-end does:
+/// a workspace tool run from a file writes the workspace, but not the pack directory, the
+/// agents or the lock file inside it (the session holds the control plane, not each command).
+#[test]
+fn exec_keeps_a_workspace_tool_off_packs_own_configuration() {
+    let body = "for f in packs/planted.tool.json agents/a/agent.toml packs.lock README.md; do \
+                if echo x >> \"$f\" 2>/dev/null; then echo \"wrote $f\"; else echo \"denied $f\"; fi; done";
+    let tool = json!({"name": "writer", "description": "d", "policy": {"read_only": false, "tier": "workspace"},
+                      "command": {"program": "sh", "args": ["-c", body]}});
+    let t = Test::new()
+        .write("tools/writer.tool.json", &tool.to_string())
+        .write("packs/keep.tool.json", r#"{"name": "keep", "description": "d", "command": "true"}"#)
+        .write("agents/a/agent.toml", "tools = [\"keep\"]\n")
+        .write("packs.lock", "# not a lock\n")
+        .write("README.md", "# readme\n");
+    let root = t.path().to_owned();
+    let out = t.args(["exec", "tools/writer.tool.json", "{}"]).run();
+    out.success().stdout_eq(
+        "denied packs/planted.tool.json\ndenied agents/a/agent.toml\ndenied packs.lock\nwrote README.md\n",
+    );
+    assert!(!root.join("packs/planted.tool.json").exists());
+    assert_eq!(std::fs::read_to_string(root.join("packs.lock")).unwrap(), "# not a lock\n");
+}
