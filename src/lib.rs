@@ -82,10 +82,10 @@ mod tool_test;
 mod visible;
 
 pub use agent::{Agent, AgentError};
-pub use audit::AuditLog;
+pub use audit::{AuditLog, Entry as AuditEntry};
 pub use call::{
     ApprovalReason, ApprovalRequest, ApproveAll, Approver, ArgumentsError, Call, Context, Decision, Denial, DenyAll,
-    Failure, FieldError, Phase, Planned, Status, StdinPreview, ToolError, ToolResult, UnknownContextKey, decide,
+    Failure, FieldError, Phase, Planned, Status, StdinPreview, ToolError, ToolResult, UnknownContextKey,
 };
 pub use catalog::{Catalog, LookupError, SearchPath, Shadowed};
 pub use describe::Describe;

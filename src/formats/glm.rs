@@ -20,18 +20,18 @@ use super::qwen3_xml::{skip_ws, typed};
 use super::raw::{Builder, CallError, Parsed, SchemaOf, cut_at, error, strip_end, value_end};
 
 /// Opens an argument's name.
-pub const ARG_KEY: &str = "<arg_key>";
+pub(crate) const ARG_KEY: &str = "<arg_key>";
 /// Closes an argument's name.
-pub const ARG_KEY_END: &str = "</arg_key>";
+pub(crate) const ARG_KEY_END: &str = "</arg_key>";
 /// Opens an argument's value.
-pub const ARG_VALUE: &str = "<arg_value>";
+pub(crate) const ARG_VALUE: &str = "<arg_value>";
 /// Closes an argument's value.
-pub const ARG_VALUE_END: &str = "</arg_value>";
+pub(crate) const ARG_VALUE_END: &str = "</arg_value>";
 /// The tokens generation stops at, which an output may still end with.
 const END_OF_TURN: &[&str] = &["<|user|>", "<|observation|>", "<|endoftext|>"];
 
 /// Parse GLM text (see the module's documentation).
-pub fn parse(text: &str, schema_of: SchemaOf<'_>) -> Parsed {
+pub(crate) fn parse(text: &str, schema_of: SchemaOf<'_>) -> Parsed {
     let text = strip_end(text, END_OF_TURN);
     let mut b = Builder::default();
     let Some(mut pos) = super::qwen3::reasoning(text, THINK_START, THINK_END, CALL_START, &mut b) else {

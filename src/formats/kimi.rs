@@ -16,18 +16,18 @@ use super::qwen3_xml::skip_ws;
 use super::raw::{Builder, Parsed, cut_at, error, json_at, strip_end};
 
 /// Opens the calls.
-pub const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
+pub(crate) const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
 /// Closes the calls.
-pub const SECTION_END: &str = "<|tool_calls_section_end|>";
+pub(crate) const SECTION_END: &str = "<|tool_calls_section_end|>";
 /// Opens a call (its id follows).
-pub const CALL_BEGIN: &str = "<|tool_call_begin|>";
+pub(crate) const CALL_BEGIN: &str = "<|tool_call_begin|>";
 /// Between a call's id and its arguments.
-pub const ARGUMENT_BEGIN: &str = "<|tool_call_argument_begin|>";
+pub(crate) const ARGUMENT_BEGIN: &str = "<|tool_call_argument_begin|>";
 /// Closes a call.
-pub const CALL_END: &str = "<|tool_call_end|>";
+pub(crate) const CALL_END: &str = "<|tool_call_end|>";
 
 /// Parse Kimi K2 text (see the module's documentation).
-pub fn parse(text: &str) -> Parsed {
+pub(crate) fn parse(text: &str) -> Parsed {
     let text = strip_end(text, &["<|im_end|>"]);
     let mut b = Builder::default();
     let Some(mut pos) = super::qwen3::reasoning(text, THINK_START, THINK_END, SECTION_BEGIN, &mut b) else {

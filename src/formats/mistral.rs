@@ -18,18 +18,18 @@ use serde_json::Value;
 use super::raw::{Builder, Parsed, error, json_at, json_call, name_in_prefix, strip_end};
 
 /// Starts the calls (and, from v11 on, each call).
-pub const TOOL_CALLS: &str = "[TOOL_CALLS]";
+pub(crate) const TOOL_CALLS: &str = "[TOOL_CALLS]";
 /// Between a call's name (or id) and its arguments (v11 and later).
-pub const ARGS: &str = "[ARGS]";
+pub(crate) const ARGS: &str = "[ARGS]";
 /// Between a call's name and its id (v11).
-pub const CALL_ID: &str = "[CALL_ID]";
+pub(crate) const CALL_ID: &str = "[CALL_ID]";
 /// Opens the reasoning.
-pub const THINK_START: &str = "[THINK]";
+pub(crate) const THINK_START: &str = "[THINK]";
 /// Closes the reasoning.
-pub const THINK_END: &str = "[/THINK]";
+pub(crate) const THINK_END: &str = "[/THINK]";
 
 /// Parse Mistral text (see the module's documentation).
-pub fn parse(text: &str) -> Parsed {
+pub(crate) fn parse(text: &str) -> Parsed {
     let text = strip_end(text, &["</s>"]);
     let mut b = Builder::default();
     let Some(mut pos) = super::qwen3::reasoning(text, THINK_START, THINK_END, TOOL_CALLS, &mut b) else {

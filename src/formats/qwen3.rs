@@ -14,18 +14,18 @@
 use super::raw::{Builder, Parsed, error, json_at, json_call, name_in_prefix, strip_end};
 
 /// Opens a call.
-pub const CALL_START: &str = "<tool_call>";
+pub(crate) const CALL_START: &str = "<tool_call>";
 /// Closes a call.
-pub const CALL_END: &str = "</tool_call>";
+pub(crate) const CALL_END: &str = "</tool_call>";
 /// Opens the reasoning.
-pub const THINK_START: &str = "<think>";
+pub(crate) const THINK_START: &str = "<think>";
 /// Closes the reasoning.
-pub const THINK_END: &str = "</think>";
+pub(crate) const THINK_END: &str = "</think>";
 /// The end-of-turn tokens an output may still end with.
 const END_OF_TURN: &[&str] = &["<|im_end|>", "<|endoftext|>"];
 
 /// Parse Qwen3 text (see the module's documentation).
-pub fn parse(text: &str) -> Parsed {
+pub(crate) fn parse(text: &str) -> Parsed {
     let text = strip_end(text, END_OF_TURN);
     let mut b = Builder::default();
     let pos = reasoning(text, THINK_START, THINK_END, CALL_START, &mut b);

@@ -20,16 +20,16 @@ use super::qwen3::{CALL_END, CALL_START, THINK_END, THINK_START};
 use super::raw::{Builder, CallError, Parsed, SchemaOf, error, strip_end};
 
 /// Opens the function inside a call: `<function=NAME>`.
-pub const FUNCTION: &str = "<function=";
+pub(crate) const FUNCTION: &str = "<function=";
 /// Closes the function.
-pub const FUNCTION_END: &str = "</function>";
+pub(crate) const FUNCTION_END: &str = "</function>";
 /// Opens a parameter: `<parameter=KEY>`.
-pub const PARAMETER: &str = "<parameter=";
+pub(crate) const PARAMETER: &str = "<parameter=";
 /// Closes a parameter.
-pub const PARAMETER_END: &str = "</parameter>";
+pub(crate) const PARAMETER_END: &str = "</parameter>";
 
 /// Parse Qwen3-Coder text (see the module's documentation).
-pub fn parse(text: &str, schema_of: SchemaOf<'_>) -> Parsed {
+pub(crate) fn parse(text: &str, schema_of: SchemaOf<'_>) -> Parsed {
     let text = strip_end(text, &["<|im_end|>", "<|endoftext|>"]);
     let mut b = Builder::default();
     let Some(mut pos) = super::qwen3::reasoning(text, THINK_START, THINK_END, CALL_START, &mut b) else {
