@@ -55,7 +55,7 @@ impl NativeTool for SumNumbers {
     }
 
     fn policy(&self) -> Policy {
-        Policy { read_only: true, tier: Some(Tier::ReadOnly), ..Policy::default() }
+        Policy::default().with_read_only(true).with_tier(Tier::ReadOnly)
     }
 
     fn execute(&self, args: &Map<String, Value>) -> Result<String, NativeError> {

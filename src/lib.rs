@@ -21,14 +21,21 @@
 //! docs/LIBRARY.md walks through a front-end: loading, native tools, approval, status
 //! and results.
 
+// Without the command line, the helpers only its subcommands and the server use (a
+// catalog's snapshot, the signal handlers, the interrupt's kill_all...) are unused: the
+// full build (`cargo clippy --all-targets -- -D warnings`) is where dead code is an error.
+#![cfg_attr(not(feature = "cli"), allow(dead_code, unused_imports))]
+
 mod agent;
 mod argv;
 mod audit;
 mod call;
 pub mod calls;
 mod catalog;
+#[cfg(feature = "cli")]
 mod cli;
 mod code;
+#[cfg(feature = "convert")]
 mod convert;
 mod describe;
 mod describe_cache;
@@ -38,9 +45,12 @@ pub mod formats;
 mod grants;
 mod help;
 mod image;
+#[cfg(feature = "lint")]
 pub mod lint;
+#[cfg(feature = "lock")]
 pub mod lock;
 mod manifest;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 mod names;
 mod native;
@@ -48,14 +58,19 @@ mod operands;
 mod orphans;
 mod output;
 mod policy;
+#[cfg(feature = "mcp")]
 mod pool;
 pub mod prompt;
 mod reads;
 mod runner;
 mod sandbox;
+#[cfg(feature = "convert")]
 mod scaffold;
+#[cfg(feature = "cli")]
 mod session;
+#[cfg(feature = "skills")]
 mod skill;
+#[cfg(feature = "mcp")]
 mod snapshot;
 mod source;
 #[cfg(target_os = "linux")]
@@ -67,10 +82,10 @@ mod tool_test;
 mod visible;
 
 pub use agent::{Agent, AgentError};
-pub use audit::AuditLog;
+pub use audit::{AuditLog, Entry as AuditEntry};
 pub use call::{
     ApprovalReason, ApprovalRequest, ApproveAll, Approver, ArgumentsError, Call, Context, Decision, Denial, DenyAll,
-    Failure, FieldError, Phase, Planned, Status, StdinPreview, ToolError, ToolResult, UnknownContextKey, decide,
+    Failure, FieldError, Phase, Planned, Status, StdinPreview, ToolError, ToolResult, UnknownContextKey,
 };
 pub use catalog::{Catalog, LookupError, SearchPath, Shadowed};
 pub use describe::Describe;
@@ -100,6 +115,7 @@ pub fn dispatch(
 
 /// The `packs` command line (the binary's `main`): parses the process's arguments,
 /// runs the subcommand and returns the exit code.
+#[cfg(feature = "cli")]
 #[doc(hidden)]
 pub fn cli_main() -> i32 {
     cli::main()

@@ -534,16 +534,19 @@ fn verify_signature(data: &[u8], lockfile: &Path, pubkey_file: &Path) -> Result<
     })
 }
 
+#[cfg(feature = "sign")]
 /// A minisign secret key, opened (`packs lock --sign`): opened before the lock file is
 /// written, so a wrong key or password changes nothing.
 pub struct SigningKey(minisign::SecretKey);
 
+#[cfg(feature = "sign")]
 impl std::fmt::Debug for SigningKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("SigningKey(…)")
     }
 }
 
+#[cfg(feature = "sign")]
 impl SigningKey {
     /// Open the minisign secret key in `seckey_file`. An encrypted key (what `minisign -G`
     /// writes) needs its `password`; without one the key must be unencrypted.

@@ -77,8 +77,13 @@ impl std::str::FromStr for Tier {
 }
 
 /// The `policy` table of a manifest (or of an executable's describe JSON).
+///
+/// A native tool builds one from [`Policy::default`] and the `with_` methods
+/// (`Policy::default().with_tier(Tier::ReadOnly)`); new fields will come, so it is
+/// `#[non_exhaustive]`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct Policy {
     /// The permission tier, when stated; otherwise derived (see [`Policy::tier`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -152,6 +157,114 @@ impl Default for Policy {
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
 fn is_true(b: &bool) -> bool {
     *b
+}
+
+/// Builders: each sets one field (the field's documentation says what it means).
+impl Policy {
+    /// With the permission tier (`tier`).
+    #[must_use]
+    pub fn with_tier(mut self, value: Tier) -> Self {
+        self.tier = Some(value);
+        self
+    }
+
+    /// With names of packs' environment variables passed to the tool (`env_passthrough`).
+    #[must_use]
+    pub fn with_env_passthrough(mut self, value: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.env_passthrough = value.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// With whether the tool changes nothing (`read_only`).
+    #[must_use]
+    pub fn with_read_only(mut self, value: bool) -> Self {
+        self.read_only = value;
+        self
+    }
+
+    /// With whether the tool needs the network (`requires_network`).
+    #[must_use]
+    pub fn with_requires_network(mut self, value: bool) -> Self {
+        self.requires_network = value;
+        self
+    }
+
+    /// With seconds before the tool's process group is killed (`timeout_secs`).
+    #[must_use]
+    pub fn with_timeout_secs(mut self, value: u64) -> Self {
+        self.timeout_secs = value;
+        self
+    }
+
+    /// With whether a person must approve each call (`confirm_before_run`).
+    #[must_use]
+    pub fn with_confirm_before_run(mut self, value: bool) -> Self {
+        self.confirm_before_run = value;
+        self
+    }
+
+    /// With the exit codes that count as success (`allowed_exit_codes`).
+    #[must_use]
+    pub fn with_allowed_exit_codes(mut self, value: impl IntoIterator<Item = i32>) -> Self {
+        self.allowed_exit_codes = value.into_iter().collect();
+        self
+    }
+
+    /// With the most bytes of stdout kept (`max_output_bytes`).
+    #[must_use]
+    pub fn with_max_output_bytes(mut self, value: u64) -> Self {
+        self.max_output_bytes = value;
+        self
+    }
+
+    /// With more places a confined tool may write (`writable`).
+    #[must_use]
+    pub fn with_writable(mut self, value: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.writable = value.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// With whether the tool may read the credential stores (`reads_credentials`).
+    #[must_use]
+    pub fn with_reads_credentials(mut self, value: bool) -> Self {
+        self.reads_credentials = value;
+        self
+    }
+
+    /// With reads narrowed to these places (`readable`).
+    #[must_use]
+    pub fn with_readable(mut self, value: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.readable = Some(value.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// With whether the tool may create Unix-domain sockets (`unix_sockets`).
+    #[must_use]
+    pub fn with_unix_sockets(mut self, value: bool) -> Self {
+        self.unix_sockets = value;
+        self
+    }
+
+    /// With the most address space each process may map (`max_memory_bytes`).
+    #[must_use]
+    pub fn with_max_memory_bytes(mut self, value: u64) -> Self {
+        self.max_memory_bytes = Some(value);
+        self
+    }
+
+    /// With the largest file a process may write (`max_file_bytes`).
+    #[must_use]
+    pub fn with_max_file_bytes(mut self, value: u64) -> Self {
+        self.max_file_bytes = Some(value);
+        self
+    }
+
+    /// With the CPU seconds each process may use (`max_cpu_secs`).
+    #[must_use]
+    pub fn with_max_cpu_secs(mut self, value: u64) -> Self {
+        self.max_cpu_secs = Some(value);
+        self
+    }
 }
 
 /// A resource limit a policy may set on a tool's processes.

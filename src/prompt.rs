@@ -9,6 +9,7 @@ use crate::tool::Tool;
 /// Between the soul and each context module.
 pub const SEPARATOR: &str = "\n---\n";
 
+#[cfg(feature = "skills")]
 /// Why a prompt could not be composed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -38,6 +39,7 @@ pub enum PromptError {
     },
 }
 
+#[cfg(feature = "skills")]
 /// `soul.md`, then each context module in name order, each after `\n---\n`, byte for byte.
 /// A module is a `context/*.md` file, or a skill directory `context/<skill>/SKILL.md`, whose
 /// body (after its YAML frontmatter) is the module.
@@ -65,6 +67,7 @@ pub fn compose(agent_dir: &Path) -> Result<String, PromptError> {
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
+#[cfg(feature = "skills")]
 /// One context module of an agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Module {
@@ -74,6 +77,7 @@ pub(crate) enum Module {
     Skill(PathBuf),
 }
 
+#[cfg(feature = "skills")]
 /// An agent's context modules in name order: `context/*.md` files (as a shell glob reads
 /// it: hidden files are not modules) and `context/*/SKILL.md` skills (hidden directories
 /// are not either).
@@ -170,6 +174,7 @@ pub fn gemma(tools: &[&Tool], context: &crate::call::Context) -> String {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "skills")]
     fn agent(soul: Option<&str>, modules: &[(&str, &str)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         if let Some(s) = soul {
@@ -184,6 +189,7 @@ mod tests {
         dir
     }
 
+    #[cfg(feature = "skills")]
     #[test]
     fn composition_is_byte_exact() {
         let a = agent(Some("SOUL\n"), &[("b.md", "B"), ("a.md", "A\n"), ("c.txt", "ignored")]);
@@ -194,6 +200,7 @@ mod tests {
         assert_eq!(compose(agent(Some(""), &[]).path()).unwrap(), "");
     }
 
+    #[cfg(feature = "skills")]
     #[test]
     fn empty_context_dir_and_missing_soul() {
         let a = agent(Some("S\n"), &[]);

@@ -711,6 +711,7 @@ static INTERRUPT_PIPE: std::sync::OnceLock<std::os::fd::OwnedFd> = std::sync::On
 /// and returns ([`interrupted`] then says which signal); while none runs, the signal
 /// does what it does by default. Installed by the CLI only, once; a library user keeps
 /// its own signal handling.
+#[cfg(feature = "cli")]
 pub(crate) fn end_tools_on_interrupt() -> io::Result<()> {
     use std::os::fd::{FromRawFd, OwnedFd};
     let mut fds = [0; 2];

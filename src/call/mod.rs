@@ -29,7 +29,8 @@ pub use context::{Context, UnknownContextKey};
 pub use error::{FieldError, ToolError};
 pub use plan::{Planned, StdinPreview};
 pub use result::{Failure, ToolResult};
-pub use rules::{ApprovalReason, ApprovalRequest, ApproveAll, Approver, Decision, Denial, DenyAll, decide};
+use rules::decide;
+pub use rules::{ApprovalReason, ApprovalRequest, ApproveAll, Approver, Decision, Denial, DenyAll};
 pub use status::{Phase, Status};
 
 use crate::audit::{self, Entry};

@@ -74,7 +74,7 @@ pub enum Denial {
 /// A tool outside the mode in effect is denied. With an agent: a tool outside its `tools` or inside its `deny` is denied, a tier
 /// above its `max_tier` is denied, and a tool in its `ask` needs approval. Always: a
 /// tool of tier `elevated` or with `confirm_before_run` needs approval.
-pub fn decide(tool: &Tool, context: &Context) -> Decision {
+pub(crate) fn decide(tool: &Tool, context: &Context) -> Decision {
     let tier = tool.tier();
     if let Some(mode) = context.mode().filter(|m| !tool.in_mode(m)) {
         return Decision::Deny(Denial::NotInMode { mode: mode.to_owned() });

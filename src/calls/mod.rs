@@ -294,9 +294,8 @@ fn read(input: &str, format: CallFormat, schema_of: &dyn Fn(&str) -> Option<Valu
     Ok(Reading { format, calls, snake_case, parsed: None })
 }
 
-/// A call of a raw text as a found call; one that could not be read is an error result
-/// of its own, named if it could be.
-/// A raw-text call as a found call (arguments that could not be read say why, for the model).
+/// A raw-text call as a found call; one whose arguments could not be read is an error
+/// result of its own (named if it could be), saying why, for the model.
 pub fn found_call(c: &raw::ToolCall) -> FoundCall {
     FoundCall {
         id: c.id.clone().unwrap_or_default(),

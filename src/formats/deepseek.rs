@@ -20,27 +20,27 @@ use super::qwen3_xml::skip_ws;
 use super::raw::{Builder, CallError, Parsed, Spec, cut_at, error, json_at, value_end};
 
 /// Opens the calls (V3, V3.1).
-pub const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
+pub(crate) const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
 /// Closes the calls (V3, V3.1).
-pub const CALLS_END: &str = "<｜tool▁calls▁end｜>";
+pub(crate) const CALLS_END: &str = "<｜tool▁calls▁end｜>";
 /// Opens a call (V3, V3.1).
-pub const CALL_BEGIN: &str = "<｜tool▁call▁begin｜>";
+pub(crate) const CALL_BEGIN: &str = "<｜tool▁call▁begin｜>";
 /// Closes a call (V3, V3.1).
-pub const CALL_END: &str = "<｜tool▁call▁end｜>";
+pub(crate) const CALL_END: &str = "<｜tool▁call▁end｜>";
 /// Between a call's name (V3.1) or type (V3) and the rest.
-pub const SEP: &str = "<｜tool▁sep｜>";
+pub(crate) const SEP: &str = "<｜tool▁sep｜>";
 /// Opens the calls (V3.2, DSML).
-pub const FUNCTION_CALLS: &str = "<｜DSML｜function_calls>";
+pub(crate) const FUNCTION_CALLS: &str = "<｜DSML｜function_calls>";
 /// Closes the calls (V3.2).
-pub const FUNCTION_CALLS_END: &str = "</｜DSML｜function_calls>";
+pub(crate) const FUNCTION_CALLS_END: &str = "</｜DSML｜function_calls>";
 /// Opens a call (V3.2): `<｜DSML｜invoke name="NAME">`.
-pub const INVOKE: &str = "<｜DSML｜invoke";
+pub(crate) const INVOKE: &str = "<｜DSML｜invoke";
 /// Closes a call (V3.2).
-pub const INVOKE_END: &str = "</｜DSML｜invoke>";
+pub(crate) const INVOKE_END: &str = "</｜DSML｜invoke>";
 /// Opens a parameter (V3.2): `<｜DSML｜parameter name="K" string="true|false">`.
-pub const PARAMETER: &str = "<｜DSML｜parameter";
+pub(crate) const PARAMETER: &str = "<｜DSML｜parameter";
 /// Closes a parameter (V3.2).
-pub const PARAMETER_END: &str = "</｜DSML｜parameter>";
+pub(crate) const PARAMETER_END: &str = "</｜DSML｜parameter>";
 /// The end of the turn.
 const END_OF_SENTENCE: &str = "<｜end▁of▁sentence｜>";
 
@@ -57,7 +57,7 @@ pub(crate) const SPEC: Spec = Spec {
 };
 
 /// Parse DeepSeek text (see the module's documentation).
-pub fn parse(text: &str) -> Parsed {
+pub(crate) fn parse(text: &str) -> Parsed {
     super::raw::drive(text, &SPEC, &|_| None)
 }
 

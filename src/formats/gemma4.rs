@@ -13,15 +13,15 @@ use super::functiongemma;
 use super::raw::{Builder, Parsed, SchemaOf, Spec, error};
 
 /// Opens a call.
-pub const CALL_START: &str = "<|tool_call>";
+pub(crate) const CALL_START: &str = "<|tool_call>";
 /// Closes a call.
-pub const CALL_END: &str = "<tool_call|>";
+pub(crate) const CALL_END: &str = "<tool_call|>";
 /// Wraps a string value.
-pub const QUOTE: &str = "<|\"|>";
+pub(crate) const QUOTE: &str = "<|\"|>";
 /// Opens a channel (the thought).
-pub const CHANNEL_START: &str = "<|channel>";
+pub(crate) const CHANNEL_START: &str = "<|channel>";
 /// Closes a channel.
-pub const CHANNEL_END: &str = "<channel|>";
+pub(crate) const CHANNEL_END: &str = "<channel|>";
 /// The end-of-turn tokens an output may still end with (generation stops at a tool
 /// response's start).
 const END_OF_TURN: &[&str] = &["<turn|>", "<|tool_response>", "<eos>"];
@@ -46,7 +46,7 @@ pub(crate) const SPEC: Spec = Spec {
 };
 
 /// Parse Gemma 4 text (see the module's documentation).
-pub fn parse(text: &str, schema_of: SchemaOf<'_>) -> Parsed {
+pub(crate) fn parse(text: &str, schema_of: SchemaOf<'_>) -> Parsed {
     super::raw::drive(text, &SPEC, schema_of)
 }
 

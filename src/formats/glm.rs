@@ -20,13 +20,13 @@ use super::qwen3_xml::{skip_ws, typed};
 use super::raw::{CallError, Parsed, SchemaOf, Spec, cut_at, error, value_end};
 
 /// Opens an argument's name.
-pub const ARG_KEY: &str = "<arg_key>";
+pub(crate) const ARG_KEY: &str = "<arg_key>";
 /// Closes an argument's name.
-pub const ARG_KEY_END: &str = "</arg_key>";
+pub(crate) const ARG_KEY_END: &str = "</arg_key>";
 /// Opens an argument's value.
-pub const ARG_VALUE: &str = "<arg_value>";
+pub(crate) const ARG_VALUE: &str = "<arg_value>";
 /// Closes an argument's value.
-pub const ARG_VALUE_END: &str = "</arg_value>";
+pub(crate) const ARG_VALUE_END: &str = "</arg_value>";
 /// The tokens generation stops at, which an output may still end with.
 const END_OF_TURN: &[&str] = &["<|user|>", "<|observation|>", "<|endoftext|>"];
 
@@ -46,7 +46,7 @@ pub(crate) const SPEC: Spec = Spec {
 };
 
 /// Parse GLM text (see the module's documentation).
-pub fn parse(text: &str, schema_of: SchemaOf<'_>) -> Parsed {
+pub(crate) fn parse(text: &str, schema_of: SchemaOf<'_>) -> Parsed {
     super::raw::drive(text, &SPEC, schema_of)
 }
 

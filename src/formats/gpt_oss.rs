@@ -24,24 +24,22 @@ use super::qwen3_xml::skip_ws;
 use super::raw::{Builder, CallError, Parsed, cut_at, error, json_at};
 
 /// Starts a message.
-pub const START: &str = "<|start|>";
+pub(crate) const START: &str = "<|start|>";
 /// Starts the channel's name in a header.
-pub const CHANNEL: &str = "<|channel|>";
+pub(crate) const CHANNEL: &str = "<|channel|>";
 /// Ends a header; the body follows.
-pub const MESSAGE: &str = "<|message|>";
+pub(crate) const MESSAGE: &str = "<|message|>";
 /// Ends a message.
-pub const END: &str = "<|end|>";
+pub(crate) const END: &str = "<|end|>";
 /// Ends a call message (generation stops there).
-pub const CALL: &str = "<|call|>";
+pub(crate) const CALL: &str = "<|call|>";
 /// Ends the final message (generation stops there).
-pub const RETURN: &str = "<|return|>";
-/// Says what the body is (`<|constrain|>json`).
-pub const CONSTRAIN: &str = "<|constrain|>";
+pub(crate) const RETURN: &str = "<|return|>";
 /// The recipient of a call to a function.
-pub const TO_FUNCTIONS: &str = "to=functions.";
+pub(crate) const TO_FUNCTIONS: &str = "to=functions.";
 
 /// Parse gpt-oss text (see the module's documentation).
-pub fn parse(text: &str) -> Parsed {
+pub(crate) fn parse(text: &str) -> Parsed {
     let mut b = Builder::default();
     if !text.contains(MESSAGE) && !text.contains(CHANNEL) && !text.contains(TO_FUNCTIONS) {
         b.text(text);

@@ -16,15 +16,15 @@ use super::qwen3_xml::skip_ws;
 use super::raw::{Builder, Parsed, Spec, cut_at, error, json_at};
 
 /// Opens the calls.
-pub const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
+pub(crate) const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
 /// Closes the calls.
-pub const SECTION_END: &str = "<|tool_calls_section_end|>";
+pub(crate) const SECTION_END: &str = "<|tool_calls_section_end|>";
 /// Opens a call (its id follows).
-pub const CALL_BEGIN: &str = "<|tool_call_begin|>";
+pub(crate) const CALL_BEGIN: &str = "<|tool_call_begin|>";
 /// Between a call's id and its arguments.
-pub const ARGUMENT_BEGIN: &str = "<|tool_call_argument_begin|>";
+pub(crate) const ARGUMENT_BEGIN: &str = "<|tool_call_argument_begin|>";
 /// Closes a call.
-pub const CALL_END: &str = "<|tool_call_end|>";
+pub(crate) const CALL_END: &str = "<|tool_call_end|>";
 
 /// Kimi's layout: `<think>` first, then call sections.
 pub(crate) const SPEC: Spec = Spec {
@@ -36,7 +36,7 @@ pub(crate) const SPEC: Spec = Spec {
 };
 
 /// Parse Kimi K2 text (see the module's documentation).
-pub fn parse(text: &str) -> Parsed {
+pub(crate) fn parse(text: &str) -> Parsed {
     super::raw::drive(text, &SPEC, &|_| None)
 }
 

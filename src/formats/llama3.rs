@@ -17,19 +17,19 @@
 use super::raw::{Builder, Parsed, error, json_at, json_call, name_in_prefix, strip_end};
 
 /// Starts a call in the ipython environment.
-pub const PYTHON_TAG: &str = "<|python_tag|>";
+pub(crate) const PYTHON_TAG: &str = "<|python_tag|>";
 /// The end-of-turn and end-of-message tokens an output may still end with (Llama 4's too).
 const END_OF_TURN: &[&str] = &["<|eot_id|>", "<|eom_id|>", "<|eot|>", "<|eom|>"];
 
 /// Whether `text` starts (after whitespace) with `{"name"` or `{"type"`: a JSON call.
-pub fn starts_like_a_call(text: &str) -> bool {
+pub(crate) fn starts_like_a_call(text: &str) -> bool {
     let Some(rest) = text.trim_start().strip_prefix('{') else { return false };
     let rest = rest.trim_start();
     rest.starts_with("\"name\"") || rest.starts_with("\"type\"")
 }
 
 /// Parse Llama 3 text (see the module's documentation).
-pub fn parse(text: &str) -> Parsed {
+pub(crate) fn parse(text: &str) -> Parsed {
     let text = strip_end(text, END_OF_TURN);
     let mut b = Builder::default();
     if let Some(tag) = text.find(PYTHON_TAG) {

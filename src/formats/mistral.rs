@@ -18,15 +18,15 @@ use serde_json::Value;
 use super::raw::{Builder, Parsed, Spec, error, json_at, json_call, name_in_prefix};
 
 /// Starts the calls (and, from v11 on, each call).
-pub const TOOL_CALLS: &str = "[TOOL_CALLS]";
+pub(crate) const TOOL_CALLS: &str = "[TOOL_CALLS]";
 /// Between a call's name (or id) and its arguments (v11 and later).
-pub const ARGS: &str = "[ARGS]";
+pub(crate) const ARGS: &str = "[ARGS]";
 /// Between a call's name and its id (v11).
-pub const CALL_ID: &str = "[CALL_ID]";
+pub(crate) const CALL_ID: &str = "[CALL_ID]";
 /// Opens the reasoning.
-pub const THINK_START: &str = "[THINK]";
+pub(crate) const THINK_START: &str = "[THINK]";
 /// Closes the reasoning.
-pub const THINK_END: &str = "[/THINK]";
+pub(crate) const THINK_END: &str = "[/THINK]";
 
 /// Mistral's layout: `[THINK]` first, then `[TOOL_CALLS]` blocks.
 pub(crate) const SPEC: Spec = Spec {
@@ -44,7 +44,7 @@ pub(crate) const SPEC: Spec = Spec {
 };
 
 /// Parse Mistral text (see the module's documentation).
-pub fn parse(text: &str) -> Parsed {
+pub(crate) fn parse(text: &str) -> Parsed {
     super::raw::drive(text, &SPEC, &|_| None)
 }
 

@@ -10,19 +10,19 @@ use serde_json::{Value, json};
 use crate::tool::Tool;
 
 pub mod anthropic;
-pub mod deepseek;
+pub(crate) mod deepseek;
 pub mod functiongemma;
 pub mod gemini;
-pub mod gemma4;
-pub mod glm;
-pub mod gpt_oss;
-pub mod kimi;
-pub mod llama3;
+pub(crate) mod gemma4;
+pub(crate) mod glm;
+pub(crate) mod gpt_oss;
+pub(crate) mod kimi;
+pub(crate) mod llama3;
 pub mod mcp;
-pub mod mistral;
+pub(crate) mod mistral;
 pub mod openai;
-pub mod qwen3;
-pub mod qwen3_xml;
+pub(crate) mod qwen3;
+pub(crate) mod qwen3_xml;
 pub mod raw;
 
 crate::names::named_enum! {

@@ -14,13 +14,13 @@
 use super::raw::{Builder, Parsed, Spec, error, json_at, json_call, name_in_prefix};
 
 /// Opens a call.
-pub const CALL_START: &str = "<tool_call>";
+pub(crate) const CALL_START: &str = "<tool_call>";
 /// Closes a call.
-pub const CALL_END: &str = "</tool_call>";
+pub(crate) const CALL_END: &str = "</tool_call>";
 /// Opens the reasoning.
-pub const THINK_START: &str = "<think>";
+pub(crate) const THINK_START: &str = "<think>";
 /// Closes the reasoning.
-pub const THINK_END: &str = "</think>";
+pub(crate) const THINK_END: &str = "</think>";
 /// The end-of-turn tokens an output may still end with.
 const END_OF_TURN: &[&str] = &["<|im_end|>", "<|endoftext|>"];
 
@@ -34,7 +34,7 @@ pub(crate) const SPEC: Spec = Spec {
 };
 
 /// Parse Qwen3 text (see the module's documentation).
-pub fn parse(text: &str) -> Parsed {
+pub(crate) fn parse(text: &str) -> Parsed {
     super::raw::drive(text, &SPEC, &|_| None)
 }
 

@@ -20,13 +20,13 @@ use super::qwen3::{CALL_END, CALL_START, THINK_END, THINK_START};
 use super::raw::{CallError, Parsed, SchemaOf, Spec, error};
 
 /// Opens the function inside a call: `<function=NAME>`.
-pub const FUNCTION: &str = "<function=";
+pub(crate) const FUNCTION: &str = "<function=";
 /// Closes the function.
-pub const FUNCTION_END: &str = "</function>";
+pub(crate) const FUNCTION_END: &str = "</function>";
 /// Opens a parameter: `<parameter=KEY>`.
-pub const PARAMETER: &str = "<parameter=";
+pub(crate) const PARAMETER: &str = "<parameter=";
 /// Closes a parameter.
-pub const PARAMETER_END: &str = "</parameter>";
+pub(crate) const PARAMETER_END: &str = "</parameter>";
 
 /// Qwen3-Coder's layout: `<think>` first, then `<tool_call>` blocks.
 pub(crate) const SPEC: Spec = Spec {
@@ -44,7 +44,7 @@ pub(crate) const SPEC: Spec = Spec {
 };
 
 /// Parse Qwen3-Coder text (see the module's documentation).
-pub fn parse(text: &str, schema_of: SchemaOf<'_>) -> Parsed {
+pub(crate) fn parse(text: &str, schema_of: SchemaOf<'_>) -> Parsed {
     super::raw::drive(text, &SPEC, schema_of)
 }
 

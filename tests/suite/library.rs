@@ -107,3 +107,95 @@ fn a_failed_tool_is_a_result_not_an_error() {
     assert_eq!((r.exit_code, r.output.as_str(), r.stderr.as_str()), (Some(9), "out\n", "err\n"));
     assert_eq!(r.error.as_deref(), Some("the tool exited with code 9 (allowed exit codes: [0])"));
 }
+
+/// The public items of the module in `path` (named `module`), and of its `pub mod`s: what
+/// `pub` declares at the top level (`named_enum!` blocks too) and what `pub use` re-exports.
+fn public_items(path: &std::path::Path, module: &str, out: &mut std::collections::BTreeSet<(String, String)>) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = text.lines();
+    let mut in_macro = false;
+    while let Some(line) = lines.next() {
+        if line.ends_with("named_enum! {") {
+            in_macro = true;
+        } else if in_macro && line == "}" {
+            in_macro = false;
+        } else if in_macro {
+            if let Some(rest) = line.strip_prefix("    pub enum ") {
+                out.insert((module.to_owned(), ident(rest)));
+            }
+        } else if let Some(rest) = line.strip_prefix("pub use ") {
+            let mut statement = rest.to_owned();
+            while !statement.trim_end().ends_with(';') {
+                statement.push_str(lines.next().expect("a `pub use` ends with `;`").trim());
+            }
+            let statement = statement.trim_end().trim_end_matches(';');
+            let names = match statement.split_once('{') {
+                Some((_, list)) => list.trim_end_matches('}').split(',').map(str::to_owned).collect(),
+                None => vec![statement.to_owned()],
+            };
+            for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+                let name = name.rsplit(" as ").next().unwrap().rsplit("::").next().unwrap();
+                out.insert((module.to_owned(), name.to_owned()));
+            }
+        } else if let Some(rest) = line.strip_prefix("pub ") {
+            let rest = rest.trim_start_matches("unsafe ").trim_start_matches("async ");
+            let Some((kind, rest)) = rest.split_once(' ') else { continue };
+            match kind {
+                "mod" => {
+                    let name = ident(rest);
+                    let dir = match path.file_name().and_then(|f| f.to_str()) {
+                        Some("lib.rs" | "mod.rs") => path.parent().unwrap().to_owned(),
+                        _ => path.with_extension(""),
+                    };
+                    let file = [dir.join(format!("{name}.rs")), dir.join(&name).join("mod.rs")]
+                        .into_iter()
+                        .find(|f| f.is_file())
+                        .unwrap_or_else(|| panic!("{}: no file for `pub mod {name}`", path.display()));
+                    public_items(&file, &format!("{module}::{name}"), out);
+                }
+                "fn" | "struct" | "enum" | "trait" | "const" | "static" | "type" => {
+                    out.insert((module.to_owned(), ident(rest)));
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn ident(text: &str) -> String {
+    text.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+}
+
+/// docs/LIBRARY.md's table of the public API lists exactly what the crate exports.
+#[test]
+fn the_public_api_is_this_table() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut exported = std::collections::BTreeSet::new();
+    public_items(&root.join("src/lib.rs"), "packs", &mut exported);
+    assert!(exported.len() > 100, "the scan found the exports: {exported:?}");
+
+    let page = std::fs::read_to_string(root.join("docs/LIBRARY.md")).unwrap();
+    let table = page.split("## The public API").nth(1).expect("docs/LIBRARY.md has `## The public API`");
+    let mut documented = std::collections::BTreeSet::new();
+    for row in table.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let module = cells[1].trim_matches('`');
+        for item in cells[2].split(',').map(|i| i.trim()) {
+            assert!(item.starts_with('`') && item.ends_with('`'), "docs/LIBRARY.md: `{item}` in the row of {module}");
+            assert!(
+                documented.insert((module.to_owned(), item.trim_matches('`').to_owned())),
+                "docs/LIBRARY.md lists {module}::{item} twice"
+            );
+        }
+    }
+    // A public module is a row of its own, not an item of its parent's rows.
+    let modules: std::collections::BTreeSet<String> = documented.iter().map(|(m, _)| m.clone()).collect();
+    let exported: std::collections::BTreeSet<_> =
+        exported.into_iter().filter(|(m, i)| !modules.contains(&format!("{m}::{i}"))).collect();
+    let show = |set: Vec<&(String, String)>| set.iter().map(|(m, i)| format!("{m}::{i}")).collect::<Vec<_>>();
+    assert_eq!(
+        (show(exported.difference(&documented).collect()), show(documented.difference(&exported).collect())),
+        (vec![], vec![]),
+        "(exported but not in docs/LIBRARY.md's table, in the table but not exported)"
+    );
+}

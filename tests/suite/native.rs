@@ -26,7 +26,7 @@ impl Echo {
     fn new(name: &'static str) -> Self {
         Self {
             name,
-            policy: Policy { read_only: true, ..Policy::default() },
+            policy: Policy::default().with_read_only(true),
             output: OutputSpec::default(),
             runs: Arc::new(AtomicUsize::new(0)),
             behave: |args| Ok(format!("said {}", args["word"].as_str().unwrap_or_default())),
@@ -105,7 +105,7 @@ fn validation_comes_before_a_native_tool_runs() {
 #[test]
 fn tiers_approval_and_agent_rules_apply_to_native_tools() {
     let mut careful = Echo::new("careful_word");
-    careful.policy = Policy { confirm_before_run: true, ..Policy::default() };
+    careful.policy = Policy::default().with_confirm_before_run(true);
     let runs = Arc::clone(&careful.runs);
     let catalog = catalog_with(careful);
     let args = || json!({"word": "hi"});
