@@ -114,7 +114,7 @@ pub struct Policy {
     pub reads_credentials: bool,
     /// Reads narrowed to these places (absolute; templates may read only `{{env.NAME}}` and
     /// `{{workspace}}`), the tool's writable places and TMPDIR, and what a program needs to
-    /// start ([`crate::reads::SYSTEM_READABLE`]); absent: reads are not narrowed.
+    /// start (docs/SANDBOX.md lists them); absent: reads are not narrowed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub readable: Option<Vec<String>>,
     /// The tool may create Unix-domain sockets (the default); `false`: `socket(AF_UNIX)` is

@@ -172,7 +172,7 @@ pub struct Enforcement {
     /// (seccomp): every confined tool, where the kernel has seccomp.
     pub(crate) no_typing: bool,
     /// Reads are narrowed (`policy.readable`): only these places, the writable ones, the
-    /// call's TMPDIR and what every program needs ([`crate::reads::SYSTEM_READABLE`]).
+    /// call's TMPDIR and what every program needs (docs/SANDBOX.md lists them).
     pub reads_only: Option<Vec<PathBuf>>,
     /// No Unix-domain socket can be created (`policy.unix_sockets: false`; seccomp):
     /// pathname and abstract ones alike.

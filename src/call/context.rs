@@ -199,7 +199,7 @@ impl Context {
 
     /// What no `read_only` or `workspace` tool may read (open, list beneath, execute, map):
     /// credential stores and packs' own secrets (docs/SANDBOX.md); by default the list
-    /// under `$HOME` ([`crate::reads::DEFAULT_DENIED`]). Paths are resolved now; one that
+    /// under `$HOME` (docs/SANDBOX.md lists it). Paths are resolved now; one that
     /// does not exist now is not denied.
     #[must_use]
     pub fn with_denied_reads(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
