@@ -660,15 +660,18 @@ mod tests {
         assert_eq!(asked.len(), 1);
         assert_eq!(asked[0].argv, ["echo", "hi", "bob"]);
         assert_eq!(asked[0].tool, "careful");
+        assert_eq!(asked[0].command_line(), "echo hi bob");
         let yes = recorder(true);
         let ran = Call::new("careful", json!({"who": "bob"})).context(&ctx).approver(&yes).run(&catalog).unwrap();
         assert!(ran.ok);
         assert_eq!(ran.output.trim(), "hi bob");
         // Without an approver: denied (fail closed).
         assert!(Call::new("careful", json!({"who": "x"})).context(&ctx).run(&catalog).is_err());
+        let all = Call::new("careful", json!({"who": "all"})).context(&ctx).approver(&ApproveAll).run(&catalog);
+        assert_eq!(all.unwrap().output.trim(), "hi all");
         let lines = audit_lines(&log);
         let decisions: Vec<&str> = lines.iter().map(|l| l["decision"].as_str().unwrap()).collect();
-        assert_eq!(decisions, ["denied", "approved", "denied"]);
+        assert_eq!(decisions, ["denied", "approved", "denied", "approved"]);
         assert_eq!(lines[0]["outcome"], "denied");
         assert_eq!(lines[0]["argv"], json!(["echo", "hi", "bob"]), "what was refused is recorded");
         assert_eq!(lines[1]["outcome"], "ok");
@@ -1083,5 +1086,71 @@ mod tests {
         heard.lock().unwrap().clear();
         Call::new("hi", Value::Null).context(&ctx).on_status(&on_status).dry_run(&catalog).unwrap();
         assert!(heard.lock().unwrap().is_empty(), "a dry run reports nothing");
+    }
+
+    #[test]
+    fn a_run_renders_real_secrets_and_only_a_manifest_tests_dry_run_renders_placeholders() {
+        let (dir, catalog) = pack(&[json!({"name": "key", "description": "d",
+            "command": {"program": "echo", "args": ["{{secret.PACKS_UNIT_TEST_NEVER_SET}}"]}})]);
+        let ctx = context(dir.path());
+        // The secret is not set: a run (and a plain dry run) cannot render it.
+        let e = Call::new("key", Value::Null).context(&ctx).run(&catalog).unwrap_err();
+        assert_eq!(e.kind(), "invalid_tool", "{e}");
+        assert!(Call::new("key", Value::Null).context(&ctx).dry_run(&catalog).is_err());
+        // A manifest test that only plans needs none: it renders `***`.
+        let planned = Call::new("key", Value::Null).context(&ctx).manifest_test().dry_run(&catalog).unwrap();
+        assert_eq!(planned.argv, ["echo", "***"]);
+    }
+
+    #[test]
+    fn what_a_stream_held_back_for_a_possible_secret_comes_out_at_the_end_on_its_own_stream() {
+        // A secret the test process surely has: its HOME (skipped where it is too short).
+        let Some(home) = std::env::var("HOME").ok().filter(|h| h.len() >= 3) else { return };
+        let start: String = home.chars().take(2).collect();
+        let (dir, catalog) = pack(&[json!({"name": "tease", "description": "d",
+            "parameters": {"p": {"type": "string"}},
+            "command": {"program": "printf", "args": ["%s", "{{p}}"], "env": {"H": "{{secret.HOME}}"}}})]);
+        let ctx = context(dir.path());
+        let heard = Mutex::new(Vec::new());
+        let on_status = |s: Status<'_>| {
+            if let Status::Output { stream, chunk } = s {
+                heard.lock().unwrap().push((stream, String::from_utf8_lossy(chunk).into_owned()));
+            }
+        };
+        let r =
+            Call::new("tease", json!({"p": format!("x {start}")})).context(&ctx).on_status(&on_status).run(&catalog);
+        assert_eq!(r.unwrap().output, format!("x {start}"));
+        let heard = heard.into_inner().unwrap();
+        assert!(heard.iter().all(|(stream, chunk)| *stream == Stream::Stdout && !chunk.is_empty()), "{heard:?}");
+        assert_eq!(heard.iter().map(|(_, c)| c.as_str()).collect::<String>(), format!("x {start}"));
+    }
+
+    #[test]
+    fn shaping_masks_a_secret_cut_at_the_edge_of_what_was_kept_and_only_there() {
+        let (dir, catalog) = pack(&[json!({"name": "t", "description": "d", "command": "true"})]);
+        let ctx = context(dir.path());
+        let tool = catalog.get("t").unwrap();
+        let args = arguments::prepare(tool, Value::Null, &ctx).unwrap();
+        let mut plan = Plan::new(tool, &args, &ctx, false).unwrap();
+        plan.secrets = Secrets::new(&["hunter22".to_owned()]);
+        let shaped = |stdout: &str, cut: bool, stderr: &str, stderr_total: u64| {
+            let ran = RunOutcome {
+                exit_code: Some(0),
+                signal: None,
+                stdout: stdout.as_bytes().to_vec(),
+                stdout_total_bytes: stdout.len() as u64 + u64::from(cut) * 6,
+                stdout_truncated: cut,
+                stderr: stderr.as_bytes().to_vec(),
+                stderr_total_bytes: stderr_total,
+                timed_out: false,
+                duration: std::time::Duration::ZERO,
+            };
+            let r = shape(tool, &plan, (ran, None), &ctx);
+            (r.output, r.stderr)
+        };
+        // Cut: the secret's beginning (stdout's end) and its end (stderr's start) are masked.
+        assert_eq!(shaped("key hun", true, "er22 failed", 100), ("key ***".to_owned(), "*** failed".to_owned()));
+        // Whole: text that only looks like a piece of the secret is left as it is.
+        assert_eq!(shaped("key hun", false, "er22 failed", 11), ("key hun".to_owned(), "er22 failed".to_owned()));
     }
 }
