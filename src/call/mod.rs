@@ -514,3 +514,649 @@ fn mask_json(value: &mut Value, secrets: &Secrets) {
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::agent::Agent;
+    use crate::audit::AuditLog;
+    use crate::catalog::SearchPath;
+    use crate::policy::{Policy, Tier};
+    use crate::sandbox::SandboxMode;
+
+    /// A pack directory holding `manifests` (each written as `NAME.tool.json`), loaded.
+    fn pack(manifests: &[Value]) -> (tempfile::TempDir, Catalog) {
+        let dir = tempfile::tempdir().unwrap();
+        for m in manifests {
+            let name = m["name"].as_str().unwrap();
+            std::fs::write(dir.path().join(format!("{name}.tool.json")), m.to_string()).unwrap();
+        }
+        let catalog = Catalog::load(&SearchPath::dirs([dir.path()]));
+        assert!(!catalog.has_errors(), "{:?}", catalog.diagnostics);
+        (dir, catalog)
+    }
+
+    fn agent(root: &Path, id: &str, toml: &str) -> Agent {
+        std::fs::create_dir_all(root.join(id)).unwrap();
+        std::fs::write(root.join(id).join("agent.toml"), toml).unwrap();
+        Agent::load(root, id).unwrap()
+    }
+
+    /// A context that runs tools unconfined (the kernel of the machine running the tests
+    /// is not what these tests are about) in `workspace`.
+    fn context(workspace: &Path) -> Context {
+        Context::new().with_sandbox(SandboxMode::Off).with_workspace(workspace.to_owned())
+    }
+
+    fn audit_lines(path: &Path) -> Vec<Value> {
+        std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    /// Approves or denies, and remembers what it was asked.
+    struct Recorder {
+        answer: bool,
+        asked: Mutex<Vec<ApprovalRequest>>,
+    }
+
+    impl Approver for Recorder {
+        fn approve(&self, request: &ApprovalRequest) -> bool {
+            self.asked.lock().unwrap().push(request.clone());
+            self.answer
+        }
+    }
+
+    fn recorder(answer: bool) -> Recorder {
+        Recorder { answer, asked: Mutex::new(Vec::new()) }
+    }
+
+    fn tiers() -> (tempfile::TempDir, Catalog) {
+        pack(&[
+            json!({"name": "look", "description": "d", "command": "echo look"}),
+            json!({"name": "net", "description": "d", "command": "echo net", "policy": {"tier": "system"}}),
+            json!({"name": "boss", "description": "d", "command": "echo boss", "policy": {"tier": "elevated"}}),
+            json!({"name": "careful", "description": "d", "command": "echo careful",
+                   "policy": {"confirm_before_run": true, "tier": "read_only"}}),
+            json!({"name": "coder", "description": "d", "command": "echo coder", "modes": ["Coding"]}),
+        ])
+    }
+
+    #[test]
+    fn the_rules_decide_by_tier_confirmation_and_mode() {
+        let (_dir, catalog) = tiers();
+        let tool = |n: &str| catalog.get(n).unwrap();
+        let none = Context::new();
+        assert_eq!(tool("look").tier(), Tier::ReadOnly);
+        assert_eq!(tool("net").tier(), Tier::System);
+        assert_eq!(decide(tool("look"), &none), Decision::Allow);
+        assert_eq!(decide(tool("net"), &none), Decision::Allow);
+        assert_eq!(decide(tool("boss"), &none), Decision::Ask(ApprovalReason::Elevated));
+        // `confirm_before_run` asks whatever the tier says.
+        assert_eq!(decide(tool("careful"), &none), Decision::Ask(ApprovalReason::ConfirmBeforeRun));
+        // No mode in effect: every tool; a mode: only the tools that state it (or none).
+        assert_eq!(decide(tool("coder"), &none), Decision::Allow);
+        let coding = Context::new().with_mode("Coding");
+        assert_eq!(decide(tool("coder"), &coding), Decision::Allow);
+        assert_eq!(decide(tool("look"), &coding), Decision::Allow);
+        let dictation = Context::new().with_mode("Dictation");
+        assert_eq!(decide(tool("coder"), &dictation), Decision::Deny(Denial::NotInMode { mode: "Dictation".into() }));
+        // The mode is decided first: even an elevated tool outside it is denied, not asked.
+        let boss_modes = pack(&[json!({"name": "boss", "description": "d", "command": "true",
+                                        "policy": {"tier": "elevated"}, "modes": ["Coding"]})]);
+        assert!(matches!(
+            decide(boss_modes.1.get("boss").unwrap(), &dictation),
+            Decision::Deny(Denial::NotInMode { .. })
+        ));
+    }
+
+    #[test]
+    fn an_agents_lists_and_max_tier_deny_or_ask() {
+        let (_dir, catalog) = tiers();
+        let tool = |n: &str| catalog.get(n).unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let with = |id: &str, toml: &str| Context::new().with_agent(agent(root.path(), id, toml));
+        let allow_list = with("a", "tools = [\"lo*\", \"boss\"]\n");
+        assert_eq!(decide(tool("look"), &allow_list), Decision::Allow);
+        assert_eq!(decide(tool("net"), &allow_list), Decision::Deny(Denial::NotAllowed { agent: "a".into() }));
+        assert_eq!(decide(tool("boss"), &allow_list), Decision::Ask(ApprovalReason::Elevated));
+        let deny = with("b", "deny = [\"look\"]\n");
+        assert_eq!(decide(tool("look"), &deny), Decision::Deny(Denial::NotAllowed { agent: "b".into() }));
+        assert_eq!(decide(tool("net"), &deny), Decision::Allow);
+        let max = with("c", "max_tier = \"read_only\"\n");
+        assert_eq!(decide(tool("look"), &max), Decision::Allow);
+        assert_eq!(
+            decide(tool("net"), &max),
+            Decision::Deny(Denial::AboveMaxTier { agent: "c".into(), tier: Tier::System, max: Tier::ReadOnly })
+        );
+        // At the max tier itself: allowed.
+        let system = with("s", "max_tier = \"system\"\n");
+        assert_eq!(decide(tool("net"), &system), Decision::Allow);
+        assert!(matches!(decide(tool("boss"), &system), Decision::Deny(Denial::AboveMaxTier { .. })));
+        let ask = with("d", "ask = [\"look\"]\n");
+        assert_eq!(decide(tool("look"), &ask), Decision::Ask(ApprovalReason::AgentAsks { agent: "d".into() }));
+        // Denied beats asked: a tool both denied and asked for is denied.
+        let both = with("e", "ask = [\"look\"]\ndeny = [\"look\"]\n");
+        assert!(matches!(decide(tool("look"), &both), Decision::Deny(Denial::NotAllowed { .. })));
+        // The agent's mode counts as the operator's does.
+        let mode = with("f", "mode = \"Dictation\"\n");
+        assert!(matches!(decide(tool("coder"), &mode), Decision::Deny(Denial::NotInMode { .. })));
+    }
+
+    #[test]
+    fn a_call_that_needs_approval_runs_only_when_approved_and_the_approver_sees_what_runs() {
+        let (dir, catalog) = pack(&[json!({"name": "careful", "description": "d",
+            "parameters": {"who": {"type": "string", "required": true}},
+            "command": {"program": "echo", "args": ["hi", "{{who}}"]}, "policy": {"confirm_before_run": true}})]);
+        let log = dir.path().join("audit.jsonl");
+        let ctx = context(dir.path()).with_audit(AuditLog::open(&log).unwrap());
+        let no = recorder(false);
+        let denied = Call::new("careful", json!({"who": "bob"})).context(&ctx).approver(&no).run(&catalog).unwrap_err();
+        assert!(
+            matches!(
+                &denied,
+                ToolError::PermissionDenied { reason: Denial::NotApproved(ApprovalReason::ConfirmBeforeRun), .. }
+            ),
+            "{denied:?}"
+        );
+        let asked = no.asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].argv, ["echo", "hi", "bob"]);
+        assert_eq!(asked[0].tool, "careful");
+        assert_eq!(asked[0].command_line(), "echo hi bob");
+        let yes = recorder(true);
+        let ran = Call::new("careful", json!({"who": "bob"})).context(&ctx).approver(&yes).run(&catalog).unwrap();
+        assert!(ran.ok);
+        assert_eq!(ran.output.trim(), "hi bob");
+        // Without an approver: denied (fail closed).
+        assert!(Call::new("careful", json!({"who": "x"})).context(&ctx).run(&catalog).is_err());
+        let all = Call::new("careful", json!({"who": "all"})).context(&ctx).approver(&ApproveAll).run(&catalog);
+        assert_eq!(all.unwrap().output.trim(), "hi all");
+        let lines = audit_lines(&log);
+        let decisions: Vec<&str> = lines.iter().map(|l| l["decision"].as_str().unwrap()).collect();
+        assert_eq!(decisions, ["denied", "approved", "denied", "approved"]);
+        assert_eq!(lines[0]["outcome"], "denied");
+        assert_eq!(lines[0]["argv"], json!(["echo", "hi", "bob"]), "what was refused is recorded");
+        assert_eq!(lines[1]["outcome"], "ok");
+        assert_eq!(lines[1]["exit_code"], 0);
+    }
+
+    #[test]
+    fn a_denied_call_is_refused_before_its_arguments_are_read_and_audited() {
+        let (dir, catalog) = tiers();
+        let root = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        let ctx = context(dir.path())
+            .with_agent(agent(root.path(), "bot", "deny = [\"look\"]\n"))
+            .with_audit(AuditLog::open(&log).unwrap());
+        // Arguments that are not even an object: the rules answer first.
+        let e = Call::new("look", json!(7)).context(&ctx).approver(&ApproveAll).run(&catalog).unwrap_err();
+        assert_eq!(e.kind(), "permission_denied");
+        assert!(!e.retryable());
+        assert_eq!(e.to_json()["error"]["tier"], "read_only");
+        let line = &audit_lines(&log)[0];
+        assert_eq!(line["agent"], "bot");
+        assert_eq!(line["tool"], "look");
+        assert_eq!(line["tier"], "read_only");
+        assert_eq!(line["decision"], "denied");
+        assert_eq!(line["outcome"], "denied");
+        assert_eq!(line["argv"], json!([]));
+        assert!(line["error"].as_str().unwrap().contains("agent `bot` does not allow it"), "{line}");
+        // A dry run shows the decision instead of failing.
+        let planned = Call::new("look", Value::Null).context(&ctx).dry_run(&catalog).unwrap();
+        assert!(matches!(planned.decision, Decision::Deny(Denial::NotAllowed { .. })));
+        assert_eq!(audit_lines(&log).len(), 1, "a dry run records nothing");
+    }
+
+    #[test]
+    fn the_audit_record_names_the_tool_tier_decision_argv_sandbox_and_outcome() {
+        let (dir, catalog) = pack(&[
+            json!({"name": "hello", "description": "d", "command": {"program": "echo", "args": ["hello"]}}),
+            json!({"name": "fails", "description": "d", "command": {"program": "sh", "args": ["-c", "echo oops >&2; exit 3"]}}),
+            json!({"name": "needs", "description": "d", "parameters": {"n": {"type": "integer", "required": true}},
+                   "command": {"program": "echo", "args": ["{{n}}"]}}),
+        ]);
+        let log = dir.path().join("audit.jsonl");
+        let ctx = context(dir.path()).with_audit(AuditLog::open(&log).unwrap());
+        Call::new("hello", Value::Null).context(&ctx).run(&catalog).unwrap();
+        let failed = Call::new("fails", Value::Null).context(&ctx).run(&catalog).unwrap();
+        assert!(!failed.ok);
+        Call::new("needs", json!({"n": "x"})).context(&ctx).run(&catalog).unwrap_err();
+        Call::new("nope", Value::Null).context(&ctx).run(&catalog).unwrap_err();
+        let lines = audit_lines(&log);
+        assert_eq!(lines.len(), 4);
+        let ok = &lines[0];
+        assert_eq!((ok["tool"].as_str(), ok["tier"].as_str()), (Some("hello"), Some("read_only")));
+        assert_eq!((ok["decision"].as_str(), ok["outcome"].as_str()), (Some("allowed"), Some("ok")));
+        assert_eq!(ok["argv"], json!(["echo", "hello"]));
+        assert_eq!(ok["sandbox"], "off");
+        assert_eq!(ok["exit_code"], 0);
+        assert!(ok["duration_ms"].is_u64());
+        assert!(ok.get("error").is_none() && ok.get("stdin_bytes").is_none(), "{ok}");
+        assert_eq!(ok["agent"], Value::Null);
+        let failed = &lines[1];
+        assert_eq!((failed["outcome"].as_str(), failed["exit_code"].as_i64()), (Some("failed"), Some(3)));
+        assert!(failed["error"].as_str().unwrap().contains("exited with code 3"), "{failed}");
+        let invalid = &lines[2];
+        assert_eq!(invalid["outcome"], "validation");
+        assert_eq!(invalid["exit_code"], Value::Null);
+        assert_eq!(invalid["duration_ms"], Value::Null);
+        assert_eq!(invalid["argv"], json!([]));
+        assert!(invalid.get("sandbox").is_none(), "not planned: {invalid}");
+        let unknown = &lines[3];
+        assert_eq!((unknown["tier"].as_str(), unknown["outcome"].as_str()), (Some("unknown"), Some("not_found")));
+        assert_eq!(unknown["decision"], "none");
+    }
+
+    #[test]
+    fn arguments_are_an_object_a_json_string_holding_one_or_nothing() {
+        let (dir, catalog) = pack(&[json!({"name": "greet", "description": "d",
+            "parameters": {"who": {"type": "string"}},
+            "command": {"program": "echo", "args": ["hi", "{{who:world}}"]}})]);
+        let ctx = context(dir.path());
+        let argv = |args: Value| Call::new("greet", args).context(&ctx).dry_run(&catalog).map(|p| p.argv);
+        assert_eq!(argv(json!({"who": "ann"})).unwrap(), ["echo", "hi", "ann"]);
+        assert_eq!(argv(json!("{\"who\": \"bo\"}")).unwrap(), ["echo", "hi", "bo"]);
+        assert_eq!(argv(Value::Null).unwrap(), ["echo", "hi", "world"]);
+        assert_eq!(argv(json!("  ")).unwrap(), ["echo", "hi", "world"]);
+        let message = |args: Value| match argv(args).unwrap_err() {
+            ToolError::InvalidArguments { message, .. } => message,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(message(json!(3)), "expected a JSON object, got a number");
+        assert_eq!(message(json!([1])), "expected a JSON object, got an array");
+        assert_eq!(message(json!(true)), "expected a JSON object, got a boolean");
+        assert_eq!(message(json!("[1]")), "expected a JSON object; the string holds an array");
+        assert_eq!(message(json!("\"x\"")), "expected a JSON object; the string holds a string");
+        assert!(message(json!("{nope")).starts_with("expected a JSON object; the string is not JSON ("));
+        // A builder's error is the caller's: invalid arguments, retryable.
+        let built = Call::with_arguments_from("greet", |_| Err("who=?".into())).context(&ctx).dry_run(&catalog);
+        let e = built.unwrap_err();
+        assert_eq!((e.kind(), e.retryable()), ("validation", true));
+        assert!(e.to_string().contains("who=?"), "{e}");
+        let built = Call::with_arguments_from("greet", |t| Ok(json!({"who": t.name()}))).context(&ctx);
+        assert_eq!(built.dry_run(&catalog).unwrap().argv, ["echo", "hi", "greet"]);
+    }
+
+    #[test]
+    fn context_values_fill_what_the_call_omits_literals_are_fixed_and_defaults_resolve() {
+        let (dir, catalog) = pack(&[json!({"name": "open", "description": "d",
+            "parameters": {
+                "url": {"type": "string", "source": "context.url", "required": true},
+                "mode": {"type": "string", "source": "literal", "default": "fast"},
+                "depth": {"type": "integer", "default": 2}
+            },
+            "command": {"program": "echo", "args": ["{{url}}", "{{mode}}", "{{depth}}"]}})]);
+        let mut ctx = context(dir.path());
+        ctx.set("url", "https://example.org").unwrap();
+        let argv = |args: Value| Call::new("open", args).context(&ctx).dry_run(&catalog).map(|p| p.argv);
+        assert_eq!(argv(Value::Null).unwrap(), ["echo", "https://example.org", "fast", "2"]);
+        // What the call gives wins over the context.
+        assert_eq!(argv(json!({"url": "u", "depth": 5})).unwrap(), ["echo", "u", "fast", "5"]);
+        // A literal is not the model's to give: it is an unknown argument.
+        let e = argv(json!({"mode": "slow"})).unwrap_err();
+        assert!(matches!(&e, ToolError::Validation { errors, .. } if errors[0].field == "mode"), "{e:?}");
+        // Without the context value, the required parameter is missing, by name.
+        let bare = context(dir.path());
+        let e = Call::new("open", Value::Null).context(&bare).dry_run(&catalog).unwrap_err();
+        let ToolError::Validation { errors, .. } = &e else { panic!("{e:?}") };
+        assert_eq!(errors[0].field, "url");
+        assert_eq!(errors[0].message, "`url` is required");
+        assert_eq!(errors[0].schema.as_ref().unwrap()["type"], "string");
+        // Wrong types are named by field.
+        let e = argv(json!({"depth": "deep"})).unwrap_err();
+        let ToolError::Validation { errors, .. } = &e else { panic!("{e:?}") };
+        assert_eq!(errors[0].field, "depth");
+        assert!(e.retryable());
+    }
+
+    #[test]
+    fn a_nul_byte_is_refused_in_argv_and_env_values_but_not_on_stdin() {
+        let (dir, catalog) = pack(&[
+            json!({"name": "say", "description": "d", "parameters": {"text": {"type": "string"},
+                   "tags": {"type": "array", "items": {"type": "string"}}},
+                   "command": {"program": "echo", "args": ["{{text}}", "{{tags}}"]}}),
+            json!({"name": "feed", "description": "d", "parameters": {"text": {"type": "string"}},
+                   "command": {"program": "cat", "stdin": "{{text}}"}}),
+        ]);
+        let ctx = context(dir.path());
+        let e = Call::new("say", json!({"text": "a\u{0}b"})).context(&ctx).dry_run(&catalog).unwrap_err();
+        let ToolError::Validation { errors, .. } = &e else { panic!("{e:?}") };
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].field, "text");
+        assert!(errors[0].message.contains("NUL byte"));
+        let e = Call::new("say", json!({"tags": ["ok", "b\u{0}"]})).context(&ctx).dry_run(&catalog).unwrap_err();
+        assert!(matches!(&e, ToolError::Validation { errors, .. } if errors[0].field == "tags"), "{e:?}");
+        let fed = Call::new("feed", json!({"text": "a\u{0}b"})).context(&ctx).dry_run(&catalog).unwrap();
+        assert_eq!(fed.stdin.unwrap().bytes, 3);
+    }
+
+    #[test]
+    fn the_plan_renders_argv_env_and_cwd_and_refuses_a_value_that_would_be_an_option() {
+        let (dir, catalog) = pack(&[
+            json!({"name": "grep", "description": "d",
+                   "parameters": {"pattern": {"type": "string", "required": true},
+                                  "flag": {"type": "string", "allow_leading_dash": true}},
+                   "command": {"program": "grep", "args": ["{{pattern}}", "{{flag}}"],
+                               "env": {"MODE": "m-{{pattern}}"}, "cwd": "sub"}}),
+            json!({"name": "safe", "description": "d", "parameters": {"pattern": {"type": "string"}},
+                   "command": {"program": "grep", "args": ["--", "{{pattern}}"]}}),
+        ]);
+        let ctx = context(dir.path());
+        let planned =
+            Call::new("grep", json!({"pattern": "x y", "flag": "-i"})).context(&ctx).dry_run(&catalog).unwrap();
+        assert_eq!(planned.argv, ["grep", "x y", "-i"]);
+        assert_eq!(planned.env, [("MODE".to_owned(), "m-x y".to_owned())]);
+        assert_eq!(planned.cwd, Some("sub".into()));
+        assert_eq!(planned.decision, Decision::Allow);
+        assert_eq!(planned.tier, Tier::ReadOnly);
+        let e = Call::new("grep", json!({"pattern": "-rf"})).context(&ctx).dry_run(&catalog).unwrap_err();
+        let ToolError::Validation { errors, .. } = &e else { panic!("{e:?}") };
+        assert_eq!(errors[0].field, "pattern");
+        assert!(errors[0].message.starts_with("\"-rf\" starts with `-`"), "{}", errors[0].message);
+        // After `--` a leading dash is data.
+        let planned = Call::new("safe", json!({"pattern": "-rf"})).context(&ctx).dry_run(&catalog).unwrap();
+        assert_eq!(planned.argv, ["grep", "--", "-rf"]);
+        // The working directory is checked when the call runs: it does not exist.
+        let e = Call::new("grep", json!({"pattern": "x"})).context(&ctx).run(&catalog).unwrap_err();
+        assert_eq!(e.kind(), "execution");
+        assert!(e.to_string().contains("its working directory sub does not exist"), "{e}");
+    }
+
+    #[test]
+    fn path_parameters_stay_inside_the_workspace() {
+        let (dir, catalog) = pack(&[json!({"name": "cat", "description": "d",
+            "parameters": {"file": {"type": "string", "format": "path"},
+                           "files": {"type": "array", "items": {"type": "string", "format": "path"}}},
+            "command": {"program": "cat", "args": ["--", "{{file}}", "{{files}}"]}})]);
+        let workspace = dir.path().join("ws");
+        std::fs::create_dir_all(workspace.join("in")).unwrap();
+        std::os::unix::fs::symlink("/etc", workspace.join("out")).unwrap();
+        std::os::unix::fs::symlink("in", workspace.join("ok")).unwrap();
+        let ctx = Context::new().with_sandbox(SandboxMode::Off).with_workspace(workspace.clone());
+        let field_error = |args: Value| match Call::new("cat", args).context(&ctx).dry_run(&catalog) {
+            Ok(p) => panic!("planned: {:?}", p.argv),
+            Err(ToolError::Validation { errors, .. }) => (errors[0].field.clone(), errors[0].message.clone()),
+            Err(e) => panic!("{e:?}"),
+        };
+        let ws = workspace.display().to_string();
+        for (args, field) in [
+            (json!({"file": "../x"}), "file"),
+            (json!({"file": "/etc/passwd"}), "file"),
+            (json!({"file": "out/passwd"}), "file"),
+            (json!({"files": ["in/a", "out"]}), "files"),
+            (json!({"file": "new/../../x"}), "file"),
+        ] {
+            let (f, message) = field_error(args.clone());
+            assert_eq!(f, field, "{args}");
+            assert!(message.contains(&format!("paths must stay inside the workspace {ws}")), "{args}: {message}");
+        }
+        let (_, message) = field_error(json!({"file": "/proc/self/cwd/x"}));
+        assert!(message.contains("which the kernel resolves in the process that opens it"), "{message}");
+        let (_, message) = field_error(json!({"file": "nothing/../.."}));
+        assert!(message.contains("climbs out with `..` below a path that does not exist"), "{message}");
+        for ok in [json!({"file": "in/a"}), json!({"file": "ok/new.txt"}), json!({"files": ["in", "./in/../in/x"]})] {
+            assert!(Call::new("cat", ok.clone()).context(&ctx).dry_run(&catalog).is_ok(), "{ok}");
+        }
+        let inside = format!("{ws}/in/a");
+        assert!(Call::new("cat", json!({"file": inside})).context(&ctx).dry_run(&catalog).is_ok());
+    }
+
+    #[test]
+    fn exit_codes_count_as_the_policy_allows() {
+        let script =
+            |code: i32| json!({"program": "sh", "args": ["-c", format!("echo out; echo err >&2; exit {code}")]});
+        let (dir, catalog) = pack(&[
+            json!({"name": "three", "description": "d", "command": script(3)}),
+            json!({"name": "three_ok", "description": "d", "command": script(3),
+                   "policy": {"allowed_exit_codes": [0, 3]}}),
+        ]);
+        let ctx = context(dir.path());
+        let failed = Call::new("three", Value::Null).context(&ctx).run(&catalog).unwrap();
+        assert!(!failed.ok);
+        assert_eq!(failed.exit_code, Some(3));
+        assert_eq!(failed.failure, Some(Failure::ExitCode { code: 3, allowed: vec![0] }));
+        assert_eq!(failed.error.as_deref(), Some("the tool exited with code 3 (allowed exit codes: [0])"));
+        assert_eq!(failed.output, "out\n", "a failed run keeps its output");
+        assert_eq!(failed.stderr, "err\n");
+        assert_eq!(failed.error_json()["error"]["kind"], "execution");
+        assert_eq!(failed.error_json()["error"]["retryable"], false);
+        let ok = Call::new("three_ok", Value::Null).context(&ctx).run(&catalog).unwrap();
+        assert!(ok.ok, "{ok:?}");
+        assert_eq!((ok.exit_code, ok.failure.as_ref()), (Some(3), None));
+        assert_eq!(ok.output, "out\n");
+    }
+
+    #[test]
+    fn stdout_is_cut_at_max_output_bytes_and_cut_json_is_a_failure() {
+        let (dir, catalog) = pack(&[
+            json!({"name": "big", "description": "d", "command": {"program": "echo", "args": ["0123456789abcdef"]},
+                   "policy": {"max_output_bytes": 10}}),
+            json!({"name": "bigjson", "description": "d", "command": {"program": "echo", "args": ["{\"k\": \"0123456789\"}"]},
+                   "policy": {"max_output_bytes": 10}, "output": {"format": "json"}}),
+            json!({"name": "json", "description": "d", "command": {"program": "echo", "args": ["{\"k\": [1, 2]}"]},
+                   "output": {"format": "json"}}),
+        ]);
+        let ctx = context(dir.path());
+        let big = Call::new("big", Value::Null).context(&ctx).run(&catalog).unwrap();
+        assert!(big.ok && big.truncated);
+        assert_eq!(big.output, "0123456789");
+        assert_eq!((big.stdout_kept_bytes, big.stdout_bytes), (10, 17));
+        assert!(big.for_model().contains("the output was cut: 10 of 17 bytes kept"), "{}", big.for_model());
+        let cut = Call::new("bigjson", Value::Null).context(&ctx).run(&catalog).unwrap();
+        assert!(!cut.ok);
+        assert_eq!(cut.failure, Some(Failure::OutputTooLarge(10)));
+        assert_eq!(cut.json, None);
+        let whole = Call::new("json", Value::Null).context(&ctx).run(&catalog).unwrap();
+        assert!(whole.ok);
+        assert_eq!(whole.json, Some(json!({"k": [1, 2]})));
+    }
+
+    /// A native tool that writes `len` bytes, or fails, or panics.
+    struct Native {
+        len: usize,
+        max_output_bytes: u64,
+    }
+
+    impl crate::native::NativeTool for Native {
+        fn name(&self) -> &str {
+            "native"
+        }
+        fn description(&self) -> &str {
+            "d"
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type": "object", "properties": {"mode": {"type": "string"}}})
+        }
+        fn policy(&self) -> Policy {
+            Policy { max_output_bytes: self.max_output_bytes, ..Policy::default() }
+        }
+        fn execute(&self, args: &serde_json::Map<String, Value>) -> Result<String, crate::native::NativeError> {
+            match args.get("mode").and_then(Value::as_str) {
+                Some("fail") => Err("it broke".into()),
+                Some("panic") => panic!("boom"),
+                _ => Ok("x".repeat(self.len)),
+            }
+        }
+    }
+
+    #[test]
+    fn a_native_tools_output_is_capped_and_its_errors_and_panics_are_failures() {
+        let mut catalog = Catalog::default();
+        catalog.register(Native { len: 100, max_output_bytes: 10 }).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        let ctx = context(dir.path()).with_audit(AuditLog::open(&log).unwrap());
+        let r = Call::new("native", Value::Null).context(&ctx).run(&catalog).unwrap();
+        assert!(r.ok);
+        assert!(r.truncated);
+        assert_eq!(r.output, "x".repeat(10));
+        assert_eq!((r.stdout_kept_bytes, r.stdout_bytes), (10, 100));
+        let failed = Call::new("native", json!({"mode": "fail"})).context(&ctx).run(&catalog).unwrap();
+        assert_eq!((failed.ok, failed.exit_code), (false, None));
+        assert_eq!(failed.failure, Some(Failure::Native("it broke".into())));
+        let panicked = Call::new("native", json!({"mode": "panic"})).context(&ctx).run(&catalog).unwrap();
+        assert_eq!(panicked.failure, Some(Failure::Native("the tool panicked: boom".into())));
+        let lines = audit_lines(&log);
+        assert_eq!(lines[0]["sandbox"], "in-process");
+        assert_eq!(lines[0]["argv"], json!(["native", "{}"]));
+        assert_eq!(lines[1]["outcome"], "failed");
+        // Under the cap: all of it, not cut.
+        let mut roomy = Catalog::default();
+        roomy.register_shared(Arc::new(Native { len: 10, max_output_bytes: 10 })).unwrap();
+        let r = Call::new("native", Value::Null).context(&ctx).run(&roomy).unwrap();
+        assert!(!r.truncated);
+        assert_eq!(r.output.len(), 10);
+    }
+
+    #[test]
+    fn shaping_masks_a_secret_the_tool_escaped_in_json_in_the_parsed_value_too() {
+        let (dir, catalog) = pack(&[json!({"name": "json", "description": "d", "command": "true",
+            "output": {"format": "json"}})]);
+        let ctx = context(dir.path());
+        let tool = catalog.get("json").unwrap();
+        let args = arguments::prepare(tool, Value::Null, &ctx).unwrap();
+        let mut plan = Plan::new(tool, &args, &ctx, false).unwrap();
+        plan.secrets = Secrets::new(&["pässwörd".to_owned()]);
+        // Escaped as Python's json.dumps does (`\u00e4`): no form packs writes, so only the
+        // parsed value shows the secret.
+        let stdout = br#"{"token": "p\u00e4ssw\u00f6rd", "list": ["x p\u00e4ssw\u00f6rd"], "n": 1}"#.to_vec();
+        let ran = RunOutcome {
+            exit_code: Some(0),
+            signal: None,
+            stdout_total_bytes: stdout.len() as u64,
+            stdout,
+            stdout_truncated: false,
+            stderr: "pässwörd failed".as_bytes().to_vec(),
+            stderr_total_bytes: 18,
+            timed_out: false,
+            duration: std::time::Duration::from_millis(5),
+        };
+        let result = shape(tool, &plan, (ran, None), &ctx);
+        assert!(result.ok, "{result:?}");
+        assert_eq!(result.json, Some(json!({"token": "***", "list": ["x ***"], "n": 1})));
+        assert_eq!(result.stderr, "*** failed");
+        assert!(!result.output.contains("pässwörd") && !result.display.contains("pässwörd"), "{result:?}");
+        assert_eq!(result.duration_ms, 5);
+    }
+
+    #[test]
+    fn a_timeout_or_a_signal_is_its_own_failure() {
+        let (dir, catalog) = pack(&[json!({"name": "t", "description": "d", "command": "true"})]);
+        let ctx = context(dir.path());
+        let tool = catalog.get("t").unwrap();
+        let args = arguments::prepare(tool, Value::Null, &ctx).unwrap();
+        let plan = Plan::new(tool, &args, &ctx, false).unwrap();
+        let outcome = |exit_code, signal, timed_out| RunOutcome {
+            exit_code,
+            signal,
+            stdout: Vec::new(),
+            stdout_total_bytes: 0,
+            stdout_truncated: false,
+            stderr: Vec::new(),
+            stderr_total_bytes: 0,
+            timed_out,
+            duration: std::time::Duration::ZERO,
+        };
+        let failure = |o| shape(tool, &plan, (o, None), &ctx).failure;
+        assert_eq!(failure(outcome(None, Some(9), true)), Some(Failure::Timeout(plan.timeout)));
+        assert_eq!(failure(outcome(None, Some(9), false)), Some(Failure::Signal { signal: 9, allowed: vec![0] }));
+        assert_eq!(failure(outcome(None, None, false)), Some(Failure::Abnormal { allowed: vec![0] }));
+        assert_eq!(failure(outcome(Some(0), None, false)), None);
+        let timeout = Failure::Timeout(std::time::Duration::from_millis(1500));
+        assert_eq!((timeout.kind(), timeout.retryable()), ("timeout", true));
+        assert_eq!(timeout.to_string(), "timed out after 1500ms");
+        assert_eq!(Failure::Timeout(std::time::Duration::from_secs(30)).to_string(), "timed out after 30s");
+        assert!(!Failure::Native("x".into()).retryable());
+    }
+
+    #[test]
+    fn status_hears_the_phases_in_order_and_the_output() {
+        let (dir, catalog) =
+            pack(&[json!({"name": "hi", "description": "d", "command": {"program": "echo", "args": ["hi"]}})]);
+        let ctx = context(dir.path());
+        let heard = Mutex::new(Vec::new());
+        let on_status = |s: Status<'_>| {
+            let entry = match s {
+                Status::Phase(p) => format!("{p:?}"),
+                Status::Spawned { .. } => "spawned".to_owned(),
+                Status::Output { chunk, .. } => format!("out:{}", String::from_utf8_lossy(chunk)),
+            };
+            heard.lock().unwrap().push(entry);
+        };
+        Call::new("hi", Value::Null).context(&ctx).on_status(&on_status).run(&catalog).unwrap();
+        assert_eq!(heard.lock().unwrap().join(","), "Validate,Authorize,Execute,spawned,out:hi\n,Complete");
+        heard.lock().unwrap().clear();
+        Call::new("hi", Value::Null).context(&ctx).on_status(&on_status).dry_run(&catalog).unwrap();
+        assert!(heard.lock().unwrap().is_empty(), "a dry run reports nothing");
+    }
+
+    #[test]
+    fn a_run_renders_real_secrets_and_only_a_manifest_tests_dry_run_renders_placeholders() {
+        let (dir, catalog) = pack(&[json!({"name": "key", "description": "d",
+            "command": {"program": "echo", "args": ["{{secret.PACKS_UNIT_TEST_NEVER_SET}}"]}})]);
+        let ctx = context(dir.path());
+        // The secret is not set: a run (and a plain dry run) cannot render it.
+        let e = Call::new("key", Value::Null).context(&ctx).run(&catalog).unwrap_err();
+        assert_eq!(e.kind(), "invalid_tool", "{e}");
+        assert!(Call::new("key", Value::Null).context(&ctx).dry_run(&catalog).is_err());
+        // A manifest test that only plans needs none: it renders `***`.
+        let planned = Call::new("key", Value::Null).context(&ctx).manifest_test().dry_run(&catalog).unwrap();
+        assert_eq!(planned.argv, ["echo", "***"]);
+    }
+
+    #[test]
+    fn what_a_stream_held_back_for_a_possible_secret_comes_out_at_the_end_on_its_own_stream() {
+        // A secret the test process surely has: its HOME (skipped where it is too short).
+        let Some(home) = std::env::var("HOME").ok().filter(|h| h.len() >= 3) else { return };
+        let start: String = home.chars().take(2).collect();
+        let (dir, catalog) = pack(&[json!({"name": "tease", "description": "d",
+            "parameters": {"p": {"type": "string"}},
+            "command": {"program": "printf", "args": ["%s", "{{p}}"], "env": {"H": "{{secret.HOME}}"}}})]);
+        let ctx = context(dir.path());
+        let heard = Mutex::new(Vec::new());
+        let on_status = |s: Status<'_>| {
+            if let Status::Output { stream, chunk } = s {
+                heard.lock().unwrap().push((stream, String::from_utf8_lossy(chunk).into_owned()));
+            }
+        };
+        let r =
+            Call::new("tease", json!({"p": format!("x {start}")})).context(&ctx).on_status(&on_status).run(&catalog);
+        assert_eq!(r.unwrap().output, format!("x {start}"));
+        let heard = heard.into_inner().unwrap();
+        assert!(heard.iter().all(|(stream, chunk)| *stream == Stream::Stdout && !chunk.is_empty()), "{heard:?}");
+        assert_eq!(heard.iter().map(|(_, c)| c.as_str()).collect::<String>(), format!("x {start}"));
+    }
+
+    #[test]
+    fn shaping_masks_a_secret_cut_at_the_edge_of_what_was_kept_and_only_there() {
+        let (dir, catalog) = pack(&[json!({"name": "t", "description": "d", "command": "true"})]);
+        let ctx = context(dir.path());
+        let tool = catalog.get("t").unwrap();
+        let args = arguments::prepare(tool, Value::Null, &ctx).unwrap();
+        let mut plan = Plan::new(tool, &args, &ctx, false).unwrap();
+        plan.secrets = Secrets::new(&["hunter22".to_owned()]);
+        let shaped = |stdout: &str, cut: bool, stderr: &str, stderr_total: u64| {
+            let ran = RunOutcome {
+                exit_code: Some(0),
+                signal: None,
+                stdout: stdout.as_bytes().to_vec(),
+                stdout_total_bytes: stdout.len() as u64 + u64::from(cut) * 6,
+                stdout_truncated: cut,
+                stderr: stderr.as_bytes().to_vec(),
+                stderr_total_bytes: stderr_total,
+                timed_out: false,
+                duration: std::time::Duration::ZERO,
+            };
+            let r = shape(tool, &plan, (ran, None), &ctx);
+            (r.output, r.stderr)
+        };
+        // Cut: the secret's beginning (stdout's end) and its end (stderr's start) are masked.
+        assert_eq!(shaped("key hun", true, "er22 failed", 100), ("key ***".to_owned(), "*** failed".to_owned()));
+        // Whole: text that only looks like a piece of the secret is left as it is.
+        assert_eq!(shaped("key hun", false, "er22 failed", 11), ("key hun".to_owned(), "er22 failed".to_owned()));
+    }
+}

@@ -1183,3 +1183,438 @@ impl Approver for Elicitor<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::SandboxMode;
+
+    /// A server over a pack directory of `manifests`, and a peer whose messages are kept.
+    struct Harness {
+        dir: tempfile::TempDir,
+        server: Arc<Server>,
+        sent: Arc<Mutex<Vec<Value>>>,
+    }
+
+    impl Harness {
+        fn new(manifests: &[Value]) -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            for m in manifests {
+                let name = m["name"].as_str().unwrap();
+                std::fs::write(dir.path().join(format!("{name}.tool.json")), m.to_string()).unwrap();
+            }
+            let options = Options {
+                search: SearchPath::dirs([dir.path()]),
+                context: Context::new(),
+                yes: false,
+                watch: false,
+                locked: None,
+            };
+            let server = Server::new(options, Seal::derived(b"test key"));
+            Harness { dir, server, sent: Arc::new(Mutex::new(Vec::new())) }
+        }
+
+        fn peer_with(&self, key: &str, principal: &str, context: Context) -> Arc<Peer> {
+            let sent = Arc::clone(&self.sent);
+            let out = Box::new(move |v: Value| lock(&sent).push(v));
+            Arc::new(Peer::new(&self.server, out, key.into(), principal.into(), context))
+        }
+
+        fn peer(&self) -> Arc<Peer> {
+            self.peer_with(
+                "k",
+                "p",
+                Context::new().with_sandbox(SandboxMode::Off).with_workspace(self.dir.path().into()),
+            )
+        }
+
+        /// Everything sent since the last look.
+        fn take(&self) -> Vec<Value> {
+            std::mem::take(&mut *lock(&self.sent))
+        }
+
+        /// Handle `msg` on this thread (a call too) and return what was sent.
+        fn answer(&self, peer: &Arc<Peer>, msg: Value) -> Vec<Value> {
+            peer.handle_one(msg, None);
+            self.take()
+        }
+    }
+
+    fn tools() -> Vec<Value> {
+        vec![
+            json!({"name": "hello", "description": "d", "command": {"program": "echo", "args": ["hello"]}}),
+            json!({"name": "data", "description": "d", "command": {"program": "echo", "args": ["{\"a\": 1}"]},
+                   "output": {"format": "json"}}),
+            json!({"name": "list", "description": "d", "command": {"program": "echo", "args": ["[1]"]},
+                   "output": {"format": "json"}}),
+            json!({"name": "fails", "description": "d", "command": {"program": "sh", "args": ["-c", "exit 4"]}}),
+            json!({"name": "coder", "description": "d", "command": "true", "modes": ["Coding"]}),
+        ]
+    }
+
+    fn error_of(answers: &[Value]) -> (i64, String) {
+        assert_eq!(answers.len(), 1, "{answers:?}");
+        let e = &answers[0]["error"];
+        (e["code"].as_i64().unwrap(), e["message"].as_str().unwrap().to_owned())
+    }
+
+    #[test]
+    fn requests_are_routed_and_bad_json_rpc_is_refused_with_its_code() {
+        let h = Harness::new(&tools());
+        let peer = h.peer();
+        assert_eq!(
+            error_of(&h.answer(&peer, json!([1, 2]))),
+            (INVALID_REQUEST, "a message must be a JSON object".into())
+        );
+        let (code, _) = error_of(&h.answer(&peer, json!({"jsonrpc": "2.0", "id": 1, "method": 7})));
+        assert_eq!(code, INVALID_REQUEST);
+        let answers = h.answer(&peer, json!({"jsonrpc": "2.0", "id": 2}));
+        assert_eq!(error_of(&answers), (INVALID_REQUEST, "a request needs a `method`".into()));
+        assert_eq!(answers[0]["id"], 2);
+        let answers = h.answer(&peer, json!({"jsonrpc": "2.0", "id": 3, "method": "tools/nope"}));
+        assert_eq!(error_of(&answers), (METHOD_NOT_FOUND, "unknown method `tools/nope`".into()));
+        assert_eq!(
+            h.answer(&peer, json!({"jsonrpc": "2.0", "id": 4, "method": "ping"})),
+            [json!({"jsonrpc": "2.0", "id": 4, "result": {}})]
+        );
+        // A notification (no id) is never answered, even an unknown one.
+        assert!(h.answer(&peer, json!({"jsonrpc": "2.0", "method": "notifications/whatever"})).is_empty());
+        // A response to nothing we asked is dropped.
+        assert!(h.answer(&peer, json!({"jsonrpc": "2.0", "id": "packs-9", "result": {}})).is_empty());
+        // A null id is not an id.
+        let (code, message) = error_of(&h.answer(&peer, json!({"jsonrpc": "2.0", "id": null, "method": "other"})));
+        assert_eq!((code, message.as_str()), (INVALID_REQUEST, "a request needs an id"));
+    }
+
+    #[test]
+    fn initialize_settles_the_version_and_batches_only_where_the_version_has_them() {
+        let h = Harness::new(&tools());
+        let pool = Pool::new("test", 2);
+        let peer = h.peer();
+        // Before `initialize`: no version, no batches.
+        peer.handle(json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}]), &pool);
+        let (code, message) = error_of(&h.take());
+        assert_eq!(code, INVALID_REQUEST);
+        assert!(message.contains("protocol version none yet"), "{message}");
+        let answers = h.answer(
+            &peer,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-03-26", "capabilities": {"elicitation": {}}}}),
+        );
+        assert_eq!(answers[0]["result"]["protocolVersion"], "2025-03-26");
+        assert_eq!(answers[0]["result"]["capabilities"]["tools"]["listChanged"], false);
+        assert!(peer.settlement().elicitation);
+        assert_eq!(peer.settlement().era, Some(Era::Handshake));
+        peer.handle(json!([]), &pool);
+        assert_eq!(error_of(&h.take()), (INVALID_REQUEST, "an empty batch".into()));
+        peer.handle(
+            json!([{"jsonrpc": "2.0", "id": 7, "method": "ping"}, {"jsonrpc": "2.0", "id": 8, "method": "ping"}]),
+            &pool,
+        );
+        let start = Instant::now();
+        while lock(&h.sent).is_empty() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let sent = h.take();
+        assert_eq!(sent.len(), 1, "one array answers the batch: {sent:?}");
+        let ids: Vec<&Value> = sent[0].as_array().unwrap().iter().map(|r| &r["id"]).collect();
+        assert_eq!(ids, [&json!(7), &json!(8)]);
+        // An unknown version is answered with the newest.
+        let other = h.peer_with("k2", "p", Context::new());
+        let answers = h.answer(
+            &other,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "1999-01-01"}}),
+        );
+        assert_eq!(answers[0]["result"]["protocolVersion"], PROTOCOL_VERSIONS[0]);
+        assert!(!other.settlement().elicitation);
+        // A connection that opened with `initialize` refuses the stateless envelope.
+        let enveloped = json!({"jsonrpc": "2.0", "id": 9, "method": "ping",
+            "params": {"_meta": {VERSION_KEY: "2026-07-28", CAPABILITIES_KEY: {}}}});
+        let (code, message) = error_of(&h.answer(&other, enveloped));
+        assert_eq!(code, INVALID_REQUEST);
+        assert!(message.contains("opened with `initialize`"), "{message}");
+    }
+
+    #[test]
+    fn tools_list_offers_what_the_agent_and_mode_allow_page_by_page() {
+        let h = Harness::new(&tools());
+        let names = |peer: &Arc<Peer>| -> Vec<String> {
+            let answers = h.answer(peer, json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+            answers[0]["result"]["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let mut all = names(&h.peer());
+        all.sort();
+        assert_eq!(all, ["coder", "data", "fails", "hello", "list"]);
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("bot")).unwrap();
+        std::fs::write(root.path().join("bot/agent.toml"), "deny = [\"fails\"]\nmode = \"Dictation\"\n").unwrap();
+        let agent = crate::agent::Agent::load(root.path(), "bot").unwrap();
+        let mut theirs = names(&h.peer_with("a", "bot", Context::new().with_agent(agent)));
+        theirs.sort();
+        assert_eq!(theirs, ["data", "hello", "list"]);
+        let (code, message) = error_of(
+            &h.answer(&h.peer(), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "x"}})),
+        );
+        assert_eq!((code, message.as_str()), (INVALID_PARAMS, "invalid cursor `x`"));
+    }
+
+    #[test]
+    fn tools_list_pages_by_cursor() {
+        let manifests: Vec<Value> = (0..PAGE_SIZE + 3)
+            .map(|i| json!({"name": format!("t{i:03}"), "description": "d", "command": "true"}))
+            .collect();
+        let h = Harness::new(&manifests);
+        let peer = h.peer();
+        let first = h.answer(&peer, json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+        assert_eq!(first[0]["result"]["tools"].as_array().unwrap().len(), PAGE_SIZE);
+        let cursor = first[0]["result"]["nextCursor"].as_str().unwrap().to_owned();
+        assert_eq!(cursor, PAGE_SIZE.to_string());
+        let next =
+            h.answer(&peer, json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": cursor}}));
+        assert_eq!(next[0]["result"]["tools"].as_array().unwrap().len(), 3);
+        assert!(next[0]["result"].get("nextCursor").is_none());
+        // Exactly one page: no cursor.
+        let h = Harness::new(&manifests[..PAGE_SIZE]);
+        let only = h.answer(&h.peer(), json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+        assert!(only[0]["result"].get("nextCursor").is_none());
+    }
+
+    #[test]
+    fn tools_call_answers_results_failures_and_unknown_names() {
+        let h = Harness::new(&tools());
+        let peer = h.peer();
+        let call = |name: &str| json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": name}});
+        let ok = &h.answer(&peer, call("hello"))[0]["result"];
+        assert_eq!(ok["content"][0]["text"], "hello\n");
+        assert_eq!(ok["isError"], false);
+        assert!(ok.get("structuredContent").is_none());
+        assert_eq!(ok["_meta"]["dev.packs/display"], "hello");
+        let data = &h.answer(&peer, call("data"))[0]["result"];
+        assert_eq!(data["structuredContent"], json!({"a": 1}));
+        // Only an object is structured content.
+        let list = &h.answer(&peer, call("list"))[0]["result"];
+        assert!(list.get("structuredContent").is_none(), "{list}");
+        let failed = &h.answer(&peer, call("fails"))[0]["result"];
+        assert_eq!(failed["isError"], true);
+        let error: Value = serde_json::from_str(failed["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(error["error"]["exit_code"], 4);
+        let (code, message) = error_of(&h.answer(&peer, call("helo")));
+        assert_eq!((code, message.as_str()), (INVALID_PARAMS, "Unknown tool: helo; did you mean `hello`?"));
+        assert_eq!(h.server.in_flight(), 0, "every call's flight is gone once answered");
+        // Invalid arguments are a result the model can act on, not a protocol error.
+        let bad =
+            json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "hello", "arguments": 3}});
+        let bad = &h.answer(&peer, bad)[0]["result"];
+        assert_eq!(bad["isError"], true);
+        assert!(bad["content"][0]["text"].as_str().unwrap().contains("\"kind\":\"validation\""), "{bad}");
+    }
+
+    #[test]
+    fn cancellation_and_ending_are_kept_per_connection() {
+        let h = Harness::new(&tools());
+        let a = h.peer_with("a", "p", Context::new());
+        let ab = h.peer_with("ab", "p", Context::new());
+        for (peer, id) in [(&a, json!(1)), (&a, json!(2)), (&ab, json!(1))] {
+            lock(&h.server.flights).insert(peer.flight_key(&id), Flight::default());
+        }
+        assert_eq!(h.server.in_flight(), 3);
+        // The client cancels request 1 of `a`: only that one.
+        a.handle_one(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}), None);
+        assert!(h.take().is_empty(), "a cancellation is not answered");
+        assert_eq!(a.finish(&json!(1)), Finished::Cancelled);
+        assert_eq!(ab.finish(&json!(1)), Finished::Ran, "another connection's request 1 is not touched");
+        // `a` hangs up: its calls end (not `ab`'s, whose key begins with `a`).
+        lock(&h.server.flights).insert(ab.flight_key(&json!(1)), Flight::default());
+        assert_eq!(a.end_calls(), 1);
+        assert_eq!(a.finish(&json!(2)), Finished::Ended);
+        assert_eq!(ab.finish(&json!(1)), Finished::Ran);
+        assert_eq!(a.finish(&json!(3)), Finished::Ran, "an unknown call ran");
+        assert_eq!(h.server.in_flight(), 0);
+    }
+
+    #[test]
+    fn calls_past_the_limit_are_refused_until_one_ends() {
+        let h = Harness::new(&tools());
+        let peer = h.peer();
+        for i in 0..MAX_CALLS {
+            lock(&h.server.flights).insert(format!("other\0{i}"), Flight::default());
+        }
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "hello"}});
+        let (code, message) = error_of(&h.answer(&peer, call.clone()));
+        assert_eq!(code, SERVER_ERROR);
+        assert_eq!(message, format!("{MAX_CALLS} calls are running; try again when one ends"));
+        lock(&h.server.flights).remove("other\u{0}0");
+        assert_eq!(h.answer(&peer, call)[0]["result"]["isError"], false);
+    }
+
+    fn approval(answer: Option<bool>, token: &str, arguments: Value) -> Value {
+        let mut params = json!({"name": "t", "arguments": arguments, "requestState": token});
+        if let Some(yes) = answer {
+            params["inputResponses"] = json!({"approve": {"action": "accept", "content": {"approve": yes}}});
+        }
+        params
+    }
+
+    #[test]
+    fn an_approval_token_opens_once_for_its_principal_tool_and_arguments_before_it_expires() {
+        let h = Harness::new(&[]);
+        let s = &h.server;
+        let args = json!({"b": 2, "a": [1]});
+        // No answer at all: ask.
+        assert_eq!(s.answered("p", "t", &json!({"name": "t"})), None);
+        // An answer without a token, or with a token that is not one: denied.
+        assert_eq!(s.answered("p", "t", &json!({"inputResponses": {}})), Some(false));
+        assert_eq!(s.answered("p", "t", &approval(Some(true), "forged.token", args.clone())), Some(false));
+        let token = s.ask_later("p", "t", &args);
+        // The same arguments in another order are the same call.
+        assert_eq!(s.answered("p", "t", &approval(Some(true), &token, json!({"a": [1], "b": 2}))), Some(true));
+        assert_eq!(s.answered("p", "t", &approval(Some(true), &token, args.clone())), Some(false), "replayed");
+        for (principal, tool, arguments, answer) in [
+            ("q", "t", args.clone(), Some(true)),
+            ("p", "u", args.clone(), Some(true)),
+            ("p", "t", json!({"b": 3, "a": [1]}), Some(true)),
+            ("p", "t", args.clone(), Some(false)),
+            ("p", "t", args.clone(), None),
+        ] {
+            let token = s.ask_later("p", "t", &args);
+            let params = approval(answer, &token, arguments.clone());
+            assert_eq!(s.answered(principal, tool, &params), Some(false), "{principal} {tool} {arguments} {answer:?}");
+            // Spent, even though it was refused.
+            let right = approval(Some(true), &token, args.clone());
+            assert_eq!(s.answered("p", "t", &right), Some(false));
+        }
+        // A declined form is no.
+        let token = s.ask_later("p", "t", &args);
+        let mut declined = approval(Some(true), &token, args.clone());
+        declined["inputResponses"]["approve"]["action"] = json!("decline");
+        assert_eq!(s.answered("p", "t", &declined), Some(false));
+        // Tampered: one byte of the body changed.
+        let token = s.ask_later("p", "t", &args);
+        let mut bytes = token.clone().into_bytes();
+        bytes[3] = if bytes[3] == b'A' { b'B' } else { b'A' };
+        let tampered = String::from_utf8(bytes).unwrap();
+        assert_eq!(s.answered("p", "t", &approval(Some(true), &tampered, args.clone())), Some(false));
+        assert_eq!(
+            s.answered("p", "t", &approval(Some(true), &token, args.clone())),
+            Some(true),
+            "the real one still opens"
+        );
+        // Expired, or sealed for something else than an approval: no.
+        let digest = crate::lock::sha256(crate::lock::canonical(&args).as_bytes());
+        let sealed = |kind: &str, expires: u64, nonce: &str| {
+            s.seal.seal(&json!({"k": kind, "p": "p", "t": "t", "a": digest, "x": expires, "n": nonce}))
+        };
+        let now = unix_now();
+        assert_eq!(
+            s.answered("p", "t", &approval(Some(true), &sealed("approval", now - 1, "n1"), args.clone())),
+            Some(false)
+        );
+        assert_eq!(
+            s.answered("p", "t", &approval(Some(true), &sealed("session", now + 60, "n2"), args.clone())),
+            Some(false)
+        );
+        assert_eq!(
+            s.answered("p", "t", &approval(Some(true), &sealed("approval", now + 60, "n3"), args.clone())),
+            Some(true)
+        );
+        // Another server's key: no.
+        let stranger = Seal::derived(b"another key").seal(&json!({"k": "approval", "p": "p", "t": "t", "a": digest,
+            "x": now + 60, "n": "n4"}));
+        assert_eq!(s.answered("p", "t", &approval(Some(true), &stranger, args)), Some(false));
+    }
+
+    #[test]
+    fn a_stateless_request_needs_its_envelope_and_a_version_this_server_speaks() {
+        assert!(
+            check_envelope(&json!({})).unwrap_err()["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("params._meta must be an object")
+        );
+        let missing = check_envelope(&json!({"_meta": {VERSION_KEY: "2026-07-28"}})).unwrap_err();
+        assert_eq!(missing["code"], INVALID_PARAMS);
+        assert!(missing["message"].as_str().unwrap().ends_with(CAPABILITIES_KEY), "{missing}");
+        let old = check_envelope(&json!({"_meta": {VERSION_KEY: "2025-11-25", CAPABILITIES_KEY: {}}})).unwrap_err();
+        assert_eq!(old["code"], UNSUPPORTED_VERSION);
+        assert_eq!(old["data"]["requested"], "2025-11-25");
+        let number = check_envelope(&json!({"_meta": {VERSION_KEY: 1, CAPABILITIES_KEY: {}}})).unwrap_err();
+        assert_eq!(number["code"], INVALID_PARAMS);
+        assert_eq!(
+            check_envelope(&json!({"_meta": {VERSION_KEY: "2026-07-28", CAPABILITIES_KEY: {}}})),
+            Ok("2026-07-28")
+        );
+        // Results carry `resultType` (kept when set) and the server's info.
+        let r = stateless_result(json!({"resultType": "input_required", "_meta": {"x": 1}}));
+        assert_eq!(r["resultType"], "input_required");
+        assert_eq!((r["_meta"]["x"].as_i64(), &r["_meta"][SERVER_INFO_KEY]), (Some(1), &server_info()));
+        assert_eq!(stateless_result(json!({}))["resultType"], "complete");
+    }
+
+    #[test]
+    fn a_stateless_connection_answers_with_result_types_and_asks_for_approval_by_token() {
+        let h = Harness::new(&[json!({"name": "careful", "description": "d",
+            "command": {"program": "echo", "args": ["ran"]}, "policy": {"confirm_before_run": true}})]);
+        let peer = h.peer();
+        let meta = json!({VERSION_KEY: "2026-07-28", CAPABILITIES_KEY: {"elicitation": {}}});
+        let discover =
+            h.answer(&peer, json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}));
+        assert_eq!(discover[0]["result"]["supportedVersions"], json!(MODERN_VERSIONS));
+        assert_eq!(peer.settlement().era, Some(Era::Stateless));
+        let init = h.answer(
+            &peer,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"protocolVersion": "2026-07-28"}}),
+        );
+        assert_eq!(init[0]["error"]["code"], UNSUPPORTED_VERSION);
+        let call =
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "careful", "_meta": meta}});
+        let asked = h.answer(&peer, call.clone());
+        let result = &asked[0]["result"];
+        assert_eq!(result["resultType"], "input_required");
+        let token = result["requestState"].as_str().unwrap().to_owned();
+        let mut retry = call.clone();
+        retry["params"]["requestState"] = json!(token);
+        retry["params"]["inputResponses"] = json!({"approve": {"action": "accept", "content": {"approve": true}}});
+        let ran = h.answer(&peer, retry.clone());
+        assert_eq!(ran[0]["result"]["content"][0]["text"], "ran\n");
+        assert_eq!(ran[0]["result"]["resultType"], "complete");
+        let replayed = h.answer(&peer, retry);
+        assert_eq!(replayed[0]["result"]["isError"], true, "{replayed:?}");
+    }
+
+    #[test]
+    fn metrics_outcomes_name_each_way_a_call_ends() {
+        let denied = ToolError::PermissionDenied {
+            tool: "t".into(),
+            tier: crate::policy::Tier::Elevated,
+            reason: crate::call::Denial::NotAllowed { agent: "a".into() },
+        };
+        assert_eq!(outcome(&Err(denied)), "denied");
+        assert_eq!(outcome(&Err(ToolError::InvalidArguments { tool: "t".into(), message: String::new() })), "invalid");
+        assert_eq!(outcome(&Err(ToolError::Validation { tool: "t".into(), errors: Vec::new() })), "invalid");
+        assert_eq!(outcome(&Err(ToolError::BrokenTool { tool: "t".into(), message: String::new() })), "error");
+    }
+
+    #[test]
+    fn the_approval_question_shows_what_runs_with_control_characters_escaped() {
+        let request = ApprovalRequest {
+            tool: "rm".into(),
+            reason: crate::call::ApprovalReason::Elevated,
+            tier: crate::policy::Tier::Elevated,
+            argv: vec!["rm".into(), "a\u{1b}[2Jb".into()],
+            cwd: Some("/w".into()),
+            env: vec![("K".into(), "v".into())],
+            stdin: None,
+        };
+        let (message, schema) = approval_question(&request);
+        assert!(message.starts_with("Run `rm` (tier elevated)? its tier is elevated."), "{message}");
+        assert!(!message.contains('\u{1b}'), "{message:?}");
+        assert!(message.contains("\nin /w") && message.contains("\nenv: K=v"), "{message}");
+        assert_eq!(schema["required"], json!(["approve"]));
+    }
+}
