@@ -54,6 +54,7 @@ mod reads;
 mod runner;
 mod sandbox;
 mod scaffold;
+mod seal;
 mod session;
 mod skill;
 mod snapshot;
@@ -69,8 +70,9 @@ mod visible;
 pub use agent::{Agent, AgentError};
 pub use audit::AuditLog;
 pub use call::{
-    ApprovalReason, ApprovalRequest, ApproveAll, Approver, ArgumentsError, Call, Context, Decision, Denial, DenyAll,
-    Failure, FieldError, Phase, Planned, Status, StdinPreview, ToolError, ToolResult, UnknownContextKey, decide,
+    Answers, ApprovalReason, ApprovalRequest, ApproveAll, Approver, ArgumentsError, Call, Context, DEFAULT_TICKET_TTL,
+    Decision, Deferred, Denial, DenyAll, Failure, FieldError, KeyFileError, Pending, Phase, Planned, Status,
+    StdinPreview, TicketError, Tickets, ToolError, ToolResult, UnknownContextKey, decide,
 };
 pub use catalog::{Catalog, LookupError, SearchPath, Shadowed};
 pub use describe::Describe;

@@ -18,7 +18,6 @@ mod auth;
 pub mod http;
 mod metrics;
 pub mod oauth;
-mod seal;
 mod stdio;
 
 pub use stdio::serve;
@@ -37,7 +36,7 @@ use crate::catalog::{Catalog, LookupError, SearchPath};
 use crate::pool::Pool;
 
 pub(crate) use metrics::Metrics;
-use seal::Seal;
+use crate::seal::Seal;
 
 /// Protocol versions of the `initialize` handshake this server speaks, newest first.
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
