@@ -168,7 +168,9 @@ impl<'a> Call<'a> {
         let mode = if self.test { Mode::Test } else { Mode::Run };
         match self.pipeline(catalog, mode, None)? {
             Outcome::Ran(result) => Ok(result),
-            Outcome::Planned(_) | Outcome::Pending(_) => unreachable!("a run that is not dry or deferred runs the tool"),
+            Outcome::Planned(_) | Outcome::Pending(_) => {
+                unreachable!("a run that is not dry or deferred runs the tool")
+            }
         }
     }
 

@@ -469,11 +469,8 @@ fn speak(tool: &str, description: &str) -> String {
     let words = tool.replace(['_', '-', '.'], " ");
     let first = description.split_inclusive(['.', '\n']).next().unwrap_or_default().trim();
     let first = crate::visible::prose(first.trim_end_matches('.'));
-    let mut line = if first.is_empty() {
-        format!("May I run {words}?")
-    } else {
-        format!("May I run {words}? It will: {first}.")
-    };
+    let mut line =
+        if first.is_empty() { format!("May I run {words}?") } else { format!("May I run {words}? It will: {first}.") };
     if line.chars().count() > 160 {
         line = line.chars().take(157).collect::<String>() + "...";
     }
@@ -519,6 +516,8 @@ struct Given {
     approve: bool,
     claims: Result<Claims, TicketError>,
     taken: AtomicBool,
+    /// It was taken, and was neither expired nor used before.
+    honoured: AtomicBool,
     /// Why the closest call of its tool was not its call.
     miss: Mutex<Option<TicketError>>,
 }
@@ -551,7 +550,13 @@ impl<'t> Answers<'t> {
 
     fn answer(mut self, ticket: &str, approve: bool) -> Self {
         let claims = self.tickets.open_ticket(ticket);
-        self.given.push(Given { approve, claims, taken: AtomicBool::new(false), miss: Mutex::new(None) });
+        self.given.push(Given {
+            approve,
+            claims,
+            taken: AtomicBool::new(false),
+            honoured: AtomicBool::new(false),
+            miss: Mutex::new(None),
+        });
         self
     }
 
@@ -563,7 +568,9 @@ impl<'t> Answers<'t> {
             let Ok(claims) = &given.claims else { continue };
             match claims.mismatch(call) {
                 None if !given.taken.swap(true, Ordering::SeqCst) => {
-                    return Some(self.tickets.spend(claims).map(|()| given.approve));
+                    let spent = self.tickets.spend(claims);
+                    given.honoured.store(spent.is_ok(), Ordering::SeqCst);
+                    return Some(spent.map(|()| given.approve));
                 }
                 None => {}
                 Some(TicketError::OtherTool { .. }) => {}
@@ -583,6 +590,12 @@ impl<'t> Answers<'t> {
             }
         }
         None
+    }
+
+    /// Whether every ticket answered its call (none forged, expired, used before, or left
+    /// without its call).
+    pub fn all_honoured(&self) -> bool {
+        self.given.iter().all(|g| g.honoured.load(Ordering::SeqCst))
     }
 
     /// The tickets no call took, each with the tool it names (when it opened) and why.

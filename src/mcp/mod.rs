@@ -35,8 +35,8 @@ use crate::call::{ApprovalRequest, Approver, Call, Context, Status, ToolError};
 use crate::catalog::{Catalog, LookupError, SearchPath};
 use crate::pool::Pool;
 
-pub(crate) use metrics::Metrics;
 use crate::seal::Seal;
+pub(crate) use metrics::Metrics;
 
 /// Protocol versions of the `initialize` handshake this server speaks, newest first.
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
