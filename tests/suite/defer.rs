@@ -307,3 +307,38 @@ touch "$0/sub/mine" && echo workspace"#;
     out.success();
     assert_eq!(out.json()[0]["content"], "noread\nnowrite\nnochange\nworkspace\n");
 }
+
+#[test]
+fn the_library_defers_and_resumes_one_call() {
+    use packs::{Answers, Call, Catalog, Context, Deferred, Denial, SearchPath, TicketError, Tickets, ToolError};
+    let s = Setup::new();
+    let catalog = Catalog::load(&SearchPath::dirs([s.packs.path()]));
+    let context = Context::new();
+    let tickets = Tickets::open(&s.key()).unwrap();
+    let made = s.file("made");
+    let args = json!({"file": made});
+    let Ok(Deferred::Pending(p)) =
+        Call::new("careful", args.clone()).context(&context).run_deferred(&catalog, &tickets)
+    else {
+        panic!("not pending")
+    };
+    assert!(!made.exists());
+    assert_eq!(p.tool, "careful");
+    // Another call with this ticket: refused, with the reason.
+    let other = json!({"file": s.file("other")});
+    let answers = Answers::only(&tickets, &p.ticket, true);
+    let refused = Call::new("careful", other).context(&context).answers(&answers).run(&catalog);
+    assert!(
+        matches!(
+            &refused,
+            Err(ToolError::PermissionDenied { reason: Denial::Ticket(TicketError::ChangedArguments), .. })
+        ),
+        "{refused:?}"
+    );
+    // Its own call, approved: runs once.
+    let answers = Answers::only(&tickets, &p.ticket, true);
+    let result = Call::new("careful", args.clone()).context(&context).answers(&answers).run(&catalog).unwrap();
+    assert!(result.ok && made.exists());
+    let again = Call::new("careful", args).context(&context).answers(&answers).run(&catalog);
+    assert!(matches!(&again, Err(ToolError::PermissionDenied { reason: Denial::NotApproved(_), .. })), "{again:?}");
+}
