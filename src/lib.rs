@@ -47,6 +47,9 @@ mod help;
 mod image;
 #[cfg(feature = "lint")]
 pub mod lint;
+// Public through `lock` (its re-export) when that feature is on.
+#[cfg_attr(not(feature = "lock"), allow(unreachable_pub))]
+mod digest;
 #[cfg(feature = "lock")]
 pub mod lock;
 mod manifest;
@@ -66,6 +69,7 @@ mod runner;
 mod sandbox;
 #[cfg(feature = "convert")]
 mod scaffold;
+mod seal;
 #[cfg(feature = "cli")]
 mod session;
 #[cfg(feature = "skills")]
@@ -84,8 +88,9 @@ mod visible;
 pub use agent::{Agent, AgentError};
 pub use audit::{AuditLog, Entry as AuditEntry};
 pub use call::{
-    ApprovalReason, ApprovalRequest, ApproveAll, Approver, ArgumentsError, Call, Context, Decision, Denial, DenyAll,
-    Failure, FieldError, Phase, Planned, Status, StdinPreview, ToolError, ToolResult, UnknownContextKey,
+    Answers, ApprovalReason, ApprovalRequest, ApproveAll, Approver, ArgumentsError, Call, Context, DEFAULT_TICKET_TTL,
+    Decision, Deferred, Denial, DenyAll, Failure, FieldError, KeyFileError, Pending, Phase, Planned, Status,
+    StdinPreview, TicketError, Tickets, ToolError, ToolResult, UnknownContextKey,
 };
 pub use catalog::{Catalog, LookupError, SearchPath, Shadowed};
 pub use describe::Describe;

@@ -21,6 +21,8 @@ mod catalog;
 mod cli;
 #[path = "suite/common.rs"]
 mod common;
+#[path = "suite/defer.rs"]
+mod defer;
 #[path = "suite/docs.rs"]
 mod docs;
 #[path = "suite/exec.rs"]

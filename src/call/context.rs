@@ -197,6 +197,23 @@ impl Context {
         self
     }
 
+    /// `paths` added to packs' own configuration (no confined tool writes them) and to what
+    /// no confined tool reads (a front-end's own key files, e.g. `packs call`'s approval key).
+    #[must_use]
+    pub(crate) fn protecting_files(mut self, paths: &[PathBuf]) -> Self {
+        let added = crate::grants::resolved(paths);
+        let merge = |old: &[PathBuf]| -> Arc<[PathBuf]> {
+            let mut all: Vec<PathBuf> = old.iter().chain(&added).cloned().collect();
+            all.sort();
+            all.dedup();
+            all.into()
+        };
+        self.control_plane = merge(&self.control_plane);
+        let reads = merge(self.denied_reads.as_deref().unwrap_or_else(|| crate::reads::default_resolved()));
+        self.denied_reads = Some(reads);
+        self
+    }
+
     /// What no `read_only` or `workspace` tool may read (open, list beneath, execute, map):
     /// credential stores and packs' own secrets (docs/SANDBOX.md); by default the list
     /// under `$HOME` (docs/SANDBOX.md lists it). Paths are resolved now; one that

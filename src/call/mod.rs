@@ -18,6 +18,7 @@ mod plan;
 mod result;
 mod rules;
 mod status;
+mod ticket;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
@@ -32,6 +33,7 @@ pub use result::{Failure, ToolResult};
 use rules::decide;
 pub use rules::{ApprovalReason, ApprovalRequest, ApproveAll, Approver, Decision, Denial, DenyAll};
 pub use status::{Phase, Status};
+pub use ticket::{Answers, DEFAULT_TICKET_TTL, Deferred, KeyFileError, Pending, TicketError, Tickets};
 
 use crate::audit::{self, Entry};
 use crate::catalog::Catalog;
@@ -70,6 +72,17 @@ enum Mode {
 enum Outcome {
     Ran(ToolResult),
     Planned(Planned),
+    /// Deferred: the call waits for a person's answer, with a ticket.
+    Pending(Pending),
+}
+
+/// How the call is approved: by the approver, by the person's answers (tickets), or
+/// deferred (a ticket issued) when neither settles it.
+#[derive(Clone, Copy)]
+struct Approval<'a> {
+    approver: &'a dyn Approver,
+    answers: Option<&'a Answers<'a>>,
+    defer: Option<&'a Tickets>,
 }
 
 /// One call of a tool by name, ready to go through the pipeline.
@@ -89,6 +102,7 @@ pub struct Call<'a> {
     input: Input<'a>,
     context: Option<&'a Context>,
     approver: &'a dyn Approver,
+    answers: Option<&'a Answers<'a>>,
     on_status: Option<&'a (dyn Fn(Status<'_>) + Sync)>,
     test: bool,
 }
@@ -98,7 +112,15 @@ impl<'a> Call<'a> {
     /// one, or null for no arguments. Without [`Call::context`] it is made with an
     /// empty [`Context`]; without [`Call::approver`], calls that need approval are denied.
     pub fn new(name: &'a str, args: Value) -> Self {
-        Self { name, input: Input::Value(args), context: None, approver: &DenyAll, on_status: None, test: false }
+        Self {
+            name,
+            input: Input::Value(args),
+            context: None,
+            approver: &DenyAll,
+            answers: None,
+            on_status: None,
+            test: false,
+        }
     }
 
     /// A call whose arguments are built from the tool once it is found (e.g. typing
@@ -119,6 +141,15 @@ impl<'a> Call<'a> {
         self
     }
 
+    /// Settle approval with a person's answers given earlier: a call that needs approval and
+    /// is the very call one of their tickets was issued for takes that ticket's answer
+    /// (once: a ticket is spent); a ticket that is expired or used already refuses it
+    /// ([`Denial::Ticket`]). Other calls are approved as usual.
+    pub fn answers(mut self, answers: &'a Answers<'a>) -> Self {
+        self.answers = Some(answers);
+        self
+    }
+
     /// Report each phase, the process once it started, and output as it arrives
     /// (secrets masked) to `on_status`.
     pub fn on_status(mut self, on_status: &'a (dyn Fn(Status<'_>) + Sync)) -> Self {
@@ -136,8 +167,23 @@ impl<'a> Call<'a> {
     /// Take the call through the whole pipeline and run the tool.
     pub fn run(self, catalog: &Catalog) -> Result<ToolResult, ToolError> {
         let mode = if self.test { Mode::Test } else { Mode::Run };
-        match self.pipeline(catalog, mode)? {
+        match self.pipeline(catalog, mode, None)? {
             Outcome::Ran(result) => Ok(result),
+            Outcome::Planned(_) | Outcome::Pending(_) => {
+                unreachable!("a run that is not dry or deferred runs the tool")
+            }
+        }
+    }
+
+    /// Take the call through the whole pipeline, but end a call that needs approval (and
+    /// that no [`Call::answers`] settle) as [`Deferred::Pending`]: nothing runs and no one is
+    /// asked; the pending result holds a ticket from `tickets` bound to this tool, these
+    /// validated arguments, what would run, the agent and an expiry. The audit log records
+    /// it with `"decision":"deferred"`; resume with [`Answers`] holding the ticket.
+    pub fn run_deferred(self, catalog: &Catalog, tickets: &Tickets) -> Result<Deferred, ToolError> {
+        match self.pipeline(catalog, Mode::Run, Some(tickets))? {
+            Outcome::Ran(result) => Ok(Deferred::Ran(result)),
+            Outcome::Pending(pending) => Ok(Deferred::Pending(pending)),
             Outcome::Planned(_) => unreachable!("a run that is not dry runs the tool"),
         }
     }
@@ -147,13 +193,13 @@ impl<'a> Call<'a> {
     /// test's dry run renders secrets as `***` (none needs to be set).
     pub fn dry_run(self, catalog: &Catalog) -> Result<Planned, ToolError> {
         let mode = if self.test { Mode::TestDryRun } else { Mode::DryRun };
-        match self.pipeline(catalog, mode)? {
+        match self.pipeline(catalog, mode, None)? {
             Outcome::Planned(planned) => Ok(planned),
-            Outcome::Ran(_) => unreachable!("a dry run runs nothing"),
+            Outcome::Ran(_) | Outcome::Pending(_) => unreachable!("a dry run runs nothing"),
         }
     }
 
-    fn pipeline(self, catalog: &Catalog, mode: Mode) -> Result<Outcome, ToolError> {
+    fn pipeline(self, catalog: &Catalog, mode: Mode, defer: Option<&Tickets>) -> Result<Outcome, ToolError> {
         let empty;
         let context = match self.context {
             Some(c) => c,
@@ -179,7 +225,8 @@ impl<'a> Call<'a> {
         // Every error leaves the pipeline masked: once the call is planned, its secrets
         // are known, and whatever failed after (a missing working directory named by a
         // secret, a sandbox that could not be set up) shows none of them.
-        let result = steps(catalog, self.name, self.input, context, self.approver, mode, &on_status, &mut record)
+        let approval = Approval { approver: self.approver, answers: self.answers, defer };
+        let result = steps(catalog, self.name, self.input, context, approval, mode, &on_status, &mut record)
             .map_err(|e| e.masked(&record.secrets));
         if matches!(mode, Mode::Run | Mode::Test) {
             on_status(Status::Phase(Phase::Complete));
@@ -194,7 +241,7 @@ impl<'a> Call<'a> {
 /// What the audit log needs to know of a call besides its outcome.
 struct Record<'c> {
     tool: Option<&'c Tool>,
-    /// `none` until the rules are applied, then `allowed`, `approved` or `denied`.
+    /// `none` until the rules are applied, then `allowed`, `approved`, `denied` or `deferred`.
     decision: &'static str,
     /// The argv shown (secrets masked), once planned.
     argv: Vec<String>,
@@ -221,6 +268,7 @@ impl Record<'_> {
                 (r.exit_code, Some(r.duration_ms), outcome, r.error.clone())
             }
             Ok(Outcome::Planned(_)) => return,
+            Ok(Outcome::Pending(_)) => (None, None, "pending", None),
             Err(e) => (
                 None,
                 None,
@@ -255,7 +303,7 @@ fn steps<'c>(
     name: &str,
     input: Input<'_>,
     context: &Context,
-    approver: &dyn Approver,
+    approval: Approval<'_>,
     mode: Mode,
     on_status: &(dyn Fn(Status<'_>) + Sync),
     record: &mut Record<'c>,
@@ -303,7 +351,26 @@ fn steps<'c>(
                 env: plan.shown_env.clone(),
                 stdin: plan.shown_stdin.clone(),
             };
-            if !approver.approve(&request) {
+            let agent = context.agent().map(|a| a.id.as_str());
+            let presented = (approval.answers.is_some() || approval.defer.is_some())
+                .then(|| ticket::Presented::new(tool.name(), agent, &args.resolved, &request));
+            let answered = match (&presented, approval.answers) {
+                (Some(p), Some(answers)) => answers.take(p),
+                _ => None,
+            };
+            let approved = match (answered, approval.defer, presented) {
+                (Some(Err(e)), _, _) => {
+                    record.decision = "denied";
+                    return Err(denied(tool, Denial::Ticket(e)));
+                }
+                (Some(Ok(yes)), _, _) => yes,
+                (None, Some(tickets), Some(presented)) => {
+                    record.decision = "deferred";
+                    return Ok(Outcome::Pending(tickets.issue(&presented, request, tool.description())));
+                }
+                (None, _, _) => approval.approver.approve(&request),
+            };
+            if !approved {
                 record.decision = "denied";
                 return Err(denied(tool, Denial::NotApproved(request.reason)));
             }

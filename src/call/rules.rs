@@ -66,6 +66,10 @@ pub enum Denial {
     /// The call needed approval and the approver said no (or could not be asked).
     #[error("{0} and was not approved")]
     NotApproved(ApprovalReason),
+    /// The call needed approval and the ticket given to answer it was refused (forged,
+    /// expired, used before, or issued for another call).
+    #[error("its approval ticket was refused: {0}")]
+    Ticket(crate::call::TicketError),
 }
 
 /// Decide a call of `tool` for the agent in `context` (fail closed). The decision

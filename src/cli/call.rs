@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::run::TerminalApprover;
 use super::{args, print};
-use crate::call::{ApproveAll, Approver, Call, Context};
+use crate::call::{Answers, ApproveAll, Approver, Call, Context, Deferred, Tickets};
 use crate::calls::{self, CallFormat, CallResult, FoundCall};
 use crate::catalog::Catalog;
 
@@ -17,8 +17,25 @@ pub(super) struct CallArgs {
     #[arg(long, default_value = "auto", value_parser = super::choice(CallFormat::ALL, CallFormat::as_str, CallFormat::help))]
     format: CallFormat,
     /// Approve calls that need confirmation (stdin carries the response, so packs cannot ask)
-    #[arg(short = 'y', long)]
+    #[arg(short = 'y', long, conflicts_with = "defer_approval")]
     yes: bool,
+    /// Answer each call that needs approval with a pending result holding a ticket, instead of
+    /// asking; send the same response again with --approve TICKET or --deny TICKET
+    #[arg(long, conflicts_with = "parse_only")]
+    defer_approval: bool,
+    /// Run the call this ticket (from a pending result) was issued for: the person approved it
+    #[arg(long, value_name = "TICKET", conflicts_with = "parse_only")]
+    approve: Vec<String>,
+    /// Refuse the call this ticket was issued for: the person said no
+    #[arg(long, value_name = "TICKET", conflicts_with = "parse_only")]
+    deny: Vec<String>,
+    /// The key file that seals tickets (created 0600 when missing; default: approval.key in
+    /// packs' state directory, $PACKS_STATE_DIR or $XDG_STATE_HOME/packs or ~/.local/state/packs)
+    #[arg(long, value_name = "FILE", env = "PACKS_APPROVAL_KEY")]
+    approval_key: Option<std::path::PathBuf>,
+    /// How long a ticket issued now stays valid, in seconds
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::call::DEFAULT_TICKET_TTL.as_secs())]
+    approval_ttl: u64,
     /// Set a context value (url, selection, clipboard, file, cwd, transcript)
     #[arg(long = "context", value_name = "KEY=VALUE")]
     context: Vec<String>,
@@ -47,14 +64,44 @@ pub(super) struct CallArgs {
 /// A response (or a conversation) larger than this is refused, never held in memory.
 const MAX_INPUT: u64 = 64 << 20;
 
+/// How this invocation settles approval: the approver, and with tickets, the person's answers
+/// and whether to defer.
+struct Approval<'a> {
+    approver: &'a dyn Approver,
+    answers: Option<Answers<'a>>,
+    defer: Option<&'a Tickets>,
+}
+
+impl Approval<'_> {
+    /// Report the tickets no call took (audited as refused); whether every ticket was honoured.
+    fn finish(&self, context: &Context) -> bool {
+        let Some(answers) = &self.answers else { return true };
+        for (_, e) in answers.audit_refused(context) {
+            eprintln!("packs: approval ticket refused: {e}");
+        }
+        answers.all_honoured()
+    }
+}
+
+/// The approval key, when tickets are issued or answered.
+fn tickets(a: &CallArgs) -> Result<Option<Tickets>> {
+    if !a.defer_approval && a.approve.is_empty() && a.deny.is_empty() {
+        return Ok(None);
+    }
+    let Some(key) = a.approval_key.clone().or_else(Tickets::default_key_file) else {
+        anyhow::bail!("no approval key file: give --approval-key FILE (or set PACKS_STATE_DIR or HOME)");
+    };
+    let tickets = Tickets::open(&key)?.ttl(std::time::Duration::from_secs(a.approval_ttl));
+    Ok(Some(tickets))
+}
+
 /// `packs call --stream`: stdin read as it comes, each call run when whole, its result
 /// printed (and flushed) at once; what is left runs at the end of the input.
-fn stream(catalog: &Catalog, a: &CallArgs, context: &Context) -> Result<i32> {
+fn stream(catalog: &Catalog, a: &CallArgs, context: &Context, approval: &Approval<'_>) -> Result<i32> {
     let Some(family) = a.format.family() else {
         anyhow::bail!("--stream reads a model's raw text: name its family with --format (gemma4, qwen3, ...)");
     };
     let schema_of = |name: &str| catalog.get(name).ok().map(|t| t.describe().parameters.clone());
-    let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
     let mut parser = crate::formats::raw::Stream::new(family);
     let mut ran = 0;
     let mut run = |events: Vec<crate::formats::raw::Event>| -> Result<()> {
@@ -63,7 +110,7 @@ fn stream(catalog: &Catalog, a: &CallArgs, context: &Context) -> Result<i32> {
                 if crate::runner::interrupted().is_some() {
                     return Ok(());
                 }
-                let result = answer(catalog, calls::found_call(&c), context, approver);
+                let result = answer(catalog, calls::found_call(&c), context, approval);
                 print(&calls::render_line(&result, family))?;
                 ran += 1;
             }
@@ -92,12 +139,26 @@ fn stream(catalog: &Catalog, a: &CallArgs, context: &Context) -> Result<i32> {
     if ran == 0 {
         eprintln!("packs: no tool calls");
     }
-    Ok(0)
+    Ok(if approval.finish(context) { 0 } else { super::exit::DENIED })
 }
 
 pub(super) fn call(catalog: &Catalog, a: &CallArgs, base: &Context) -> Result<i32> {
+    let tickets = tickets(a)?;
+    // The key and its used-ticket record are packs' own: no confined tool writes or reads them.
+    let base = &match &tickets {
+        Some(t) => base.clone().protecting_files(&t.files()),
+        None => base.clone(),
+    };
+    let approval = Approval {
+        approver: if a.yes { &ApproveAll } else { &TerminalApprover },
+        answers: tickets.as_ref().map(|t| {
+            let answers = a.approve.iter().fold(Answers::new(t), |s, ticket| s.approve(ticket));
+            a.deny.iter().fold(answers, |s, ticket| s.deny(ticket))
+        }),
+        defer: tickets.as_ref().filter(|_| a.defer_approval),
+    };
     if a.stream {
-        return stream(catalog, a, &args::context(&a.context, base)?);
+        return stream(catalog, a, &args::context(&a.context, base)?, &approval);
     }
     let mut input = String::new();
     std::io::stdin()
@@ -126,13 +187,12 @@ pub(super) fn call(catalog: &Catalog, a: &CallArgs, base: &Context) -> Result<i3
         eprintln!("packs: no tool calls");
         return Ok(0);
     }
-    let approver: &dyn Approver = if a.yes { &ApproveAll } else { &TerminalApprover };
     // An interrupt ends the call that runs and the ones after it.
     let mut results: Vec<CallResult> = reading
         .calls
         .iter()
         .take_while(|_| crate::runner::interrupted().is_none())
-        .map(|c| answer(catalog, c.clone(), &context, approver))
+        .map(|c| answer(catalog, c.clone(), &context, &approval))
         .collect();
     if let Some(conversation) = &mut conversation {
         for r in &mut results {
@@ -140,7 +200,7 @@ pub(super) fn call(catalog: &Catalog, a: &CallArgs, base: &Context) -> Result<i3
         }
     }
     print(&reading.render(&results))?;
-    Ok(0)
+    Ok(if approval.finish(&context) { 0 } else { super::exit::DENIED })
 }
 
 /// The parameters schema of each tool in an OpenAI tool-definition file, by name
@@ -165,13 +225,28 @@ fn tool_schemas(file: &std::path::Path) -> Result<std::collections::HashMap<Stri
 }
 
 /// Run one call through the pipeline; every failure becomes an error result the model can read.
-fn answer(catalog: &Catalog, call: FoundCall, context: &Context, approver: &dyn Approver) -> CallResult {
+fn answer(catalog: &Catalog, call: FoundCall, context: &Context, approval: &Approval<'_>) -> CallResult {
     // Arguments that could not be read are reported (and recorded) by the pipeline too.
     let args = call.args.clone();
-    let outcome = Call::with_arguments_from(&call.name, move |_| args.map_err(Into::into))
+    let mut built = Call::with_arguments_from(&call.name, move |_| args.map_err(Into::into))
         .context(context)
-        .approver(approver)
-        .run(catalog);
+        .approver(approval.approver);
+    if let Some(answers) = &approval.answers {
+        built = built.answers(answers);
+    }
+    let outcome = match approval.defer {
+        Some(tickets) => built.run_deferred(catalog, tickets),
+        None => built.run(catalog).map(Deferred::Ran),
+    };
+    let outcome = match outcome {
+        Ok(Deferred::Pending(pending)) => {
+            // Not run: the model is told it waits; the front-end reads the ticket and prompt.
+            let value = pending.to_json();
+            return CallResult { call, ok: true, content: value.to_string(), value };
+        }
+        Ok(Deferred::Ran(r)) => Ok(r),
+        Err(e) => Err(e),
+    };
     match outcome {
         Err(e) => {
             let value = e.to_json();

@@ -18,7 +18,6 @@ mod auth;
 pub mod http;
 mod metrics;
 pub mod oauth;
-mod seal;
 mod stdio;
 
 pub use stdio::serve;
@@ -36,8 +35,8 @@ use crate::call::{ApprovalRequest, Approver, Call, Context, Status, ToolError};
 use crate::catalog::{Catalog, LookupError, SearchPath};
 use crate::pool::Pool;
 
+use crate::seal::Seal;
 pub(crate) use metrics::Metrics;
-use seal::Seal;
 
 /// Protocol versions of the `initialize` handshake this server speaks, newest first.
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -1209,6 +1208,7 @@ mod tests {
                 yes: false,
                 watch: false,
                 locked: None,
+                snapshot: None,
             };
             let server = Server::new(options, Seal::derived(b"test key"));
             Harness { dir, server, sent: Arc::new(Mutex::new(Vec::new())) }

@@ -32,6 +32,8 @@ const SCRUBBED: &[&str] = &[
     "PACKS_AGENT",
     "PACKS_WORKSPACE",
     "PACKS_LOG",
+    "PACKS_APPROVAL_KEY",
+    "PACKS_STATE_DIR",
     "PACKS_WTTR_URL",
     "PACKS_GITHUB_API",
     "GITHUB_TOKEN",

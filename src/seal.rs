@@ -2,6 +2,7 @@
 //! HMAC-SHA-256 so that a client cannot forge or alter one. `requestState` tokens (an
 //! approval asked in the stateless era) and the HTTP transport's session ids are sealed:
 //! every replica that holds the same key reads them, so no replica keeps them in memory.
+//! Deferred approvals' tickets (`call/ticket.rs`) are sealed too, with a key file's key.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -34,7 +35,13 @@ impl Seal {
     /// A key derived from a secret every replica holds (the token file's bytes): tokens
     /// sealed by one replica open in every other.
     pub(crate) fn derived(secret: &[u8]) -> Self {
-        let mut mac = HmacSha256::new_from_slice(b"packs serve: sealed tokens v1").expect("HMAC takes any key");
+        Self::derived_for(b"packs serve: sealed tokens v1", secret)
+    }
+
+    /// A key derived from `secret` for one purpose (`label`): tokens sealed for one purpose
+    /// never open for another, even from the same secret.
+    pub(crate) fn derived_for(label: &[u8], secret: &[u8]) -> Self {
+        let mut mac = HmacSha256::new_from_slice(label).expect("HMAC takes any key");
         mac.update(secret);
         Seal { key: mac.finalize().into_bytes().into() }
     }
