@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::tool::Tool;
 
 pub mod anthropic;
+pub mod declarations;
 pub(crate) mod deepseek;
 pub mod functiongemma;
 pub mod gemini;
@@ -45,6 +46,26 @@ crate::names::named_enum! {
         Mcp = "mcp",
         /// FunctionGemma function declarations (text).
         Gemma = "gemma",
+        /// FunctionGemma's developer turn: the trigger sentence and the declarations (text).
+        Functiongemma = "functiongemma",
+        /// Qwen3's `# Tools` section with `<tools></tools>` (text).
+        Qwen3 = "qwen3",
+        /// Qwen3-Coder's `# Tools` section, each function in XML (text).
+        Qwen3Xml = "qwen3-xml",
+        /// Gemma 4's `<|tool>declaration:…<tool|>` blocks (text).
+        Gemma4 = "gemma4",
+        /// Llama 3.1's tools in the first user turn (text).
+        Llama3 = "llama3",
+        /// Mistral's `[AVAILABLE_TOOLS]` block (text).
+        Mistral = "mistral",
+        /// GLM 4.5's `# Tools` section with `<tools></tools>` (text).
+        Glm = "glm",
+        /// Kimi K2's `tool_declare` system message (text).
+        Kimi = "kimi",
+        /// gpt-oss's Harmony `# Tools` section, a TypeScript-like `namespace functions` (text).
+        GptOss = "gpt-oss",
+        /// DeepSeek V3.2's `## Tools` section (text).
+        Deepseek = "deepseek",
     }
 }
 
@@ -94,7 +115,40 @@ pub fn export(tools: &[&Tool], format: ExportFormat) -> Export {
     match per_tool(format) {
         Some(convert) => Export::Json(each(convert)),
         None if format == ExportFormat::Gemini => Export::Json(gemini::tools(tools)),
-        None => Export::Text(functiongemma::declarations(tools)),
+        None => Export::Text(text(tools, format)),
+    }
+}
+
+/// The raw-text family whose prompt form `format` is, for the formats named after one.
+pub fn family(format: ExportFormat) -> Option<raw::Family> {
+    use raw::Family as F;
+    Some(match format {
+        ExportFormat::Functiongemma => F::Functiongemma,
+        ExportFormat::Qwen3 => F::Qwen3,
+        ExportFormat::Qwen3Xml => F::Qwen3Xml,
+        ExportFormat::Gemma4 => F::Gemma4,
+        ExportFormat::Llama3 => F::Llama3,
+        ExportFormat::Mistral => F::Mistral,
+        ExportFormat::Glm => F::Glm,
+        ExportFormat::Kimi => F::Kimi,
+        ExportFormat::GptOss => F::GptOss,
+        ExportFormat::Deepseek => F::Deepseek,
+        _ => return None,
+    })
+}
+
+/// A text export: FunctionGemma's declarations one a line, or a family's prompt text
+/// ([`declarations::text`]) ending with a newline.
+fn text(tools: &[&Tool], format: ExportFormat) -> String {
+    match family(format) {
+        Some(f) => {
+            let mut t = declarations::text(tools, f);
+            if !t.is_empty() && !t.ends_with('\n') {
+                t.push('\n');
+            }
+            t
+        }
+        None => functiongemma::declarations(tools),
     }
 }
 
@@ -107,7 +161,7 @@ fn per_tool(format: ExportFormat) -> Option<fn(&Tool) -> Value> {
         ExportFormat::OpenaiResponses => openai::responses_tool,
         ExportFormat::Anthropic => anthropic::tool,
         ExportFormat::Mcp => mcp::tool,
-        ExportFormat::Gemini | ExportFormat::Gemma => return None,
+        _ => return None,
     })
 }
 
@@ -154,7 +208,7 @@ pub fn write_export(tools: &[&Tool], format: ExportFormat, mut out: impl std::io
         (ExportFormat::Gemini, None) => {
             serde_json::to_writer_pretty(&mut out, &Declarations(Each(tools, gemini::tool)))?;
         }
-        (_, None) => return out.write_all(functiongemma::declarations(tools).as_bytes()),
+        (_, None) => return out.write_all(text(tools, format).as_bytes()),
     }
     out.write_all(b"\n")
 }

@@ -192,7 +192,7 @@ fn format_values_are_listed_in_help_and_errors() {
         (
             "catalog",
             "- openai-strict:    OpenAI Chat Completions `tools` in strict mode (Structured Outputs)\n",
-            "describe, openai, openai-strict, openai-responses, anthropic, gemini, mcp, gemma",
+            "describe, openai, openai-strict, openai-responses, anthropic, gemini, mcp, gemma, functiongemma, qwen3, qwen3-xml, gemma4, llama3, mistral, glm, kimi, gpt-oss, deepseek",
         ),
         (
             "call",

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use crate::common::{Packs, require};
 
-const ALL: [ExportFormat; 8] = [
+const ALL: [ExportFormat; 18] = [
     ExportFormat::Describe,
     ExportFormat::Openai,
     ExportFormat::OpenaiStrict,
@@ -18,6 +18,16 @@ const ALL: [ExportFormat; 8] = [
     ExportFormat::Gemini,
     ExportFormat::Mcp,
     ExportFormat::Gemma,
+    ExportFormat::Functiongemma,
+    ExportFormat::Qwen3,
+    ExportFormat::Qwen3Xml,
+    ExportFormat::Gemma4,
+    ExportFormat::Llama3,
+    ExportFormat::Mistral,
+    ExportFormat::Glm,
+    ExportFormat::Kimi,
+    ExportFormat::GptOss,
+    ExportFormat::Deepseek,
 ];
 
 fn load(dir: impl Into<std::path::PathBuf>) -> Catalog {
@@ -118,13 +128,32 @@ fn format_names_are_kebab_case() {
     let names: Vec<String> = ExportFormat::ALL.iter().map(|f| name_of(*f)).collect();
     assert_eq!(
         names,
-        ["describe", "openai", "openai-strict", "openai-responses", "anthropic", "gemini", "mcp", "gemma"]
+        [
+            "describe",
+            "openai",
+            "openai-strict",
+            "openai-responses",
+            "anthropic",
+            "gemini",
+            "mcp",
+            "gemma",
+            "functiongemma",
+            "qwen3",
+            "qwen3-xml",
+            "gemma4",
+            "llama3",
+            "mistral",
+            "glm",
+            "kimi",
+            "gpt-oss",
+            "deepseek"
+        ]
     );
     assert_eq!("openai-strict".parse(), Ok(ExportFormat::OpenaiStrict));
     let e = "openai_strict".parse::<ExportFormat>().unwrap_err();
     assert_eq!(
         e.to_string(),
-        "unknown value `openai_strict`; expected one of: describe, openai, openai-strict, openai-responses, anthropic, gemini, mcp, gemma"
+        "unknown value `openai_strict`; expected one of: describe, openai, openai-strict, openai-responses, anthropic, gemini, mcp, gemma, functiongemma, qwen3, qwen3-xml, gemma4, llama3, mistral, glm, kimi, gpt-oss, deepseek"
     );
 }
 
@@ -138,8 +167,8 @@ fn exports_keep_the_catalog_order_and_are_pure() {
     for format in ALL {
         let export = formats::export(&tools, format);
         assert_eq!(export, formats::export(&tools, format), "{format:?} is deterministic");
-        assert_eq!(exported_names(&export), names, "{format:?} keeps the order given");
-        let mut back = exported_names(&formats::export(&reversed, format));
+        assert_eq!(exported_names(format, &export), names, "{format:?} keeps the order given");
+        let mut back = exported_names(format, &formats::export(&reversed, format));
         back.reverse();
         assert_eq!(back, names, "{format:?} follows the order it is given, whatever it is");
         if let Export::Json(v) = &export {
@@ -152,12 +181,115 @@ fn exports_keep_the_catalog_order_and_are_pure() {
     assert_eq!(formats::export(&[], ExportFormat::Gemma), Export::Text(String::new()));
 }
 
-fn exported_names(export: &Export) -> Vec<String> {
+fn exported_names(format: ExportFormat, export: &Export) -> Vec<String> {
+    let each = |re: &str, t: &str| Regex::new(re).unwrap().captures_iter(t).map(|c| c[1].to_owned()).collect();
     match export {
-        Export::Text(t) => functiongemma::parse_declarations(t).unwrap().into_iter().map(|d| d.name).collect(),
+        Export::Text(t) => match format {
+            ExportFormat::Gemma4 => each(r"<\|tool>declaration:([^{]+)\{", t),
+            ExportFormat::GptOss => each(r"(?m)^type (\S+) = ", t),
+            ExportFormat::Qwen3Xml => each(r"<function>\n<name>([^<]+)</name>", t),
+            ExportFormat::Llama3 => each(r#"(?m)^        "name": "([^"]+)""#, t),
+            ExportFormat::Deepseek => each(r#"(?m)^\{"name": "([^"]+)""#, t),
+            ExportFormat::Qwen3 | ExportFormat::Glm | ExportFormat::Kimi | ExportFormat::Mistral => {
+                each(r#""function": \{"name": "([^"]+)""#, t)
+            }
+            _ => functiongemma::parse_declarations(t).unwrap().into_iter().map(|d| d.name).collect(),
+        },
         Export::Json(v) => {
             let list = v.get("functionDeclarations").unwrap_or(v).as_array().unwrap();
             list.iter().map(|e| e.get("function").unwrap_or(e)["name"].as_str().unwrap().to_owned()).collect()
+        }
+    }
+}
+
+/// A family's prompt text: the templates that embed OpenAI's JSON embed exactly the
+/// `openai` export (Python's separators; DeepSeek the `function` objects; Llama indented
+/// by four), in order; Harmony's and Gemma 4's declarations say the schema's parameters.
+fn check_prompt(format: ExportFormat, text: &str, tools: &[&Tool]) {
+    use formats::declarations::python_json;
+    let openai: Vec<Value> = tools.iter().map(|t| openai::tool(t)).collect();
+    let indented = |v: &Value| {
+        let mut out = Vec::new();
+        let mut ser =
+            serde_json::Serializer::with_formatter(&mut out, serde_json::ser::PrettyFormatter::with_indent(b"    "));
+        serde::Serialize::serialize(v, &mut ser).unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    let embedded: Option<Vec<String>> = match format {
+        ExportFormat::Qwen3 | ExportFormat::Glm => {
+            Some(openai.iter().map(|t| format!("\n{}\n", python_json(t))).collect())
+        }
+        ExportFormat::Deepseek => Some(openai.iter().map(|t| format!("\n{}\n", python_json(&t["function"]))).collect()),
+        ExportFormat::Llama3 => Some(openai.iter().map(|t| format!("{}\n\n", indented(t))).collect()),
+        ExportFormat::Kimi | ExportFormat::Mistral => Some(vec![python_json(&Value::Array(openai.clone()))]),
+        _ => None,
+    };
+    if let Some(parts) = embedded {
+        let mut from = 0;
+        for part in parts {
+            let at = text[from..].find(&part).unwrap_or_else(|| panic!("{format:?} embeds {part}"));
+            from += at + part.len() - 1;
+        }
+    }
+    let line = Regex::new(r"(?m)^(\w+)(\??):(?: (.*?),?(?: // default: .*)?)?$").unwrap();
+    for (t, o) in tools.iter().zip(&openai) {
+        let schema = &o["function"]["parameters"];
+        let props = schema["properties"].as_object().unwrap();
+        let required: Vec<&str> =
+            schema["required"].as_array().map(|r| r.iter().map(|n| n.as_str().unwrap()).collect()).unwrap_or_default();
+        match format {
+            ExportFormat::GptOss => {
+                // The declaration's top-level lines give back each parameter, its optionality and type.
+                let start = text.find(&format!("type {} = ", t.name())).unwrap();
+                let block = &text[start..start + text[start..].find(") => any;").unwrap()];
+                let found: Vec<(String, bool, String)> = line
+                    .captures_iter(block)
+                    .map(|c| (c[1].to_owned(), c[2].is_empty(), c.get(3).map_or("", |m| m.as_str()).to_owned()))
+                    .collect();
+                let names: Vec<&str> = found.iter().map(|f| f.0.as_str()).collect();
+                assert_eq!(names, props.keys().map(String::as_str).collect::<Vec<_>>(), "{}: parameters", t.name());
+                for (name, is_required, ty) in &found {
+                    assert_eq!(*is_required, required.contains(&name.as_str()), "{}.{name}: required", t.name());
+                    let p = &props[name];
+                    let expected = match p["type"].as_str() {
+                        Some("string") => match p["enum"].as_array() {
+                            Some(e) => {
+                                e.iter().map(|v| format!("\"{}\"", v.as_str().unwrap())).collect::<Vec<_>>().join(" | ")
+                            }
+                            None => "string".into(),
+                        },
+                        Some("integer" | "number") => "number".into(),
+                        Some("boolean") => "boolean".into(),
+                        Some("array") if p["items"]["type"] == "string" => "string[]".into(),
+                        _ => continue,
+                    };
+                    assert_eq!(ty, &expected, "{}.{name}: type", t.name());
+                }
+            }
+            ExportFormat::Gemma4 => {
+                let start = text.find(&format!("<|tool>declaration:{}{{", t.name())).unwrap();
+                let block = &text[start..start + text[start..].find("<tool|>").unwrap()];
+                let names: Vec<String> = required.iter().map(|n| format!("<|\"|>{n}<|\"|>")).collect();
+                if !required.is_empty() {
+                    assert!(
+                        block.ends_with(&format!("required:[{}],type:<|\"|>OBJECT<|\"|>}}}}", names.join(","))),
+                        "{block}"
+                    );
+                }
+                for name in props.keys() {
+                    assert!(block.contains(&format!("{name}:{{")), "{}: declares {name}", t.name());
+                }
+            }
+            ExportFormat::Qwen3Xml => {
+                for name in props.keys() {
+                    assert!(
+                        text.contains(&format!("<parameter>\n<name>{name}</name>")),
+                        "{}: declares {name}",
+                        t.name()
+                    );
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -538,6 +670,7 @@ fn check_all(tools: &[&Tool]) {
             (ExportFormat::Gemini, Export::Json(v)) => check_gemini(&v, tools),
             (ExportFormat::Mcp, Export::Json(v)) => check_mcp(&v, tools),
             (ExportFormat::Gemma, Export::Text(t)) => check_gemma(&t, tools),
+            (format, Export::Text(t)) if formats::family(format).is_some() => check_prompt(format, &t, tools),
             (format, export) => panic!("{format:?} exported the wrong kind: {export:?}"),
         }
     }
