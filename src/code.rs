@@ -121,6 +121,8 @@ codes! {
     BadDescribe = "bad-describe", "an executable's --describe fails, times out or prints an invalid description";
     /// A file at the top of a pack directory starts with `#!` but is not executable.
     NotExecutable = "not-executable", "a file at the top of a pack directory starts with `#!` but is not executable";
+    /// A manifest parameter's `items` or `schema` is not valid JSON Schema (draft 7).
+    InvalidParameterSchema = "invalid-parameter-schema", "a parameter's `items` or `schema` is not valid JSON Schema (draft 7)";
     /// An executable's parameters are not a valid JSON Schema.
     InvalidParametersSchema = "invalid-parameters-schema", "an executable's parameters are not a valid JSON Schema";
     /// A pack directory does not exist.

@@ -66,7 +66,13 @@ fn open_up(dir: &Path, protected: &[PathBuf], out: &mut Vec<Grant>) {
 /// the place its own create and remove rights (see the module's documentation), and the
 /// defaults (`./packs.lock`, `./agents`) would cost that to every workspace without them.
 pub(crate) fn resolved(paths: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = paths.iter().filter_map(|p| std::fs::canonicalize(p).ok()).collect();
+    // A path that is not there (most credential stores of the default list) costs one
+    // `lstat`, not a `readlink` per component: canonicalize fails on it anyway.
+    let mut out: Vec<PathBuf> = paths
+        .iter()
+        .filter(|p| std::fs::symlink_metadata(p).is_ok())
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
     out.sort();
     out.dedup();
     out

@@ -750,6 +750,40 @@ fn field_message(path: &FieldPath, msg: &str) -> String {
     if path.0.is_empty() { msg } else { format!("`{path}`: {msg}") }
 }
 
+/// Where `schema` (a parameter's `items` or `schema`, at `at`) breaks JSON Schema draft 7's
+/// meta-schema (`{"minimum": "x"}`): an error at the offending keyword. The validator a call
+/// compiles from the parameters would refuse the same schema, at the first call instead of
+/// at load.
+fn invalid_schema(src: &SourceFile, schema: &Value, at: &FieldPath, errors: &mut Vec<Diagnostic>) {
+    let meta = jsonschema::draft7::meta::validator();
+    for e in meta.iter_errors(schema) {
+        // The pointer's segments, as keys or indices by what they step into.
+        let mut path = at.clone();
+        let mut here = Some(schema);
+        for seg in e.instance_path().to_string().split('/').skip(1) {
+            let seg = seg.replace("~1", "/").replace("~0", "~");
+            match (here, seg.parse::<usize>()) {
+                (Some(Value::Array(items)), Ok(i)) => {
+                    here = items.get(i);
+                    path = path.index(i);
+                }
+                _ => {
+                    here = here.and_then(|v| v.get(&seg));
+                    path = path.key(&seg);
+                }
+            }
+        }
+        errors.push(Diagnostic::at(
+            src,
+            Severity::Error,
+            Code::InvalidParameterSchema,
+            &path,
+            Target::Value,
+            format!("`{path}` is not valid JSON Schema (draft 7): {e}"),
+        ));
+    }
+}
+
 /// Structural checks serde cannot express. Returns the errors; pushes warnings.
 fn check(m: &Manifest, src: &SourceFile, warnings: &mut Vec<Diagnostic>) -> Vec<Diagnostic> {
     if m.output.extract_field.is_some() && !m.output.format.is_json() {
@@ -773,6 +807,15 @@ fn check(m: &Manifest, src: &SourceFile, warnings: &mut Vec<Diagnostic>) -> Vec<
         }
     }
     let mut errors: Vec<Diagnostic> = unknown.iter().map(|path| unknown_key(src, path)).collect();
+    for (name, p) in &m.parameters {
+        let at = FieldPath::dotted("parameters").key(name);
+        if let Some(items) = &p.items {
+            invalid_schema(src, items, &at.key("items"), &mut errors);
+        }
+        if let Some(schema) = &p.schema {
+            invalid_schema(src, &Value::Object(schema.clone()), &at.key("schema"), &mut errors);
+        }
+    }
     let mut err = |path: &str, code, msg: String| {
         errors.push(Diagnostic::at(src, Severity::Error, code, &FieldPath::dotted(path), Target::Value, msg));
     };
@@ -858,6 +901,24 @@ mod tests {
             parse_str("{\"$schema\":\"x\",\"name\":\"t\",\"description\":\"d\",\"command\":\"true\"}", Syntax::Json)
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn free_form_schemas_are_checked_at_load_where_they_break_the_meta_schema() {
+        let text = "{\"name\":\"t\",\"description\":\"d\",\"command\":\"true\",\"parameters\":{\n\"w\":{\"type\":\"integer\",\"schema\":{\"minimum\":\"1\"}},\n\"l\":{\"type\":\"array\",\"items\":{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"int\"}]}}}}";
+        let e = parse_str(text, Syntax::Json).unwrap_err();
+        let found: Vec<_> = e.iter().map(|d| (d.code, d.field.as_deref(), d.line)).collect();
+        assert!(
+            found.contains(&(Code::InvalidParameterSchema, Some("parameters.w.schema.minimum"), Some(2))),
+            "{found:?}"
+        );
+        assert!(
+            found.contains(&(Code::InvalidParameterSchema, Some("parameters.l.items.anyOf.1.type"), Some(3))),
+            "{found:?}"
+        );
+        // Valid keywords load.
+        let ok = "{\"name\":\"t\",\"description\":\"d\",\"command\":\"true\",\"parameters\":{\"w\":{\"type\":\"integer\",\"schema\":{\"minimum\":1}}}}";
+        assert!(parse_str(ok, Syntax::Json).is_ok());
     }
 
     #[test]

@@ -103,10 +103,20 @@ fn reap(pid: libc::pid_t, flags: libc::c_int) {
     }
 }
 
-/// Packs' children: every thread's `children` file, or (on kernels without it) a scan of
-/// `/proc` for processes whose parent is packs.
+/// Packs' children that a call may have left: those of its main thread, or (on kernels
+/// without `children` files) a scan of `/proc` for processes whose parent is packs.
+///
+/// A leftover becomes packs' child when its parent exits, and the kernel gives it to the
+/// first live thread of the subreaper's thread group (`find_new_reaper`, then
+/// `find_alive_thread`), which is the main thread while packs runs (its `main` returning
+/// ends the process). The worker threads' children are the tools they wait for, tracked
+/// by the caller: reading one file instead of one per thread is what a call pays here.
 #[cfg(target_os = "linux")]
 fn children() -> Vec<u32> {
+    let me = std::process::id();
+    if let Ok(text) = std::fs::read_to_string(format!("/proc/self/task/{me}/children")) {
+        return text.split_whitespace().filter_map(|p| p.parse::<u32>().ok()).collect();
+    }
     let mut pids = Vec::new();
     let mut found_file = false;
     if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
@@ -120,7 +130,6 @@ fn children() -> Vec<u32> {
     if found_file {
         return pids;
     }
-    let me = std::process::id();
     std::fs::read_dir("/proc")
         .into_iter()
         .flatten()

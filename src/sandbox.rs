@@ -439,13 +439,16 @@ fn temp_base() -> PathBuf {
     static BASE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BASE.get_or_init(|| {
         if std::env::var_os("TMPDIR").is_some_and(|t| !t.is_empty()) {
-            return std::env::temp_dir();
+            let base = std::env::temp_dir();
+            return std::fs::canonicalize(&base).unwrap_or(base);
         }
         let shm = Path::new("/dev/shm");
         let writable = std::fs::metadata(shm).is_ok_and(|m| m.is_dir())
             // SAFETY: access(2) with a NUL-terminated path literal.
             && unsafe { libc::access(c"/dev/shm".as_ptr(), libc::W_OK | libc::X_OK) } == 0;
-        if writable { shm.to_owned() } else { std::env::temp_dir() }
+        let base = if writable { shm.to_owned() } else { std::env::temp_dir() };
+        // Resolved once: the call's directory made in it is granted by its path as it is.
+        std::fs::canonicalize(&base).unwrap_or(base)
     })
     .clone()
 }
@@ -455,8 +458,10 @@ fn temp_base() -> PathBuf {
 impl Drop for Prepared {
     fn drop(&mut self) {
         let Some(tmp) = self.tmpdir.take() else { return };
-        let path = tmp.path().to_owned();
-        if tmp.close().is_ok() {
+        // Most tools leave their TMPDIR empty: one `rmdir`, where removing a tree opens the
+        // directory and lists it first.
+        let path = tmp.keep();
+        if std::fs::remove_dir(&path).is_ok() || std::fs::remove_dir_all(&path).is_ok() {
             return;
         }
         use std::os::unix::fs::PermissionsExt;
@@ -638,11 +643,16 @@ mod imp {
             return Option::<OwnedFd>::from(ruleset).ok_or_else(|| std::io::Error::other("Landlock gave no ruleset"));
         };
         let file_access = access & (AccessFs::WriteFile | AccessFs::Truncate);
-        for dir in dirs.iter().map(std::path::PathBuf::as_path).chain(tmpdir) {
+        let places = dirs.iter().map(|d| (d.as_path(), false)).chain(tmpdir.map(|t| (t, true)));
+        for (dir, private) in places {
             // A declared writable place (a cache) may not exist yet: the tool could not
-            // create it once confined.
-            std::fs::create_dir_all(dir)?;
-            let real = std::fs::canonicalize(dir)?;
+            // create it once confined. The private TMPDIR was just made in a resolved base.
+            let real = if private {
+                dir.to_owned()
+            } else {
+                std::fs::create_dir_all(dir)?;
+                std::fs::canonicalize(dir)?
+            };
             // The place, or (when packs' own configuration lies inside it) all of it but that.
             for grant in crate::grants::grants(&real, protected) {
                 let (path, rights) = match &grant {

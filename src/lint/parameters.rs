@@ -32,7 +32,12 @@ pub(super) fn check(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
     // A parameter's `schema` keywords must make a valid JSON Schema with its fields.
     let with_schema = || s.m.parameters.iter().filter(|(_, p)| p.schema.is_some());
     let offered = with_schema().next().map(|_| crate::describe::parameters_schema(s.m)).unwrap_or_default();
-    for (name, _) in with_schema() {
+    for (name, p) in with_schema() {
+        // Keywords that break draft 7's meta-schema on their own are a load error
+        // (`invalid-parameter-schema`, at the keyword): said once.
+        if p.schema.as_ref().is_some_and(|k| !jsonschema::draft7::meta::is_valid(&Value::Object(k.clone()))) {
+            continue;
+        }
         let Some(merged) = offered.pointer(&format!("/properties/{}", name.replace('~', "~0").replace('/', "~1")))
         else {
             continue;

@@ -76,6 +76,7 @@ fn every_rule_with_a_fixture_fires_where_expected() {
         ("unknown-source", "unknown-source.tool.json"),
         ("invalid-pattern", "pattern-problems.tool.json"),
         ("pattern-on-non-string", "pattern-problems.tool.json"),
+        ("invalid-parameter-schema", "invalid-parameter-schema.tool.json"),
         ("undeclared-placeholder", "undeclared-placeholder.tool.json"),
         ("unknown-context-key", "unknown-context-key.tool.json"),
         ("invalid-template", "invalid-template.tool.json"),

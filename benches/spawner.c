@@ -1,0 +1,160 @@
+/* A spawner that confines each child the way packs confines a `read_only` tool, without packs
+ * (issue 30: the baseline `benches/serve_cpu.py` compares `packs serve` at 8 in flight with).
+ *
+ *     cc -O2 -pthread -o spawner benches/spawner.c && ./spawner THREADS CALLS PROGRAM
+ *
+ * Each of THREADS threads spawns PROGRAM (an absolute path), waits for it, and again, until
+ * CALLS children ran in all; it prints the calls per second. Per child, as packs does: a private
+ * directory made in /dev/shm and removed after, a Landlock ruleset handling every write right with
+ * that directory and /dev/null and /dev/zero granted, signals and abstract Unix sockets scoped
+ * (ABI 6), built in the parent; a read ruleset built once (root readable, as a stand-in for the
+ * read domain packs enters); in the child (vfork): setpgid, no_new_privs, both
+ * landlock_restrict_self, a seccomp filter (sockets other than Unix and netlink, io_uring, the
+ * TIOCSTI and TIOCLINUX ioctls refused), execve. Nothing here is packs code. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct ruleset_attr {
+    uint64_t handled_access_fs;
+    uint64_t handled_access_net;
+    uint64_t scoped;
+};
+
+struct path_beneath {
+    uint64_t allowed_access;
+    int32_t parent_fd;
+} __attribute__((packed));
+
+#define RULE_PATH_BENEATH 1
+/* Write rights up to ABI 5: WRITE_FILE, REMOVE_*, MAKE_*, REFER, TRUNCATE, IOCTL_DEV. */
+#define WRITES ((1ULL << 1) | (0x1FFULL << 4) | (1ULL << 13) | (1ULL << 14) | (1ULL << 15))
+#define READS ((1ULL << 0) | (1ULL << 2) | (1ULL << 3) | (1ULL << 13))
+#define SCOPE_ABSTRACT_UNIX 1
+#define SCOPE_SIGNAL 2
+
+static const char *program;
+static int read_ruleset;
+static atomic_long remaining;
+static struct sock_fprog filter;
+
+static int create_ruleset(struct ruleset_attr *attr) {
+    return (int)syscall(SYS_landlock_create_ruleset, attr, sizeof *attr, 0);
+}
+
+static int add_path(int ruleset, const char *path, uint64_t access) {
+    struct path_beneath rule = {.allowed_access = access, .parent_fd = open(path, O_PATH | O_CLOEXEC)};
+    if (rule.parent_fd < 0) return -1;
+    int r = (int)syscall(SYS_landlock_add_rule, ruleset, RULE_PATH_BENEATH, &rule, 0);
+    close(rule.parent_fd);
+    return r;
+}
+
+static void die(const char *what) {
+    perror(what);
+    exit(1);
+}
+
+static void *worker(void *unused) {
+    (void)unused;
+    char tmp[64], env_tmp[80];
+    char *argv[] = {(char *)program, NULL};
+    char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", env_tmp, NULL};
+    while (atomic_fetch_sub(&remaining, 1) > 0) {
+        strcpy(tmp, "/dev/shm/spawner-XXXXXX");
+        if (!mkdtemp(tmp)) die("mkdtemp");
+        snprintf(env_tmp, sizeof env_tmp, "TMPDIR=%s", tmp);
+        struct ruleset_attr attr = {.handled_access_fs = WRITES, .scoped = SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL};
+        int ruleset = create_ruleset(&attr);
+        if (ruleset < 0) die("landlock_create_ruleset");
+        uint64_t file = (1ULL << 1) | (1ULL << 14);
+        if (add_path(ruleset, tmp, WRITES) || add_path(ruleset, "/dev/null", file) || add_path(ruleset, "/dev/zero", file))
+            die("landlock_add_rule");
+        pid_t pid = vfork();
+        if (pid == 0) {
+            if (setpgid(0, 0) || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+                syscall(SYS_landlock_restrict_self, read_ruleset, 0) || syscall(SYS_landlock_restrict_self, ruleset, 0) ||
+                syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &filter))
+                _exit(126);
+            execve(program, argv, envp);
+            _exit(127);
+        }
+        if (pid < 0) die("vfork");
+        close(ruleset);
+        int status;
+        if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            fprintf(stderr, "child failed: %d\n", status);
+            exit(1);
+        }
+        if (rmdir(tmp)) die("rmdir");
+    }
+    return NULL;
+}
+
+#define LOAD(off) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (off))
+#define ARG0 offsetof(struct seccomp_data, args[0])
+#define ARG1 offsetof(struct seccomp_data, args[1])
+#define DENY BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
+#define ALLOW BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s THREADS CALLS PROGRAM\n", argv[0]);
+        return 2;
+    }
+    int threads = atoi(argv[1]);
+    long calls = atol(argv[2]);
+    program = argv[3];
+    static struct sock_filter code[] = {
+        LOAD(offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+        DENY,
+        LOAD(offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 3, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_setup, 8, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ioctl, 4, 0),
+        ALLOW,
+        /* socket: */ LOAD(ARG0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 5, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 4, 3),
+        /* ioctl: */ LOAD(ARG1),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 0, 1),
+        DENY,
+        ALLOW,
+    };
+    filter.len = sizeof code / sizeof code[0];
+    filter.filter = code;
+    struct ruleset_attr attr = {.handled_access_fs = READS};
+    read_ruleset = create_ruleset(&attr);
+    if (read_ruleset < 0 || add_path(read_ruleset, "/", READS)) die("read ruleset");
+    atomic_store(&remaining, calls);
+    pthread_t ids[256];
+    if (threads < 1 || threads > 256) return 2;
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (int i = 0; i < threads; i++)
+        if (pthread_create(&ids[i], NULL, worker, NULL)) die("pthread_create");
+    for (int i = 0; i < threads; i++) pthread_join(ids[i], NULL);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    double secs = (double)(end.tv_sec - start.tv_sec) + (double)(end.tv_nsec - start.tv_nsec) / 1e9;
+    printf("%.1f\n", (double)calls / secs);
+    return 0;
+}
