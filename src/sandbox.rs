@@ -547,21 +547,29 @@ mod imp {
 
     impl Inner {
         pub(super) fn new(enforcement: &Enforcement, tmpdir: Option<&Path>) -> std::io::Result<Self> {
-            let protected = enforcement.needs.as_ref().map_or(&[][..], |n| n.protected.as_slice());
+            let reads = match &enforcement.reads_denied {
+                Some(denied) if !denied.is_empty() => Some(read_ruleset(enforcement.landlock_abi, denied)?),
+                _ => None,
+            };
+            // The control plane, and the paths no read reaches: a tool that may write a
+            // store's parent (a workspace that is `$HOME`, `~/.cargo`) must not rename,
+            // remove or replace the store, or create an entry at its name, since a store
+            // moved elsewhere would read in the next call.
+            let mut protected = enforcement.needs.as_ref().map_or_else(Vec::new, |n| n.protected.clone());
+            if let Some((_, resolved)) = &reads {
+                protected.extend(resolved.iter().cloned());
+            }
             let writes = enforcement.writes_under.as_deref().map(|dirs| (dirs, tmpdir));
             let scoped = enforcement.signals == Signals::OwnCall;
             let unix = enforcement.no_abstract_unix;
             let ruleset = (writes.is_some() || scoped || unix)
-                .then(|| ruleset(enforcement.landlock_abi, writes, protected, scoped, unix))
+                .then(|| ruleset(enforcement.landlock_abi, writes, &protected, scoped, unix))
                 .transpose()?;
             let not_packs = enforcement.signals == Signals::NotPacks;
             let filter = (enforcement.no_network || not_packs || enforcement.no_typing || enforcement.no_unix)
                 .then(|| program(enforcement.no_network, not_packs, enforcement.no_unix))
                 .transpose()?;
-            let reads = match &enforcement.reads_denied {
-                Some(denied) if !denied.is_empty() => Some(read_ruleset(enforcement.landlock_abi, denied)?),
-                _ => None,
-            };
+            let reads = reads.map(|(fd, _)| fd);
             let narrow = match &enforcement.reads_only {
                 Some(places) => {
                     let writable = enforcement.writes_under.as_deref().unwrap_or_default();
@@ -673,28 +681,34 @@ mod imp {
         access
     }
 
-    /// The rulesets built, by the paths they deny, with the walk that built them.
-    type ReadRulesets = std::collections::HashMap<Vec<std::path::PathBuf>, (crate::reads::Walk, Arc<OwnedFd>)>;
+    /// The rulesets built, by the paths they deny, with the walk that built them and the
+    /// paths as they were resolved then.
+    type ReadRulesets = std::collections::HashMap<Vec<std::path::PathBuf>, (crate::reads::Walk, Arc<OwnedFd>, Resolved)>;
 
-    /// The read ruleset denying `denied`: built once per process and list, rebuilt when a
-    /// directory on the way to a denied path changed (a new entry there is granted then).
-    fn read_ruleset(abi: i32, denied: &[std::path::PathBuf]) -> std::io::Result<Arc<OwnedFd>> {
+    /// Denied paths as the rules around them were built (see [`crate::reads::resolve`]).
+    type Resolved = Arc<[std::path::PathBuf]>;
+
+    /// The read ruleset denying `denied`, and `denied` resolved: built once per process and
+    /// list, rebuilt (the paths resolved again) when a directory on the way to a denied
+    /// path changed (a new entry there is granted then, a new store denied).
+    fn read_ruleset(abi: i32, denied: &[std::path::PathBuf]) -> std::io::Result<(Arc<OwnedFd>, Resolved)> {
         static BUILT: std::sync::Mutex<Option<ReadRulesets>> = std::sync::Mutex::new(None);
         let mut built = BUILT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let built = built.get_or_insert_with(Default::default);
-        if let Some((walk, fd)) = built.get(denied)
+        if let Some((walk, fd, resolved)) = built.get(denied)
             && !walk.changed()
         {
-            return Ok(Arc::clone(fd));
+            return Ok((Arc::clone(fd), Arc::clone(resolved)));
         }
         // The walk is taken first: a change made while the rules are built is seen next time.
-        let walk = crate::reads::Walk::of(denied);
-        let fd = Arc::new(build_read_ruleset(abi, denied)?);
+        let resolved: Resolved = denied.to_vec().into();
+        let walk = crate::reads::Walk::of(&resolved);
+        let fd = Arc::new(build_read_ruleset(abi, &resolved)?);
         if built.len() >= 16 {
             built.clear();
         }
-        built.insert(denied.to_vec(), (walk, Arc::clone(&fd)));
-        Ok(fd)
+        built.insert(denied.to_vec(), (walk, Arc::clone(&fd), Arc::clone(&resolved)));
+        Ok((fd, resolved))
     }
 
     fn build_read_ruleset(abi: i32, denied: &[std::path::PathBuf]) -> std::io::Result<OwnedFd> {

@@ -488,3 +488,51 @@ fn the_audit_line_says_how_reads_were_confined() {
         .collect();
     assert_eq!(reads, ["credentials-denied", "narrowed", "unconfined", "unconfined"]);
 }
+
+#[test]
+fn a_tool_that_may_write_a_stores_parent_cannot_move_it_out_of_the_list() {
+    // A workspace tool whose workspace is HOME, and one that may write `~/.cargo`: each
+    // tries to rename a credential store (or a file of one) to a name not on the list, and a
+    // second run reads it there.
+    let home = fake_home();
+    let h = real(home.path());
+    std::fs::create_dir_all(h.join(".cargo")).unwrap();
+    std::fs::write(h.join(".cargo/credentials.toml"), SECRET).unwrap();
+    let mover = |name: &str, policy: Value, script: &str| {
+        json!({"name": name, "description": "d", "policy": policy,
+               "command": {"program": "sh", "args": ["-c", script, "sh"]}})
+    };
+    let packs = Packs::new()
+        .manifest(
+            "in_home",
+            mover(
+                "in_home",
+                json!({"tier": "workspace"}),
+                r#"mv "$HOME/.ssh" "$HOME/.cache-x" 2>/dev/null || echo refused dir; rm -f "$HOME/.netrc" 2>/dev/null; ln -sf /etc/hostname "$HOME/.netrc" 2>/dev/null; cat "$HOME/.cache-x/id_ed25519" 2>/dev/null; echo done"#,
+            ),
+        )
+        .manifest(
+            "cargo",
+            mover(
+                "cargo",
+                json!({"read_only": true, "writable": ["{{env.HOME}}/.cargo"]}),
+                r#"mv "$HOME/.cargo/credentials.toml" "$HOME/.cargo/moved" 2>/dev/null || echo refused file; cat "$HOME/.cargo/moved" 2>/dev/null; echo done"#,
+            ),
+        );
+    for name in ["in_home", "cargo", "in_home", "cargo"] {
+        let out = Test::new()
+            .packs_dir(&packs)
+            .env("HOME", &h)
+            .arg("--workspace")
+            .arg(&h)
+            .args(["run", name])
+            .run();
+        out.success();
+        assert!(!out.stdout().contains(SECRET), "{name}: {}", out.stdout());
+        assert!(out.stdout().contains("refused "), "{name}: {}", out.stdout());
+    }
+    assert_eq!(std::fs::read_to_string(h.join(".ssh/id_ed25519")).unwrap(), SECRET);
+    assert_eq!(std::fs::read_to_string(h.join(".cargo/credentials.toml")).unwrap(), SECRET);
+    assert_eq!(std::fs::read_to_string(h.join(".netrc")).unwrap(), SECRET, "replaced");
+    assert!(!h.join(".cache-x").exists() && !h.join(".cargo/moved").exists());
+}
