@@ -8,10 +8,10 @@
 //! leaves: a denied entry's name and metadata (`ls ~/.ssh`, `stat`) but never its contents;
 //! an entry created in a directory on the way (`/`, `/home`, `$HOME`, `~/.config`...) after
 //! the rules were built is not readable until they are rebuilt ([`Walk::changed`]: the next
-//! call after the directory changed); a denied path that does not exist is not denied
-//! (nothing can create it readable: the directory on its way is not granted, so a new entry
-//! there is unreadable too, but a hard link or bind mount made elsewhere before packs
-//! started is another path to the same file).
+//! call after the directory changed, the list resolved again); a denied path that does not
+//! exist is kept ([`resolve`]): created later, it is unreadable (the directory on its way is
+//! not granted whole) and denied once the rules are rebuilt. A hard link or bind mount made
+//! elsewhere before packs started is another path to the same file.
 
 use std::path::{Path, PathBuf};
 
@@ -123,10 +123,47 @@ pub(crate) fn home() -> Option<PathBuf> {
     std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute())
 }
 
-/// The default list under packs' own `HOME`, resolved (once per process).
-pub(crate) fn default_resolved() -> &'static [PathBuf] {
+/// The default list under packs' own `HOME` (once per process; not resolved: see
+/// [`resolve`]).
+pub(crate) fn default_list() -> &'static [PathBuf] {
     static DEFAULT: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
-    DEFAULT.get_or_init(|| crate::grants::resolved(&defaults(home().as_deref())))
+    DEFAULT.get_or_init(|| defaults(home().as_deref()))
+}
+
+/// `paths` as the read rules deny them: absolute, links resolved, and a path that does not
+/// exist (yet) kept as its longest existing ancestor, resolved, with the missing components
+/// after it. Never dropped: the walk around it then grants the directories on the way one
+/// entry at a time and never the name itself, so a store created later (`aws configure`
+/// while `packs serve` runs) is unreadable at once, and denied when the rules are rebuilt
+/// (which resolves the list again: a missing directory may come back as a link).
+pub(crate) fn resolve(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = paths.iter().filter_map(|p| resolve_one(p)).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn resolve_one(path: &Path) -> Option<PathBuf> {
+    let path = std::path::absolute(path).ok()?;
+    let mut missing = Vec::new();
+    let mut existing = path.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            let mut out = real;
+            for part in missing.iter().rev() {
+                match part {
+                    std::path::Component::ParentDir => {
+                        out.pop();
+                    }
+                    std::path::Component::Normal(name) => out.push(name),
+                    _ => {}
+                }
+            }
+            return Some(out);
+        }
+        missing.push(existing.components().next_back()?);
+        existing = existing.parent()?;
+    }
 }
 
 /// The directories walked to grant read rights around `denied` (each one's ancestors), and
@@ -183,6 +220,24 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_path_is_kept_under_its_existing_ancestor_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(root.join("real")).unwrap();
+        std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
+        let got = resolve(&[
+            root.join("link/.aws"),
+            root.join("link/.config/gh"),
+            root.join("link/no/../.pgpass"),
+            root.join("real"),
+        ]);
+        assert_eq!(
+            got,
+            [root.join("real"), root.join("real/.aws"), root.join("real/.config/gh"), root.join("real/.pgpass")]
+        );
+    }
+
+    #[test]
     fn a_tilde_is_home_only_at_the_start() {
         let home = Some(Path::new("/home/u"));
         assert_eq!(expand(Path::new("~/.secrets"), home), PathBuf::from("/home/u/.secrets"));
@@ -200,7 +255,8 @@ mod tests {
             std::fs::create_dir_all(home.join(d)).unwrap();
         }
         std::fs::write(home.join(".bashrc"), "x").unwrap();
-        let denied = crate::grants::resolved(&defaults(Some(&home)));
+        let denied: Vec<PathBuf> =
+            resolve(&defaults(Some(&home))).into_iter().filter(|p| p.exists()).collect();
         assert_eq!(denied, [home.join(".config/gcloud"), home.join(".ssh")]);
         let got = grants(&home, &denied);
         for want in

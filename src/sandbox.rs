@@ -74,7 +74,8 @@ pub(crate) struct Needs {
     /// packs' own configuration (pack directories, agents, lock file, audit log...): never
     /// writable by the tool, even inside a place it may write ([`crate::grants`]).
     pub(crate) protected: Vec<PathBuf>,
-    /// Reads confined: the paths no read reaches (resolved; [`crate::reads`]); `None`: reads
+    /// Reads confined: the paths no read reaches (absolute, resolved when the rules are
+    /// built: [`crate::reads::resolve`]); `None`: reads
     /// are not restricted (`system`, `elevated`, `policy.reads_credentials`).
     pub(crate) reads: Option<Vec<PathBuf>>,
     /// The operator replaced the default list of `reads` (`--no-default-deny-read`).
@@ -124,7 +125,7 @@ impl Needs {
         self
     }
 
-    /// The same, with `denied` (resolved: see [`crate::grants::resolved`]) unreadable, or
+    /// The same, with `denied` (absolute) unreadable, or
     /// reads not restricted (`None`).
     #[must_use]
     pub(crate) fn denying_reads(mut self, denied: Option<Vec<PathBuf>>) -> Self {
@@ -419,7 +420,7 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
 /// confined whatever `--sandbox` says, and never refused for want of the kernel's support).
 pub(crate) fn for_a_describe() -> Enforcement {
     let needs = Needs::of(Tier::ReadOnly, false, Path::new("/"), &[])
-        .denying_reads(Some(crate::reads::default_resolved().to_vec()));
+        .denying_reads(Some(crate::reads::default_list().to_vec()));
     decide(needs, SandboxMode::BestEffort, Support::probe())
         .unwrap_or_else(|_| unreachable!("best-effort never refuses"))
 }
@@ -701,8 +702,8 @@ mod imp {
             return Ok((Arc::clone(fd), Arc::clone(resolved)));
         }
         // The walk is taken first: a change made while the rules are built is seen next time.
-        let resolved: Resolved = denied.to_vec().into();
-        let walk = crate::reads::Walk::of(&resolved);
+        let resolved: Resolved = crate::reads::resolve(denied).into();
+        let walk = crate::reads::Walk::of(&[denied, &resolved].concat());
         let fd = Arc::new(build_read_ruleset(abi, &resolved)?);
         if built.len() >= 16 {
             built.clear();

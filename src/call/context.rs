@@ -21,12 +21,13 @@ pub struct Context {
     workspace: Option<PathBuf>,
     /// packs' own configuration, resolved: no confined tool writes there.
     control_plane: Arc<[PathBuf]>,
-    /// What no confined tool reads, resolved; `None`: the default list under `$HOME`.
+    /// What no confined tool reads, absolute, not resolved (the read rules resolve it each
+    /// time they are built: [`crate::reads::resolve`]); `None`: the default list under `$HOME`.
     denied_reads: Option<Arc<[PathBuf]>>,
     /// The operator dropped the default list (`--no-default-deny-read`): `denied_reads` is
     /// theirs alone.
     default_reads_dropped: bool,
-    /// What the agent adds to it (`deny_read`), resolved.
+    /// What the agent adds to it (`deny_read`), absolute.
     agent_denied_reads: Arc<[PathBuf]>,
     audit: Option<Arc<AuditLog>>,
     /// The settings in effect: the operator's (`with_*`), else the agent's.
@@ -87,7 +88,7 @@ impl Context {
     /// loosens. An agent set earlier is replaced, its settings with it.
     #[must_use]
     pub fn with_agent(mut self, agent: Agent) -> Self {
-        self.agent_denied_reads = crate::grants::resolved(agent.denied_reads()).into();
+        self.agent_denied_reads = absolute(agent.denied_reads()).into();
         self.agent = Some(Arc::new(agent));
         self.settle()
     }
@@ -199,12 +200,13 @@ impl Context {
 
     /// What no `read_only` or `workspace` tool may read (open, list beneath, execute, map):
     /// credential stores and packs' own secrets (docs/SANDBOX.md); by default the list
-    /// under `$HOME` ([`crate::reads::DEFAULT_DENIED`]). Paths are resolved now; one that
-    /// does not exist now is not denied.
+    /// under `$HOME` ([`crate::reads::DEFAULT_DENIED`]). A relative path is taken from the
+    /// current directory now; links are resolved each time the rules are built, and a path
+    /// that does not exist (yet) is denied all the same: created later, it is unreadable.
     #[must_use]
     pub fn with_denied_reads(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
         let paths: Vec<PathBuf> = paths.into_iter().collect();
-        self.denied_reads = Some(crate::grants::resolved(&paths).into());
+        self.denied_reads = Some(absolute(&paths).into());
         self
     }
 
@@ -216,10 +218,10 @@ impl Context {
         self
     }
 
-    /// What no confined tool may read, resolved: the operator's list (else the default
-    /// one) and what the agent adds.
+    /// What no confined tool may read, absolute (not resolved): the operator's list (else
+    /// the default one) and what the agent adds.
     pub(crate) fn denied_reads(&self) -> std::borrow::Cow<'_, [PathBuf]> {
-        let operator = self.denied_reads.as_deref().unwrap_or_else(|| crate::reads::default_resolved());
+        let operator = self.denied_reads.as_deref().unwrap_or_else(|| crate::reads::default_list());
         if self.agent_denied_reads.iter().all(|p| operator.contains(p)) {
             return std::borrow::Cow::Borrowed(operator);
         }
@@ -281,6 +283,14 @@ impl Context {
     pub fn agent(&self) -> Option<&Agent> {
         self.agent.as_deref()
     }
+}
+
+/// `paths` absolute (from the current directory), sorted, without repeats.
+fn absolute(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = paths.iter().filter_map(|p| std::path::absolute(p).ok()).collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 #[cfg(test)]

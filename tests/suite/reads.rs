@@ -131,50 +131,95 @@ fn reads_are_open_to_system_tools_to_a_tool_that_states_reads_credentials_and_un
     assert!(!dry("opted").contains("credential stores unreadable"), "{}", dry("opted"));
 }
 
-#[test]
-fn an_entry_created_in_home_after_a_first_call_is_readable_in_the_next() {
-    // packs serve keeps the read rules per process: a change on the way to a denied path
-    // rebuilds them, so a file created in HOME between calls reads.
-    let home = fake_home();
+/// One step of [`serve_reader`]: a call of `reader` on a file, or a file written (its
+/// directories made) while the server runs.
+enum Step<'a> {
+    Read(&'a Path),
+    Write(&'a Path, &'a str),
+}
+
+/// Run `packs serve` with a `reader` tool under `home`, taking `steps` in order; the answer
+/// of each call, one line each.
+fn serve_reader(home: &Path, steps: &[Step]) -> Vec<String> {
+    crate::common::require("python3");
     let packs = Packs::new().manifest(
         "reader",
         json!({"name": "reader", "description": "d", "parameters": {"file": {"type": "string"}},
                "command": {"program": "cat", "args": ["{{file}}"]}}),
     );
-    let new = home.path().join("later.txt");
-    let call = |id: u32, file: &Path| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-               "params": {"name": "reader", "arguments": {"file": file}}})
-        .to_string()
-    };
-    // The second call's file is created while the server runs, after the first call.
-    let script = format!(
-        "import subprocess, sys, json, time\n\
-         p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)\n\
+    let steps: Vec<Value> = steps
+        .iter()
+        .enumerate()
+        .map(|(id, step)| match step {
+            Step::Read(file) => json!(["call", json!({"jsonrpc": "2.0", "id": id + 1, "method": "tools/call",
+                "params": {"name": "reader", "arguments": {"file": file}}}).to_string()]),
+            Step::Write(file, text) => json!(["write", file, text]),
+        })
+        .collect();
+    let script = "import subprocess, sys, json, os\n\
+         p = subprocess.Popen(sys.argv[2:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)\n\
          def send(line):\n    p.stdin.write(line + '\\n'); p.stdin.flush(); return p.stdout.readline()\n\
-         send(json.dumps({{'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {{'protocolVersion': '2025-06-18', 'capabilities': {{}}, 'clientInfo': {{'name': 't', 'version': '1'}}}}}}))\n\
-         p.stdin.write(json.dumps({{'jsonrpc': '2.0', 'method': 'notifications/initialized'}}) + '\\n')\n\
-         print(send({first:?}))\n\
-         open({new:?}, 'w').write('written later')\n\
-         print(send({second:?}))\n\
-         p.stdin.close(); p.wait()\n",
-        first = call(1, &home.path().join(".ssh/id_ed25519")),
-        second = call(2, &new),
-        new = new.display().to_string(),
-    );
-    crate::common::require("python3");
+         send(json.dumps({'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 't', 'version': '1'}}}))\n\
+         p.stdin.write(json.dumps({'jsonrpc': '2.0', 'method': 'notifications/initialized'}) + '\\n')\n\
+         for step in json.loads(sys.argv[1]):\n\
+         \x20   if step[0] == 'call': print(send(step[1]).strip())\n\
+         \x20   else: os.makedirs(os.path.dirname(step[1]), exist_ok=True); open(step[1], 'w').write(step[2])\n\
+         p.stdin.close(); p.wait()\n";
+    let steps = Value::from(steps).to_string();
     let out = Test::new()
         .packs_dir(&packs)
-        .env("HOME", home.path())
-        .wrapper(["python3", "-c", &script])
+        .env("HOME", home)
+        .wrapper(["python3", "-c", script, &steps])
         .args(["serve"])
         .run();
     out.success();
-    let stdout = out.stdout();
-    let mut lines = stdout.lines().filter(|l| !l.is_empty());
-    let first = lines.next().unwrap_or_default();
-    assert!(!first.contains(SECRET) && first.contains("Permission denied"), "{stdout}");
-    assert!(lines.next().unwrap_or_default().contains("written later"), "{stdout}");
+    out.stdout().lines().filter(|l| !l.is_empty()).map(str::to_owned).collect()
+}
+
+#[test]
+fn an_entry_created_in_home_after_a_first_call_is_readable_in_the_next() {
+    // packs serve keeps the read rules per process: a change on the way to a denied path
+    // rebuilds them, so a file created in HOME between calls reads.
+    let home = fake_home();
+    let new = home.path().join("later.txt");
+    let got = serve_reader(
+        home.path(),
+        &[Step::Read(&home.path().join(".ssh/id_ed25519")), Step::Write(&new, "written later"), Step::Read(&new)],
+    );
+    assert!(!got[0].contains(SECRET) && got[0].contains("Permission denied"), "{got:?}");
+    assert!(got[1].contains("written later"), "{got:?}");
+}
+
+#[test]
+fn a_credential_store_created_while_packs_serves_is_never_readable() {
+    // No `~/.aws` nor `~/.config/gh` when the server starts: `aws configure`, `gh auth
+    // login` make them between calls, and a file beside them makes HOME change too.
+    let home = fake_home();
+    let h = real(home.path());
+    std::fs::remove_dir_all(h.join(".aws")).unwrap();
+    let (aws, gh, later) = (h.join(".aws/credentials"), h.join(".config/gh/hosts.yml"), h.join("later.txt"));
+    let got = serve_reader(
+        &h,
+        &[
+            Step::Read(&h.join("notes.txt")),
+            Step::Write(&aws, SECRET),
+            Step::Write(&gh, SECRET),
+            Step::Read(&aws),
+            Step::Read(&gh),
+            Step::Write(&later, "written later"),
+            Step::Read(&later),
+            Step::Read(&aws),
+            Step::Read(&gh),
+        ],
+    );
+    assert!(got[0].contains("my notes"), "{got:?}");
+    for (i, answer) in got.iter().enumerate() {
+        assert!(!answer.contains(SECRET), "call {i}: {got:?}");
+    }
+    for i in [1, 2, 4, 5] {
+        assert!(got[i].contains("Permission denied"), "call {i}: {got:?}");
+    }
+    assert!(got[3].contains("written later"), "{got:?}");
 }
 
 #[test]
