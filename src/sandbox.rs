@@ -11,7 +11,8 @@
 //!   create a socket of any family but Unix-domain and netlink (so no IPv4, IPv6, packet,
 //!   VM or Bluetooth socket), nor an io_uring (which could make one). A tool stating
 //!   `policy.unix_sockets: false` (any tier) cannot create a Unix-domain socket either, so it
-//!   reaches no local daemon; `socketpair` stays.
+//!   reaches no local daemon; a stream `socketpair` stays (a datagram pair could `sendto`
+//!   any datagram socket: refused).
 //! - **Signals, for every tier** (Landlock's signal scope, ABI 6): a tool and what it starts
 //!   may signal one another, and nothing else: not packs, not another call's tool, not the
 //!   user's other processes. On a kernel without ABI 6, seccomp refuses at least the signals
@@ -842,7 +843,32 @@ mod imp {
                     vec![SeccompRule::new(vec![family(SeccompCmpOp::Eq, libc::AF_UNIX)?])?],
                 );
             }
-            // `socketpair` stays: a connected pair reaches nothing outside the call.
+            // A Unix socketpair of a connected kind (`SOCK_STREAM`) stays: it reaches nothing
+            // outside the call. A datagram pair (`SOCK_DGRAM`, `SOCK_RAW` which is one,
+            // `SOCK_SEQPACKET`) would: `sendto` or `connect` names any datagram socket
+            // (`/dev/log`, journald, `NOTIFY_SOCKET`). The type's low four bits are the kind
+            // (the rest are `SOCK_NONBLOCK`, `SOCK_CLOEXEC`). Without the network, no other
+            // family's pair either.
+            if no_unix {
+                let unix = family(SeccompCmpOp::Eq, libc::AF_UNIX)?;
+                let kinds = (0..16).filter(|k| *k != libc::SOCK_STREAM);
+                let pairs = kinds
+                    .map(|k| {
+                        let kind = SeccompCondition::new(
+                            1,
+                            SeccompCmpArgLen::Dword,
+                            SeccompCmpOp::MaskedEq(0xf),
+                            u64::try_from(k).unwrap_or_default(),
+                        )?;
+                        SeccompRule::new(vec![unix.clone(), kind])
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                rules.insert(base | libc::SYS_socketpair, pairs);
+            }
+            if no_network {
+                let others = family(SeccompCmpOp::Ne, libc::AF_UNIX)?;
+                rules.entry(base | libc::SYS_socketpair).or_default().push(SeccompRule::new(vec![others])?);
+            }
             if no_network || no_unix {
                 // io_uring can open sockets of its own (IORING_OP_SOCKET).
                 rules.insert(base | libc::SYS_io_uring_setup, Vec::new());

@@ -581,3 +581,44 @@ fn a_tool_that_may_write_a_stores_parent_cannot_move_it_out_of_the_list() {
     assert_eq!(std::fs::read_to_string(h.join(".netrc")).unwrap(), SECRET, "replaced");
     assert!(!h.join(".cache-x").exists() && !h.join(".cargo/moved").exists());
 }
+
+#[test]
+fn a_tool_stating_unix_sockets_false_reaches_no_datagram_socket_through_a_socketpair() {
+    crate::common::require("python3");
+    // A local daemon reading datagrams on a pathname socket (`/dev/log`, journald's).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.sock");
+    let listener = std::process::Command::new("python3")
+        .args(["-c", "import socket, sys\nl = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\nl.bind(sys.argv[1])\nprint('up', flush=True)\nwhile True: print(l.recv(100).decode(), flush=True)"])
+        .arg(&path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut listener = Guard(listener);
+    let mut lines = std::io::BufReader::new(listener.0.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut lines, &mut line).unwrap();
+    assert_eq!(line, "up\n");
+    let script = "import socket, sys\n\
+                  for kind in ('SOCK_DGRAM', 'SOCK_RAW', 'SOCK_SEQPACKET'):\n\
+                  \x20   try:\n\
+                  \x20       a, b = socket.socketpair(socket.AF_UNIX, getattr(socket, kind) | socket.SOCK_CLOEXEC)\n\
+                  \x20       a.sendto(b'sent through ' + kind.encode(), sys.argv[1]); print('sent', kind)\n\
+                  \x20   except OSError as e: print('refused', kind, e.errno)\n\
+                  a, b = socket.socketpair(); a.send(b'pair'); print(b.recv(4).decode())\n";
+    let packs = Packs::new().manifest(
+        "closed",
+        json!({"name": "closed", "description": "d", "policy": {"read_only": true, "unix_sockets": false},
+               "command": {"program": "python3", "args": ["-c", script, path.display().to_string()]}}),
+    );
+    Test::new()
+        .packs_dir(packs.path())
+        .args(["run", "closed"])
+        .run()
+        .success()
+        .stdout_eq("refused SOCK_DGRAM 1\nrefused SOCK_RAW 1\nrefused SOCK_SEQPACKET 1\npair\n");
+    listener.0.kill().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut lines, &mut rest).unwrap();
+    assert!(!rest.contains("sent through"), "{rest}");
+}
