@@ -118,16 +118,59 @@ pub(crate) fn expand(path: &Path, home: Option<&Path>) -> PathBuf {
     }
 }
 
-/// packs' own `HOME`, when it is an absolute path.
+/// packs' own home: `$HOME` when it is an absolute path, else the home directory of the
+/// user's entry in `/etc/passwd` (an unset, empty or relative `HOME` does not leave the
+/// credential stores unnamed).
 pub(crate) fn home() -> Option<PathBuf> {
+    env_home().or_else(passwd_home)
+}
+
+/// Every home the credential stores may lie under: `$HOME` and the passwd entry's, when
+/// they differ (a tool's programs find one or the other). Empty: no home at all, so the
+/// default list names nothing ([`homes_unknown`]).
+pub(crate) fn homes() -> &'static [PathBuf] {
+    static HOMES: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    HOMES.get_or_init(|| {
+        let mut all: Vec<PathBuf> = env_home().into_iter().chain(passwd_home()).collect();
+        all.dedup();
+        all
+    })
+}
+
+/// Whether no home could be found: the default list is empty, and reads are not confined
+/// unless the operator named paths of their own (`--no-default-deny-read`).
+pub(crate) fn homes_unknown() -> bool {
+    homes().is_empty()
+}
+
+fn env_home() -> Option<PathBuf> {
     std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute())
+}
+
+/// The home directory of this process' real user, read from `/etc/passwd` itself: the
+/// distributed binary is static, and a static C library's `getpwuid_r` needs the NSS
+/// modules of the very glibc it was linked with (a user known only to LDAP or sssd is not
+/// found: with `HOME` unset too, [`homes_unknown`] holds and reads fail closed).
+fn passwd_home() -> Option<PathBuf> {
+    // SAFETY: getuid takes no arguments and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    passwd_entry_home(&std::fs::read_to_string("/etc/passwd").ok()?, uid)
+}
+
+/// The home field of `uid`'s line in a passwd file's `text`, when it is absolute.
+fn passwd_entry_home(text: &str, uid: u32) -> Option<PathBuf> {
+    text.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        let (Some(id), Some(home)) = (fields.get(2), fields.get(5)) else { return None };
+        (id.parse::<u32>().ok() == Some(uid)).then(|| PathBuf::from(home)).filter(|h| h.is_absolute())
+    })
 }
 
 /// The default list under packs' own `HOME` (once per process; not resolved: see
 /// [`resolve`]).
 pub(crate) fn default_list() -> &'static [PathBuf] {
     static DEFAULT: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
-    DEFAULT.get_or_init(|| defaults(home().as_deref()))
+    DEFAULT.get_or_init(|| homes().iter().flat_map(|h| defaults(Some(h))).collect())
 }
 
 /// `paths` as the read rules deny them: absolute, links resolved, and a path that does not
@@ -235,6 +278,15 @@ mod tests {
             got,
             [root.join("real"), root.join("real/.aws"), root.join("real/.config/gh"), root.join("real/.pgpass")]
         );
+    }
+
+    #[test]
+    fn the_passwd_home_is_the_entry_of_the_uid() {
+        let text = "root:x:0:0:root:/root:/bin/bash\nbad line\nu:x:1000:1000::/home/u:/bin/sh\nr:x:7:7::rel:/bin/sh\n";
+        assert_eq!(passwd_entry_home(text, 1000), Some(PathBuf::from("/home/u")));
+        assert_eq!(passwd_entry_home(text, 0), Some(PathBuf::from("/root")));
+        assert_eq!(passwd_entry_home(text, 7), None, "a relative home names nothing");
+        assert_eq!(passwd_entry_home(text, 54321), None);
     }
 
     #[test]

@@ -81,6 +81,9 @@ pub(crate) struct Needs {
     pub(crate) reads: Option<Vec<PathBuf>>,
     /// The operator replaced the default list of `reads` (`--no-default-deny-read`).
     pub(crate) reads_replaced: bool,
+    /// No home directory was found (`HOME` unset or relative, no passwd entry): the default
+    /// list names nothing, so reads are not confined (and `enforce` refuses).
+    pub(crate) no_home: bool,
     /// Unix-domain sockets may be created (`policy.unix_sockets`, `true` unless stated).
     pub(crate) unix: bool,
     /// Reads narrowed to these places (`policy.readable` rendered, the manifest's directory),
@@ -107,6 +110,7 @@ impl Needs {
             protected: Vec::new(),
             reads: None,
             reads_replaced: false,
+            no_home: false,
             unix: true,
             readable: None,
         }
@@ -139,6 +143,19 @@ impl Needs {
     pub(crate) fn reads_list_replaced(mut self, replaced: bool) -> Self {
         self.reads_replaced = replaced;
         self
+    }
+
+    /// The same, saying whether no home directory was found ([`crate::reads::homes_unknown`]).
+    #[must_use]
+    pub(crate) fn without_home(mut self, no_home: bool) -> Self {
+        self.no_home = no_home;
+        self
+    }
+
+    /// Reads should be confined, but the credential stores are unknown (no home directory,
+    /// the default list kept).
+    fn stores_unknown(&self) -> bool {
+        self.reads.is_some() && self.no_home && !self.reads_replaced
     }
 
     /// The same, with `paths` (packs' own configuration, resolved: see
@@ -278,7 +295,9 @@ impl Enforcement {
             }
             None => {}
         }
-        if let Some(denied) = &self.reads_denied {
+        if self.needs.as_ref().is_some_and(Needs::stores_unknown) {
+            parts.push("credential stores readable (no home directory)".to_owned());
+        } else if let Some(denied) = &self.reads_denied {
             let replaced = self.needs.as_ref().is_some_and(|n| n.reads_replaced);
             parts.push(
                 match (replaced, denied.is_empty()) {
@@ -371,6 +390,11 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
         missing
             .push("keeping credential stores unreadable needs Landlock, which this kernel does not offer".to_owned());
     }
+    if needs.stores_unknown() {
+        missing.push(
+            "keeping credential stores unreadable needs a home directory, and there is none (HOME is unset or relative, and the user has no entry in /etc/passwd); set HOME".to_owned(),
+        );
+    }
     if !needs.network && !support.seccomp {
         missing.push("refusing network sockets needs seccomp, which this kernel does not offer".to_owned());
     }
@@ -396,7 +420,7 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
     let no_network = !needs.network && net_ok;
     let no_unix = !needs.unix && net_ok;
     let reads_only = needs.readable.clone().filter(|_| fs_ok);
-    let reads_denied = needs.reads.clone().filter(|_| fs_ok);
+    let reads_denied = needs.reads.clone().filter(|denied| fs_ok && !(needs.stores_unknown() && denied.is_empty()));
     let unenforced = if mode == SandboxMode::Off { Vec::new() } else { missing };
     Ok(Enforcement {
         mode,
@@ -421,7 +445,8 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
 /// confined whatever `--sandbox` says, and never refused for want of the kernel's support).
 pub(crate) fn for_a_describe() -> Enforcement {
     let needs = Needs::of(Tier::ReadOnly, false, Path::new("/"), &[])
-        .denying_reads(Some(crate::reads::default_list().to_vec()));
+        .denying_reads(Some(crate::reads::default_list().to_vec()))
+        .without_home(crate::reads::homes_unknown());
     decide(needs, SandboxMode::BestEffort, Support::probe())
         .unwrap_or_else(|_| unreachable!("best-effort never refuses"))
 }

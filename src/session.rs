@@ -326,7 +326,7 @@ impl Session {
         }
         let home = crate::reads::home();
         let dropped = honours(Key::NoDefaultDenyRead) && operator.no_default_deny_read;
-        let mut denied_reads = if dropped { Vec::new() } else { crate::reads::defaults(home.as_deref()) };
+        let mut denied_reads = if dropped { Vec::new() } else { crate::reads::default_list().to_vec() };
         if honours(Key::DenyRead) {
             denied_reads.extend(operator.deny_read.iter().map(|p| crate::reads::expand(p, home.as_deref())));
         }

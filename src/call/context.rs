@@ -163,6 +163,7 @@ impl Context {
                 .protecting(&self.control_plane)
                 .denying_reads(self.denies_reads(tool).then(|| self.denied_reads().into_owned()))
                 .reads_list_replaced(self.default_reads_dropped)
+                .without_home(crate::reads::homes_unknown())
                 .unix_sockets(policy.unix_sockets)
                 .reading_only(self.readable_places(tool));
         Some(crate::sandbox::decide(needs, self.sandbox, crate::sandbox::Support::probe()))

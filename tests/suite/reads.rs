@@ -622,3 +622,63 @@ fn a_tool_stating_unix_sockets_false_reaches_no_datagram_socket_through_a_socket
     std::io::Read::read_to_string(&mut lines, &mut rest).unwrap();
     assert!(!rest.contains("sent through"), "{rest}");
 }
+
+#[test]
+#[ignore = "needs root (runs packs as a user without a passwd entry)"]
+fn without_any_home_reads_are_said_unconfined_and_enforce_refuses() {
+    // A user with no entry in /etc/passwd, HOME unset, empty or relative: no credential store
+    // is known, so nothing may claim them unreadable.
+    let packs = Packs::new().manifest("reader", reader());
+    let copy = crate::common::ForOtherUser::new(&packs);
+    for home in [None, Some(""), Some("relative")] {
+        let run = |args: &[&str]| {
+            let mut cmd = copy.command(&[]);
+            match home {
+                Some(h) => cmd.env("HOME", h),
+                None => cmd.env_remove("HOME"),
+            };
+            cmd.args(args).output().expect("setpriv (util-linux)")
+        };
+        let out = run(&["run", "reader", "--arg", "file=/etc/hostname"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{home:?}: {stderr}");
+        assert!(stderr.contains("keeping credential stores unreadable needs a home directory"), "{home:?}: {stderr}");
+        let out = run(&["--sandbox", "best-effort", "run", "reader", "--dry-run"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{home:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains("credential stores readable (no home directory)"), "{home:?}: {stdout}");
+        assert!(!stdout.contains("credential stores unreadable;"), "{home:?}: {stdout}");
+        let mut sandbox = std::process::Command::new("setpriv");
+        let uid = format!("--reuid={}", crate::common::OTHER_UID);
+        let gid = format!("--regid={}", crate::common::OTHER_UID);
+        sandbox.args([uid.as_str(), gid.as_str(), "--clear-groups", "--"]).arg(&copy.bin).arg("sandbox");
+        match home {
+            Some(h) => sandbox.env("HOME", h),
+            None => sandbox.env_remove("HOME"),
+        };
+        let out = sandbox.current_dir(copy.place.path()).output().expect("setpriv (util-linux)");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("credential stores unreadable: refused (no home directory: HOME is unset or relative"),
+            "{home:?}: {stdout}"
+        );
+        // The operator who names the paths themselves is not refused.
+        let out = run(&["--no-default-deny-read", "--deny-read", "/srv", "run", "reader", "--arg", "file=/etc/hostname"]);
+        assert!(out.status.success(), "{home:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+#[test]
+fn an_unset_home_falls_back_to_the_passwd_entry() {
+    // The user running the suite has a passwd entry: with HOME unset or relative, the
+    // credential stores are still named (under that entry's home) and said unreadable.
+    let packs = Packs::new().manifest("reader", reader());
+    for home in [None, Some("relative")] {
+        let mut t = Test::new().packs_dir(&packs);
+        t = match home {
+            Some(h) => t.env("HOME", h),
+            None => t.env_remove("HOME"),
+        };
+        t.args(["run", "reader", "--dry-run"]).run().success().stdout_contains("; credential stores unreadable;");
+    }
+}
