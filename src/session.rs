@@ -362,7 +362,14 @@ impl Session {
         paths.push(op.lockfile.clone());
         paths.push(crate::lock::signature_path(&op.lockfile));
         paths.extend(op.log.iter().chain(&op.secrets_file).cloned());
-        paths.extend(crate::describe_cache::default_dir());
+        // packs' cache is made now (private) if it is not there yet: a piece of the control
+        // plane that does not exist is not reserved, and a tool whose workspace is `$HOME`
+        // could make it and plant the next listing snapshot (src/snapshot.rs).
+        if let Some(cache) = crate::describe_cache::default_dir() {
+            use std::os::unix::fs::DirBuilderExt;
+            let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&cache);
+            paths.push(cache);
+        }
         paths
     }
 
