@@ -57,8 +57,9 @@ pub(crate) const SYSTEM_READABLE: &[&str] = &[
     "/libx32",
     "/opt",
     "/nix/store",
-    // The kernel's views (another process's environment or memory stays out of reach:
-    // Landlock refuses ptrace-like access outside the domain).
+    // The kernel's views (for an ordinary user, another process's environment or memory
+    // stays out of reach: Landlock refuses ptrace-like access outside the domain; root keeps
+    // CAP_SYS_PTRACE and reads packs' /proc/PPID/environ: docs/SANDBOX.md).
     "/proc",
     "/sys",
     // Devices a program opens as files.
@@ -96,11 +97,15 @@ pub(crate) const SYSTEM_READABLE: &[&str] = &[
 ];
 
 /// The directories of packs' `PATH` a narrowed tool may read (its programs must start): the
-/// absolute ones, but never `/` or `home`, which would undo the narrowing.
-pub(crate) fn path_dirs(path: Option<&std::ffi::OsStr>, home: Option<&Path>) -> Vec<PathBuf> {
+/// absolute ones, links resolved, but never `/`, a home or an ancestor of one, nor an
+/// ancestor of a denied path, which would undo the narrowing (`PATH=...:$HOME/..`, a link
+/// to `$HOME`). `homes` and `denied` are resolved.
+pub(crate) fn path_dirs(path: Option<&std::ffi::OsStr>, homes: &[PathBuf], denied: &[PathBuf]) -> Vec<PathBuf> {
     let Some(path) = path else { return Vec::new() };
     std::env::split_paths(path)
-        .filter(|d| d.is_absolute() && d.parent().is_some() && Some(d.as_path()) != home)
+        .filter(|d| d.is_absolute())
+        .filter_map(|d| std::fs::canonicalize(d).ok())
+        .filter(|d| d.parent().is_some() && !homes.iter().chain(denied).any(|h| h.starts_with(d)))
         .collect()
 }
 
@@ -254,11 +259,23 @@ mod tests {
     }
 
     #[test]
-    fn path_dirs_never_open_the_root_or_home() {
-        let path = std::ffi::OsString::from("/usr/bin:/:relative:/home/u:/home/u/.cargo/bin:");
+    fn path_dirs_never_open_the_root_home_or_an_ancestor_of_either() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let home = root.join("home/u");
+        for d in ["home/u/.cargo/bin", "home/u/.ssh", "usr/bin", "srv"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::os::unix::fs::symlink(&home, root.join("to-home")).unwrap();
+        let entries = ["usr/bin", "", "home/u", "home/u/..", "to-home", "to-home/.cargo/bin", "home/u/.ssh/..", "srv"];
+        let mut path: Vec<PathBuf> = entries.iter().map(|e| root.join(e)).collect();
+        path.push(PathBuf::from("/"));
+        path.push(PathBuf::from("relative"));
+        let path = std::env::join_paths(path).unwrap();
+        let denied = [root.join("srv/secret")];
         assert_eq!(
-            path_dirs(Some(&path), Some(Path::new("/home/u"))),
-            [PathBuf::from("/usr/bin"), PathBuf::from("/home/u/.cargo/bin")]
+            path_dirs(Some(&path), &[home.clone()], &denied),
+            [root.join("usr/bin"), home.join(".cargo/bin")]
         );
     }
 

@@ -596,14 +596,15 @@ mod imp {
             let filter = (enforcement.no_network || not_packs || enforcement.no_typing || enforcement.no_unix)
                 .then(|| program(enforcement.no_network, not_packs, enforcement.no_unix))
                 .transpose()?;
-            let reads = reads.map(|(fd, _)| fd);
             let narrow = match &enforcement.reads_only {
                 Some(places) => {
                     let writable = enforcement.writes_under.as_deref().unwrap_or_default();
-                    Some(narrow_ruleset(enforcement.landlock_abi, places, writable, tmpdir)?)
+                    let denied = reads.as_ref().map_or(&[][..], |(_, resolved)| resolved);
+                    Some(narrow_ruleset(enforcement.landlock_abi, places, writable, tmpdir, denied)?)
                 }
                 None => None,
             };
+            let reads = reads.map(|(fd, _)| fd);
             Ok(Self { ruleset, filter, reads, narrow })
         }
 
@@ -774,6 +775,7 @@ mod imp {
         places: &[std::path::PathBuf],
         writable: &[std::path::PathBuf],
         tmpdir: Option<&Path>,
+        denied: &[std::path::PathBuf],
     ) -> std::io::Result<OwnedFd> {
         let access = read_access(abi);
         let error =
@@ -784,8 +786,8 @@ mod imp {
             .map_err(error)?
             .create()
             .map_err(error)?;
-        let home = crate::reads::home();
-        let path_dirs = crate::reads::path_dirs(std::env::var_os("PATH").as_deref(), home.as_deref());
+        let homes = crate::reads::resolve(crate::reads::homes());
+        let path_dirs = crate::reads::path_dirs(std::env::var_os("PATH").as_deref(), &homes, denied);
         let system = crate::reads::SYSTEM_READABLE.iter().map(Path::new);
         let all = places
             .iter()

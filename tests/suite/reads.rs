@@ -682,3 +682,28 @@ fn an_unset_home_falls_back_to_the_passwd_entry() {
         t.args(["run", "reader", "--dry-run"]).run().success().stdout_contains("; credential stores unreadable;");
     }
 }
+
+#[test]
+fn a_path_entry_above_or_linking_to_home_opens_nothing_to_a_narrowed_tool() {
+    let home = fake_home();
+    let h = real(home.path());
+    let up = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&h, up.path().join("to-home")).unwrap();
+    let packs = Packs::new().manifest(
+        "narrow",
+        json!({"name": "narrow", "description": "d", "parameters": {"file": {"type": "string"}},
+               "policy": {"read_only": true, "readable": []},
+               "command": {"program": "sh", "args": ["-c", "cat \"$0\" 2>/dev/null || echo refused", "{{file}}"]}}),
+    );
+    for entry in [h.join(".."), up.path().join("to-home"), h.join(".ssh")] {
+        let path = format!("/usr/bin:/bin:{}", entry.display());
+        let out = Test::new()
+            .packs_dir(&packs)
+            .env("HOME", &h)
+            .env("PATH", &path)
+            .args(["run", "narrow", "--arg"])
+            .arg(format!("file={}", h.join("notes.txt").display()))
+            .run();
+        out.success().stdout_eq("refused\n");
+    }
+}
