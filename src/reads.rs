@@ -274,7 +274,7 @@ mod tests {
         let path = std::env::join_paths(path).unwrap();
         let denied = [root.join("srv/secret")];
         assert_eq!(
-            path_dirs(Some(&path), &[home.clone()], &denied),
+            path_dirs(Some(&path), std::slice::from_ref(&home), &denied),
             [root.join("usr/bin"), home.join(".cargo/bin")]
         );
     }
@@ -324,8 +324,7 @@ mod tests {
             std::fs::create_dir_all(home.join(d)).unwrap();
         }
         std::fs::write(home.join(".bashrc"), "x").unwrap();
-        let denied: Vec<PathBuf> =
-            resolve(&defaults(Some(&home))).into_iter().filter(|p| p.exists()).collect();
+        let denied: Vec<PathBuf> = resolve(&defaults(Some(&home))).into_iter().filter(|p| p.exists()).collect();
         assert_eq!(denied, [home.join(".config/gcloud"), home.join(".ssh")]);
         let got = grants(&home, &denied);
         for want in

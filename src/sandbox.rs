@@ -711,7 +711,8 @@ mod imp {
 
     /// The rulesets built, by the paths they deny, with the walk that built them and the
     /// paths as they were resolved then.
-    type ReadRulesets = std::collections::HashMap<Vec<std::path::PathBuf>, (crate::reads::Walk, Arc<OwnedFd>, Resolved)>;
+    type ReadRulesets =
+        std::collections::HashMap<Vec<std::path::PathBuf>, (crate::reads::Walk, Arc<OwnedFd>, Resolved)>;
 
     /// Denied paths as the rules around them were built (see [`crate::reads::resolve`]).
     type Resolved = Arc<[std::path::PathBuf]>;

@@ -356,8 +356,7 @@ impl Session {
     /// has it, and `packs serve` adds its token and key files.
     pub(crate) fn control_plane(&self) -> Vec<PathBuf> {
         let op = &self.operator;
-        let mut paths =
-            crate::catalog::SearchPath::resolve(&self.dirs, std::env::var_os("PACKS_PATH").as_deref()).dirs;
+        let mut paths = crate::catalog::SearchPath::resolve(&self.dirs, std::env::var_os("PACKS_PATH").as_deref()).dirs;
         paths.push(Agent::root());
         paths.push(op.lockfile.clone());
         paths.push(crate::lock::signature_path(&op.lockfile));

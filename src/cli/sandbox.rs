@@ -70,8 +70,14 @@ pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
     // Without a home directory the default list names nothing: said, and refused under enforce.
     let stores = match (crate::reads::homes_unknown(), mode) {
         (false, _) | (true, SandboxMode::Off) => verdict(true, reads),
-        (true, SandboxMode::Enforce) => "refused (no home directory: HOME is unset or relative, and the user has no entry in /etc/passwd)".to_owned(),
-        (true, SandboxMode::BestEffort) => "not enforced (no home directory: HOME is unset or relative, and the user has no entry in /etc/passwd)".to_owned(),
+        (true, SandboxMode::Enforce) => {
+            "refused (no home directory: HOME is unset or relative, and the user has no entry in /etc/passwd)"
+                .to_owned()
+        }
+        (true, SandboxMode::BestEffort) => {
+            "not enforced (no home directory: HOME is unset or relative, and the user has no entry in /etc/passwd)"
+                .to_owned()
+        }
     };
     let rows = [
         ("read_only and workspace tools: writes confined", verdict(true, writes)),

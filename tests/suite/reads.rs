@@ -151,8 +151,12 @@ fn serve_reader(home: &Path, steps: &[Step]) -> Vec<String> {
         .iter()
         .enumerate()
         .map(|(id, step)| match step {
-            Step::Read(file) => json!(["call", json!({"jsonrpc": "2.0", "id": id + 1, "method": "tools/call",
-                "params": {"name": "reader", "arguments": {"file": file}}}).to_string()]),
+            Step::Read(file) => json!([
+                "call",
+                json!({"jsonrpc": "2.0", "id": id + 1, "method": "tools/call",
+                "params": {"name": "reader", "arguments": {"file": file}}})
+                .to_string()
+            ]),
             Step::Write(file, text) => json!(["write", file, text]),
         })
         .collect();
@@ -565,13 +569,7 @@ fn a_tool_that_may_write_a_stores_parent_cannot_move_it_out_of_the_list() {
             ),
         );
     for name in ["in_home", "cargo", "in_home", "cargo"] {
-        let out = Test::new()
-            .packs_dir(&packs)
-            .env("HOME", &h)
-            .arg("--workspace")
-            .arg(&h)
-            .args(["run", name])
-            .run();
+        let out = Test::new().packs_dir(&packs).env("HOME", &h).arg("--workspace").arg(&h).args(["run", name]).run();
         out.success();
         assert!(!out.stdout().contains(SECRET), "{name}: {}", out.stdout());
         assert!(out.stdout().contains("refused "), "{name}: {}", out.stdout());
@@ -663,7 +661,8 @@ fn without_any_home_reads_are_said_unconfined_and_enforce_refuses() {
             "{home:?}: {stdout}"
         );
         // The operator who names the paths themselves is not refused.
-        let out = run(&["--no-default-deny-read", "--deny-read", "/srv", "run", "reader", "--arg", "file=/etc/hostname"]);
+        let out =
+            run(&["--no-default-deny-read", "--deny-read", "/srv", "run", "reader", "--arg", "file=/etc/hostname"]);
         assert!(out.status.success(), "{home:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
 }

@@ -872,7 +872,8 @@ fn a_first_run_workspace_tool_cannot_plant_a_listing_snapshot_in_packs_cache() {
     let h = std::fs::canonicalize(home.path()).unwrap();
     let cache = h.join(".cache/packs");
     let plant = r#"mkdir -p "$HOME/.cache/packs" 2>/dev/null; if echo forged > "$HOME/.cache/packs/listing-0.snap" 2>/dev/null; then echo planted; else echo refused; fi"#;
-    let packs = Packs::new().manifest("plant", shell_tool("plant", json!({"tier": "workspace"}), json!({}), plant, &[]));
+    let packs =
+        Packs::new().manifest("plant", shell_tool("plant", json!({"tier": "workspace"}), json!({}), plant, &[]));
     let out = Test::new()
         .packs_dir(&packs)
         .env("HOME", &h)

@@ -232,9 +232,8 @@ fn exec_keeps_a_workspace_tool_off_packs_own_configuration() {
         .write("README.md", "# readme\n");
     let root = t.path().to_owned();
     let out = t.args(["exec", "tools/writer.tool.json", "{}"]).run();
-    out.success().stdout_eq(
-        "denied packs/planted.tool.json\ndenied agents/a/agent.toml\ndenied packs.lock\nwrote README.md\n",
-    );
+    out.success()
+        .stdout_eq("denied packs/planted.tool.json\ndenied agents/a/agent.toml\ndenied packs.lock\nwrote README.md\n");
     assert!(!root.join("packs/planted.tool.json").exists());
     assert_eq!(std::fs::read_to_string(root.join("packs.lock")).unwrap(), "# not a lock\n");
 }
