@@ -8,10 +8,10 @@
 //! leaves: a denied entry's name and metadata (`ls ~/.ssh`, `stat`) but never its contents;
 //! an entry created in a directory on the way (`/`, `/home`, `$HOME`, `~/.config`...) after
 //! the rules were built is not readable until they are rebuilt ([`Walk::changed`]: the next
-//! call after the directory changed); a denied path that does not exist is not denied
-//! (nothing can create it readable: the directory on its way is not granted, so a new entry
-//! there is unreadable too, but a hard link or bind mount made elsewhere before packs
-//! started is another path to the same file).
+//! call after the directory changed, the list resolved again); a denied path that does not
+//! exist is kept ([`resolve`]): created later, it is unreadable (the directory on its way is
+//! not granted whole) and denied once the rules are rebuilt. A hard link or bind mount made
+//! elsewhere before packs started is another path to the same file.
 
 use std::path::{Path, PathBuf};
 
@@ -57,8 +57,9 @@ pub(crate) const SYSTEM_READABLE: &[&str] = &[
     "/libx32",
     "/opt",
     "/nix/store",
-    // The kernel's views (another process's environment or memory stays out of reach:
-    // Landlock refuses ptrace-like access outside the domain).
+    // The kernel's views (for an ordinary user, another process's environment or memory
+    // stays out of reach: Landlock refuses ptrace-like access outside the domain; root keeps
+    // CAP_SYS_PTRACE and reads packs' /proc/PPID/environ: docs/SANDBOX.md).
     "/proc",
     "/sys",
     // Devices a program opens as files.
@@ -96,11 +97,15 @@ pub(crate) const SYSTEM_READABLE: &[&str] = &[
 ];
 
 /// The directories of packs' `PATH` a narrowed tool may read (its programs must start): the
-/// absolute ones, but never `/` or `home`, which would undo the narrowing.
-pub(crate) fn path_dirs(path: Option<&std::ffi::OsStr>, home: Option<&Path>) -> Vec<PathBuf> {
+/// absolute ones, links resolved, but never `/`, a home or an ancestor of one, nor an
+/// ancestor of a denied path, which would undo the narrowing (`PATH=...:$HOME/..`, a link
+/// to `$HOME`). `homes` and `denied` are resolved.
+pub(crate) fn path_dirs(path: Option<&std::ffi::OsStr>, homes: &[PathBuf], denied: &[PathBuf]) -> Vec<PathBuf> {
     let Some(path) = path else { return Vec::new() };
     std::env::split_paths(path)
-        .filter(|d| d.is_absolute() && d.parent().is_some() && Some(d.as_path()) != home)
+        .filter(|d| d.is_absolute())
+        .filter_map(|d| std::fs::canonicalize(d).ok())
+        .filter(|d| d.parent().is_some() && !homes.iter().chain(denied).any(|h| h.starts_with(d)))
         .collect()
 }
 
@@ -118,15 +123,95 @@ pub(crate) fn expand(path: &Path, home: Option<&Path>) -> PathBuf {
     }
 }
 
-/// packs' own `HOME`, when it is an absolute path.
+/// packs' own home: `$HOME` when it is an absolute path, else the home directory of the
+/// user's entry in `/etc/passwd` (an unset, empty or relative `HOME` does not leave the
+/// credential stores unnamed).
 pub(crate) fn home() -> Option<PathBuf> {
+    env_home().or_else(passwd_home)
+}
+
+/// Every home the credential stores may lie under: `$HOME` and the passwd entry's, when
+/// they differ (a tool's programs find one or the other). Empty: no home at all, so the
+/// default list names nothing ([`homes_unknown`]).
+pub(crate) fn homes() -> &'static [PathBuf] {
+    static HOMES: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    HOMES.get_or_init(|| {
+        let mut all: Vec<PathBuf> = env_home().into_iter().chain(passwd_home()).collect();
+        all.dedup();
+        all
+    })
+}
+
+/// Whether no home could be found: the default list is empty, and reads are not confined
+/// unless the operator named paths of their own (`--no-default-deny-read`).
+pub(crate) fn homes_unknown() -> bool {
+    homes().is_empty()
+}
+
+fn env_home() -> Option<PathBuf> {
     std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute())
 }
 
-/// The default list under packs' own `HOME`, resolved (once per process).
-pub(crate) fn default_resolved() -> &'static [PathBuf] {
+/// The home directory of this process' real user, read from `/etc/passwd` itself: the
+/// distributed binary is static, and a static C library's `getpwuid_r` needs the NSS
+/// modules of the very glibc it was linked with (a user known only to LDAP or sssd is not
+/// found: with `HOME` unset too, [`homes_unknown`] holds and reads fail closed).
+fn passwd_home() -> Option<PathBuf> {
+    // SAFETY: getuid takes no arguments and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    passwd_entry_home(&std::fs::read_to_string("/etc/passwd").ok()?, uid)
+}
+
+/// The home field of `uid`'s line in a passwd file's `text`, when it is absolute.
+fn passwd_entry_home(text: &str, uid: u32) -> Option<PathBuf> {
+    text.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        let (Some(id), Some(home)) = (fields.get(2), fields.get(5)) else { return None };
+        (id.parse::<u32>().ok() == Some(uid)).then(|| PathBuf::from(home)).filter(|h| h.is_absolute())
+    })
+}
+
+/// The default list under packs' own `HOME` (once per process; not resolved: see
+/// [`resolve`]).
+pub(crate) fn default_list() -> &'static [PathBuf] {
     static DEFAULT: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
-    DEFAULT.get_or_init(|| crate::grants::resolved(&defaults(home().as_deref())))
+    DEFAULT.get_or_init(|| homes().iter().flat_map(|h| defaults(Some(h))).collect())
+}
+
+/// `paths` as the read rules deny them: absolute, links resolved, and a path that does not
+/// exist (yet) kept as its longest existing ancestor, resolved, with the missing components
+/// after it. Never dropped: the walk around it then grants the directories on the way one
+/// entry at a time and never the name itself, so a store created later (`aws configure`
+/// while `packs serve` runs) is unreadable at once, and denied when the rules are rebuilt
+/// (which resolves the list again: a missing directory may come back as a link).
+pub(crate) fn resolve(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = paths.iter().filter_map(|p| resolve_one(p)).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn resolve_one(path: &Path) -> Option<PathBuf> {
+    let path = std::path::absolute(path).ok()?;
+    let mut missing = Vec::new();
+    let mut existing = path.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            let mut out = real;
+            for part in missing.iter().rev() {
+                match part {
+                    std::path::Component::ParentDir => {
+                        out.pop();
+                    }
+                    std::path::Component::Normal(name) => out.push(name),
+                    _ => {}
+                }
+            }
+            return Some(out);
+        }
+        missing.push(existing.components().next_back()?);
+        existing = existing.parent()?;
+    }
 }
 
 /// The directories walked to grant read rights around `denied` (each one's ancestors), and
@@ -174,12 +259,51 @@ mod tests {
     }
 
     #[test]
-    fn path_dirs_never_open_the_root_or_home() {
-        let path = std::ffi::OsString::from("/usr/bin:/:relative:/home/u:/home/u/.cargo/bin:");
+    fn path_dirs_never_open_the_root_home_or_an_ancestor_of_either() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let home = root.join("home/u");
+        for d in ["home/u/.cargo/bin", "home/u/.ssh", "usr/bin", "srv"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::os::unix::fs::symlink(&home, root.join("to-home")).unwrap();
+        let entries = ["usr/bin", "", "home/u", "home/u/..", "to-home", "to-home/.cargo/bin", "home/u/.ssh/..", "srv"];
+        let mut path: Vec<PathBuf> = entries.iter().map(|e| root.join(e)).collect();
+        path.push(PathBuf::from("/"));
+        path.push(PathBuf::from("relative"));
+        let path = std::env::join_paths(path).unwrap();
+        let denied = [root.join("srv/secret")];
         assert_eq!(
-            path_dirs(Some(&path), Some(Path::new("/home/u"))),
-            [PathBuf::from("/usr/bin"), PathBuf::from("/home/u/.cargo/bin")]
+            path_dirs(Some(&path), std::slice::from_ref(&home), &denied),
+            [root.join("usr/bin"), home.join(".cargo/bin")]
         );
+    }
+
+    #[test]
+    fn a_missing_path_is_kept_under_its_existing_ancestor_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(root.join("real")).unwrap();
+        std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
+        let got = resolve(&[
+            root.join("link/.aws"),
+            root.join("link/.config/gh"),
+            root.join("link/no/../.pgpass"),
+            root.join("real"),
+        ]);
+        assert_eq!(
+            got,
+            [root.join("real"), root.join("real/.aws"), root.join("real/.config/gh"), root.join("real/.pgpass")]
+        );
+    }
+
+    #[test]
+    fn the_passwd_home_is_the_entry_of_the_uid() {
+        let text = "root:x:0:0:root:/root:/bin/bash\nbad line\nu:x:1000:1000::/home/u:/bin/sh\nr:x:7:7::rel:/bin/sh\n";
+        assert_eq!(passwd_entry_home(text, 1000), Some(PathBuf::from("/home/u")));
+        assert_eq!(passwd_entry_home(text, 0), Some(PathBuf::from("/root")));
+        assert_eq!(passwd_entry_home(text, 7), None, "a relative home names nothing");
+        assert_eq!(passwd_entry_home(text, 54321), None);
     }
 
     #[test]
@@ -200,7 +324,7 @@ mod tests {
             std::fs::create_dir_all(home.join(d)).unwrap();
         }
         std::fs::write(home.join(".bashrc"), "x").unwrap();
-        let denied = crate::grants::resolved(&defaults(Some(&home)));
+        let denied: Vec<PathBuf> = resolve(&defaults(Some(&home))).into_iter().filter(|p| p.exists()).collect();
         assert_eq!(denied, [home.join(".config/gcloud"), home.join(".ssh")]);
         let got = grants(&home, &denied);
         for want in

@@ -11,7 +11,8 @@
 //!   create a socket of any family but Unix-domain and netlink (so no IPv4, IPv6, packet,
 //!   VM or Bluetooth socket), nor an io_uring (which could make one). A tool stating
 //!   `policy.unix_sockets: false` (any tier) cannot create a Unix-domain socket either, so it
-//!   reaches no local daemon; `socketpair` stays.
+//!   reaches no local daemon; a stream `socketpair` stays (a datagram pair could `sendto`
+//!   any datagram socket: refused).
 //! - **Signals, for every tier** (Landlock's signal scope, ABI 6): a tool and what it starts
 //!   may signal one another, and nothing else: not packs, not another call's tool, not the
 //!   user's other processes. On a kernel without ABI 6, seccomp refuses at least the signals
@@ -74,11 +75,15 @@ pub(crate) struct Needs {
     /// packs' own configuration (pack directories, agents, lock file, audit log...): never
     /// writable by the tool, even inside a place it may write ([`crate::grants`]).
     pub(crate) protected: Vec<PathBuf>,
-    /// Reads confined: the paths no read reaches (resolved; [`crate::reads`]); `None`: reads
+    /// Reads confined: the paths no read reaches (absolute, resolved when the rules are
+    /// built: [`crate::reads::resolve`]); `None`: reads
     /// are not restricted (`system`, `elevated`, `policy.reads_credentials`).
     pub(crate) reads: Option<Vec<PathBuf>>,
     /// The operator replaced the default list of `reads` (`--no-default-deny-read`).
     pub(crate) reads_replaced: bool,
+    /// No home directory was found (`HOME` unset or relative, no passwd entry): the default
+    /// list names nothing, so reads are not confined (and `enforce` refuses).
+    pub(crate) no_home: bool,
     /// Unix-domain sockets may be created (`policy.unix_sockets`, `true` unless stated).
     pub(crate) unix: bool,
     /// Reads narrowed to these places (`policy.readable` rendered, the manifest's directory),
@@ -105,6 +110,7 @@ impl Needs {
             protected: Vec::new(),
             reads: None,
             reads_replaced: false,
+            no_home: false,
             unix: true,
             readable: None,
         }
@@ -124,7 +130,7 @@ impl Needs {
         self
     }
 
-    /// The same, with `denied` (resolved: see [`crate::grants::resolved`]) unreadable, or
+    /// The same, with `denied` (absolute) unreadable, or
     /// reads not restricted (`None`).
     #[must_use]
     pub(crate) fn denying_reads(mut self, denied: Option<Vec<PathBuf>>) -> Self {
@@ -137,6 +143,19 @@ impl Needs {
     pub(crate) fn reads_list_replaced(mut self, replaced: bool) -> Self {
         self.reads_replaced = replaced;
         self
+    }
+
+    /// The same, saying whether no home directory was found ([`crate::reads::homes_unknown`]).
+    #[must_use]
+    pub(crate) fn without_home(mut self, no_home: bool) -> Self {
+        self.no_home = no_home;
+        self
+    }
+
+    /// Reads should be confined, but the credential stores are unknown (no home directory,
+    /// the default list kept).
+    fn stores_unknown(&self) -> bool {
+        self.reads.is_some() && self.no_home && !self.reads_replaced
     }
 
     /// The same, with `paths` (packs' own configuration, resolved: see
@@ -276,7 +295,9 @@ impl Enforcement {
             }
             None => {}
         }
-        if let Some(denied) = &self.reads_denied {
+        if self.needs.as_ref().is_some_and(Needs::stores_unknown) {
+            parts.push("credential stores readable (no home directory)".to_owned());
+        } else if let Some(denied) = &self.reads_denied {
             let replaced = self.needs.as_ref().is_some_and(|n| n.reads_replaced);
             parts.push(
                 match (replaced, denied.is_empty()) {
@@ -369,6 +390,11 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
         missing
             .push("keeping credential stores unreadable needs Landlock, which this kernel does not offer".to_owned());
     }
+    if needs.stores_unknown() {
+        missing.push(
+            "keeping credential stores unreadable needs a home directory, and there is none (HOME is unset or relative, and the user has no entry in /etc/passwd); set HOME".to_owned(),
+        );
+    }
     if !needs.network && !support.seccomp {
         missing.push("refusing network sockets needs seccomp, which this kernel does not offer".to_owned());
     }
@@ -394,7 +420,7 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
     let no_network = !needs.network && net_ok;
     let no_unix = !needs.unix && net_ok;
     let reads_only = needs.readable.clone().filter(|_| fs_ok);
-    let reads_denied = needs.reads.clone().filter(|_| fs_ok);
+    let reads_denied = needs.reads.clone().filter(|denied| fs_ok && !(needs.stores_unknown() && denied.is_empty()));
     let unenforced = if mode == SandboxMode::Off { Vec::new() } else { missing };
     Ok(Enforcement {
         mode,
@@ -419,7 +445,8 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
 /// confined whatever `--sandbox` says, and never refused for want of the kernel's support).
 pub(crate) fn for_a_describe() -> Enforcement {
     let needs = Needs::of(Tier::ReadOnly, false, Path::new("/"), &[])
-        .denying_reads(Some(crate::reads::default_resolved().to_vec()));
+        .denying_reads(Some(crate::reads::default_list().to_vec()))
+        .without_home(crate::reads::homes_unknown());
     decide(needs, SandboxMode::BestEffort, Support::probe())
         .unwrap_or_else(|_| unreachable!("best-effort never refuses"))
 }
@@ -552,28 +579,37 @@ mod imp {
 
     impl Inner {
         pub(super) fn new(enforcement: &Enforcement, tmpdir: Option<&Path>) -> std::io::Result<Self> {
-            let protected = enforcement.needs.as_ref().map_or(&[][..], |n| n.protected.as_slice());
+            let reads = match &enforcement.reads_denied {
+                Some(denied) if !denied.is_empty() => Some(read_ruleset(enforcement.landlock_abi, denied)?),
+                _ => None,
+            };
+            // The control plane, and the paths no read reaches: a tool that may write a
+            // store's parent (a workspace that is `$HOME`, `~/.cargo`) must not rename,
+            // remove or replace the store, or create an entry at its name, since a store
+            // moved elsewhere would read in the next call.
+            let mut protected = enforcement.needs.as_ref().map_or_else(Vec::new, |n| n.protected.clone());
+            if let Some((_, resolved)) = &reads {
+                protected.extend(resolved.iter().cloned());
+            }
             let writes = enforcement.writes_under.as_deref().map(|dirs| (dirs, tmpdir));
             let scoped = enforcement.signals == Signals::OwnCall;
             let unix = enforcement.no_abstract_unix;
             let ruleset = (writes.is_some() || scoped || unix)
-                .then(|| ruleset(enforcement.landlock_abi, writes, protected, scoped, unix))
+                .then(|| ruleset(enforcement.landlock_abi, writes, &protected, scoped, unix))
                 .transpose()?;
             let not_packs = enforcement.signals == Signals::NotPacks;
             let filter = (enforcement.no_network || not_packs || enforcement.no_typing || enforcement.no_unix)
                 .then(|| program(enforcement.no_network, not_packs, enforcement.no_unix))
                 .transpose()?;
-            let reads = match &enforcement.reads_denied {
-                Some(denied) if !denied.is_empty() => Some(read_ruleset(enforcement.landlock_abi, denied)?),
-                _ => None,
-            };
             let narrow = match &enforcement.reads_only {
                 Some(places) => {
                     let writable = enforcement.writes_under.as_deref().unwrap_or_default();
-                    Some(narrow_ruleset(enforcement.landlock_abi, places, writable, tmpdir)?)
+                    let denied = reads.as_ref().map_or(&[][..], |(_, resolved)| resolved);
+                    Some(narrow_ruleset(enforcement.landlock_abi, places, writable, tmpdir, denied)?)
                 }
                 None => None,
             };
+            let reads = reads.map(|(fd, _)| fd);
             Ok(Self { ruleset, filter, reads, narrow })
         }
 
@@ -683,28 +719,35 @@ mod imp {
         access
     }
 
-    /// The rulesets built, by the paths they deny, with the walk that built them.
-    type ReadRulesets = std::collections::HashMap<Vec<std::path::PathBuf>, (crate::reads::Walk, Arc<OwnedFd>)>;
+    /// The rulesets built, by the paths they deny, with the walk that built them and the
+    /// paths as they were resolved then.
+    type ReadRulesets =
+        std::collections::HashMap<Vec<std::path::PathBuf>, (crate::reads::Walk, Arc<OwnedFd>, Resolved)>;
 
-    /// The read ruleset denying `denied`: built once per process and list, rebuilt when a
-    /// directory on the way to a denied path changed (a new entry there is granted then).
-    fn read_ruleset(abi: i32, denied: &[std::path::PathBuf]) -> std::io::Result<Arc<OwnedFd>> {
+    /// Denied paths as the rules around them were built (see [`crate::reads::resolve`]).
+    type Resolved = Arc<[std::path::PathBuf]>;
+
+    /// The read ruleset denying `denied`, and `denied` resolved: built once per process and
+    /// list, rebuilt (the paths resolved again) when a directory on the way to a denied
+    /// path changed (a new entry there is granted then, a new store denied).
+    fn read_ruleset(abi: i32, denied: &[std::path::PathBuf]) -> std::io::Result<(Arc<OwnedFd>, Resolved)> {
         static BUILT: std::sync::Mutex<Option<ReadRulesets>> = std::sync::Mutex::new(None);
         let mut built = BUILT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let built = built.get_or_insert_with(Default::default);
-        if let Some((walk, fd)) = built.get(denied)
+        if let Some((walk, fd, resolved)) = built.get(denied)
             && !walk.changed()
         {
-            return Ok(Arc::clone(fd));
+            return Ok((Arc::clone(fd), Arc::clone(resolved)));
         }
         // The walk is taken first: a change made while the rules are built is seen next time.
-        let walk = crate::reads::Walk::of(denied);
-        let fd = Arc::new(build_read_ruleset(abi, denied)?);
+        let resolved: Resolved = crate::reads::resolve(denied).into();
+        let walk = crate::reads::Walk::of(&[denied, &resolved].concat());
+        let fd = Arc::new(build_read_ruleset(abi, &resolved)?);
         if built.len() >= 16 {
             built.clear();
         }
-        built.insert(denied.to_vec(), (walk, Arc::clone(&fd)));
-        Ok(fd)
+        built.insert(denied.to_vec(), (walk, Arc::clone(&fd), Arc::clone(&resolved)));
+        Ok((fd, resolved))
     }
 
     fn build_read_ruleset(abi: i32, denied: &[std::path::PathBuf]) -> std::io::Result<OwnedFd> {
@@ -743,6 +786,7 @@ mod imp {
         places: &[std::path::PathBuf],
         writable: &[std::path::PathBuf],
         tmpdir: Option<&Path>,
+        denied: &[std::path::PathBuf],
     ) -> std::io::Result<OwnedFd> {
         let access = read_access(abi);
         let error =
@@ -753,8 +797,8 @@ mod imp {
             .map_err(error)?
             .create()
             .map_err(error)?;
-        let home = crate::reads::home();
-        let path_dirs = crate::reads::path_dirs(std::env::var_os("PATH").as_deref(), home.as_deref());
+        let homes = crate::reads::resolve(crate::reads::homes());
+        let path_dirs = crate::reads::path_dirs(std::env::var_os("PATH").as_deref(), &homes, denied);
         let system = crate::reads::SYSTEM_READABLE.iter().map(Path::new);
         let all = places
             .iter()
@@ -837,7 +881,32 @@ mod imp {
                     vec![SeccompRule::new(vec![family(SeccompCmpOp::Eq, libc::AF_UNIX)?])?],
                 );
             }
-            // `socketpair` stays: a connected pair reaches nothing outside the call.
+            // A Unix socketpair of a connected kind (`SOCK_STREAM`) stays: it reaches nothing
+            // outside the call. A datagram pair (`SOCK_DGRAM`, `SOCK_RAW` which is one,
+            // `SOCK_SEQPACKET`) would: `sendto` or `connect` names any datagram socket
+            // (`/dev/log`, journald, `NOTIFY_SOCKET`). The type's low four bits are the kind
+            // (the rest are `SOCK_NONBLOCK`, `SOCK_CLOEXEC`). Without the network, no other
+            // family's pair either.
+            if no_unix {
+                let unix = family(SeccompCmpOp::Eq, libc::AF_UNIX)?;
+                let kinds = (0..16).filter(|k| *k != libc::SOCK_STREAM);
+                let pairs = kinds
+                    .map(|k| {
+                        let kind = SeccompCondition::new(
+                            1,
+                            SeccompCmpArgLen::Dword,
+                            SeccompCmpOp::MaskedEq(0xf),
+                            u64::try_from(k).unwrap_or_default(),
+                        )?;
+                        SeccompRule::new(vec![unix.clone(), kind])
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                rules.insert(base | libc::SYS_socketpair, pairs);
+            }
+            if no_network {
+                let others = family(SeccompCmpOp::Ne, libc::AF_UNIX)?;
+                rules.entry(base | libc::SYS_socketpair).or_default().push(SeccompRule::new(vec![others])?);
+            }
             if no_network || no_unix {
                 // io_uring can open sockets of its own (IORING_OP_SOCKET).
                 rules.insert(base | libc::SYS_io_uring_setup, Vec::new());

@@ -326,7 +326,7 @@ impl Session {
         }
         let home = crate::reads::home();
         let dropped = honours(Key::NoDefaultDenyRead) && operator.no_default_deny_read;
-        let mut denied_reads = if dropped { Vec::new() } else { crate::reads::defaults(home.as_deref()) };
+        let mut denied_reads = if dropped { Vec::new() } else { crate::reads::default_list().to_vec() };
         if honours(Key::DenyRead) {
             denied_reads.extend(operator.deny_read.iter().map(|p| crate::reads::expand(p, home.as_deref())));
         }
@@ -361,7 +361,14 @@ impl Session {
         paths.push(op.lockfile.clone());
         paths.push(crate::lock::signature_path(&op.lockfile));
         paths.extend(op.log.iter().chain(&op.secrets_file).cloned());
-        paths.extend(crate::describe_cache::default_dir());
+        // packs' cache is made now (private) if it is not there yet: a piece of the control
+        // plane that does not exist is not reserved, and a tool whose workspace is `$HOME`
+        // could make it and plant the next listing snapshot (src/snapshot.rs).
+        if let Some(cache) = crate::describe_cache::default_dir() {
+            use std::os::unix::fs::DirBuilderExt;
+            let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&cache);
+            paths.push(cache);
+        }
         paths
     }
 

@@ -21,12 +21,13 @@ pub struct Context {
     workspace: Option<PathBuf>,
     /// packs' own configuration, resolved: no confined tool writes there.
     control_plane: Arc<[PathBuf]>,
-    /// What no confined tool reads, resolved; `None`: the default list under `$HOME`.
+    /// What no confined tool reads, absolute, not resolved (the read rules resolve it each
+    /// time they are built: [`crate::reads::resolve`]); `None`: the default list under `$HOME`.
     denied_reads: Option<Arc<[PathBuf]>>,
     /// The operator dropped the default list (`--no-default-deny-read`): `denied_reads` is
     /// theirs alone.
     default_reads_dropped: bool,
-    /// What the agent adds to it (`deny_read`), resolved.
+    /// What the agent adds to it (`deny_read`), absolute.
     agent_denied_reads: Arc<[PathBuf]>,
     audit: Option<Arc<AuditLog>>,
     /// The settings in effect: the operator's (`with_*`), else the agent's.
@@ -87,7 +88,7 @@ impl Context {
     /// loosens. An agent set earlier is replaced, its settings with it.
     #[must_use]
     pub fn with_agent(mut self, agent: Agent) -> Self {
-        self.agent_denied_reads = crate::grants::resolved(agent.denied_reads()).into();
+        self.agent_denied_reads = absolute(agent.denied_reads()).into();
         self.agent = Some(Arc::new(agent));
         self.settle()
     }
@@ -162,6 +163,7 @@ impl Context {
                 .protecting(&self.control_plane)
                 .denying_reads(self.denies_reads(tool).then(|| self.denied_reads().into_owned()))
                 .reads_list_replaced(self.default_reads_dropped)
+                .without_home(crate::reads::homes_unknown())
                 .unix_sockets(policy.unix_sockets)
                 .reading_only(self.readable_places(tool));
         Some(crate::sandbox::decide(needs, self.sandbox, crate::sandbox::Support::probe()))
@@ -201,27 +203,29 @@ impl Context {
     /// no confined tool reads (a front-end's own key files, e.g. `packs call`'s approval key).
     #[must_use]
     pub(crate) fn protecting_files(mut self, paths: &[PathBuf]) -> Self {
-        let added = crate::grants::resolved(paths);
-        let merge = |old: &[PathBuf]| -> Arc<[PathBuf]> {
-            let mut all: Vec<PathBuf> = old.iter().chain(&added).cloned().collect();
+        let merge = |old: &[PathBuf], added: &[PathBuf]| -> Arc<[PathBuf]> {
+            let mut all: Vec<PathBuf> = old.iter().chain(added).cloned().collect();
             all.sort();
             all.dedup();
             all.into()
         };
-        self.control_plane = merge(&self.control_plane);
-        let reads = merge(self.denied_reads.as_deref().unwrap_or_else(|| crate::reads::default_resolved()));
-        self.denied_reads = Some(reads);
+        self.control_plane = merge(&self.control_plane, &crate::grants::resolved(paths));
+        // Denied reads are kept as given (absolute) and resolved when the rules are built,
+        // as `with_denied_reads` keeps them.
+        let reads = self.denied_reads.as_deref().unwrap_or_else(|| crate::reads::default_list());
+        self.denied_reads = Some(merge(reads, &absolute(paths)));
         self
     }
 
     /// What no `read_only` or `workspace` tool may read (open, list beneath, execute, map):
     /// credential stores and packs' own secrets (docs/SANDBOX.md); by default the list
-    /// under `$HOME` (docs/SANDBOX.md lists it). Paths are resolved now; one that
-    /// does not exist now is not denied.
+    /// under `$HOME` (docs/SANDBOX.md lists it). A relative path is taken from the
+    /// current directory now; links are resolved each time the rules are built, and a path
+    /// that does not exist (yet) is denied all the same: created later, it is unreadable.
     #[must_use]
     pub fn with_denied_reads(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
         let paths: Vec<PathBuf> = paths.into_iter().collect();
-        self.denied_reads = Some(crate::grants::resolved(&paths).into());
+        self.denied_reads = Some(absolute(&paths).into());
         self
     }
 
@@ -233,10 +237,10 @@ impl Context {
         self
     }
 
-    /// What no confined tool may read, resolved: the operator's list (else the default
-    /// one) and what the agent adds.
+    /// What no confined tool may read, absolute (not resolved): the operator's list (else
+    /// the default one) and what the agent adds.
     pub(crate) fn denied_reads(&self) -> std::borrow::Cow<'_, [PathBuf]> {
-        let operator = self.denied_reads.as_deref().unwrap_or_else(|| crate::reads::default_resolved());
+        let operator = self.denied_reads.as_deref().unwrap_or_else(|| crate::reads::default_list());
         if self.agent_denied_reads.iter().all(|p| operator.contains(p)) {
             return std::borrow::Cow::Borrowed(operator);
         }
@@ -298,6 +302,14 @@ impl Context {
     pub fn agent(&self) -> Option<&Agent> {
         self.agent.as_deref()
     }
+}
+
+/// `paths` absolute (from the current directory), sorted, without repeats.
+fn absolute(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = paths.iter().filter_map(|p| std::path::absolute(p).ok()).collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 #[cfg(test)]

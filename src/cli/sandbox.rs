@@ -67,9 +67,21 @@ pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
         }
         _ => failure.clone().unwrap_or_else(|| "enforced".to_owned()),
     };
+    // Without a home directory the default list names nothing: said, and refused under enforce.
+    let stores = match (crate::reads::homes_unknown(), mode) {
+        (false, _) | (true, SandboxMode::Off) => verdict(true, reads),
+        (true, SandboxMode::Enforce) => {
+            "refused (no home directory: HOME is unset or relative, and the user has no entry in /etc/passwd)"
+                .to_owned()
+        }
+        (true, SandboxMode::BestEffort) => {
+            "not enforced (no home directory: HOME is unset or relative, and the user has no entry in /etc/passwd)"
+                .to_owned()
+        }
+    };
     let rows = [
         ("read_only and workspace tools: writes confined", verdict(true, writes)),
-        ("read_only and workspace tools: credential stores unreadable", verdict(true, reads)),
+        ("read_only and workspace tools: credential stores unreadable", stores.clone()),
         ("confined tools: packs' own configuration not writable", verdict(true, writes)),
         ("tools without requires_network: no IP sockets", verdict(true, support.seccomp)),
         ("tools without requires_network: no abstract Unix sockets outside the call", abstract_unix.clone()),
@@ -85,7 +97,7 @@ pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
             "seccomp": support.seccomp,
             "writes_confined": verdict(true, writes),
             "control_plane_protected": verdict(true, writes),
-            "credential_stores_unreadable": verdict(true, reads),
+            "credential_stores_unreadable": stores,
             "network_refused": verdict(true, support.seccomp),
             "abstract_unix_sockets_refused": abstract_unix,
             "signals_confined": signals,

@@ -131,50 +131,99 @@ fn reads_are_open_to_system_tools_to_a_tool_that_states_reads_credentials_and_un
     assert!(!dry("opted").contains("credential stores unreadable"), "{}", dry("opted"));
 }
 
-#[test]
-fn an_entry_created_in_home_after_a_first_call_is_readable_in_the_next() {
-    // packs serve keeps the read rules per process: a change on the way to a denied path
-    // rebuilds them, so a file created in HOME between calls reads.
-    let home = fake_home();
+/// One step of [`serve_reader`]: a call of `reader` on a file, or a file written (its
+/// directories made) while the server runs.
+enum Step<'a> {
+    Read(&'a Path),
+    Write(&'a Path, &'a str),
+}
+
+/// Run `packs serve` with a `reader` tool under `home`, taking `steps` in order; the answer
+/// of each call, one line each.
+fn serve_reader(home: &Path, steps: &[Step]) -> Vec<String> {
+    crate::common::require("python3");
     let packs = Packs::new().manifest(
         "reader",
         json!({"name": "reader", "description": "d", "parameters": {"file": {"type": "string"}},
                "command": {"program": "cat", "args": ["{{file}}"]}}),
     );
-    let new = home.path().join("later.txt");
-    let call = |id: u32, file: &Path| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-               "params": {"name": "reader", "arguments": {"file": file}}})
-        .to_string()
-    };
-    // The second call's file is created while the server runs, after the first call.
-    let script = format!(
-        "import subprocess, sys, json, time\n\
-         p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)\n\
+    let steps: Vec<Value> = steps
+        .iter()
+        .enumerate()
+        .map(|(id, step)| match step {
+            Step::Read(file) => json!([
+                "call",
+                json!({"jsonrpc": "2.0", "id": id + 1, "method": "tools/call",
+                "params": {"name": "reader", "arguments": {"file": file}}})
+                .to_string()
+            ]),
+            Step::Write(file, text) => json!(["write", file, text]),
+        })
+        .collect();
+    let script = "import subprocess, sys, json, os\n\
+         p = subprocess.Popen(sys.argv[2:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)\n\
          def send(line):\n    p.stdin.write(line + '\\n'); p.stdin.flush(); return p.stdout.readline()\n\
-         send(json.dumps({{'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {{'protocolVersion': '2025-06-18', 'capabilities': {{}}, 'clientInfo': {{'name': 't', 'version': '1'}}}}}}))\n\
-         p.stdin.write(json.dumps({{'jsonrpc': '2.0', 'method': 'notifications/initialized'}}) + '\\n')\n\
-         print(send({first:?}))\n\
-         open({new:?}, 'w').write('written later')\n\
-         print(send({second:?}))\n\
-         p.stdin.close(); p.wait()\n",
-        first = call(1, &home.path().join(".ssh/id_ed25519")),
-        second = call(2, &new),
-        new = new.display().to_string(),
-    );
-    crate::common::require("python3");
+         send(json.dumps({'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 't', 'version': '1'}}}))\n\
+         p.stdin.write(json.dumps({'jsonrpc': '2.0', 'method': 'notifications/initialized'}) + '\\n')\n\
+         for step in json.loads(sys.argv[1]):\n\
+         \x20   if step[0] == 'call': print(send(step[1]).strip())\n\
+         \x20   else: os.makedirs(os.path.dirname(step[1]), exist_ok=True); open(step[1], 'w').write(step[2])\n\
+         p.stdin.close(); p.wait()\n";
+    let steps = Value::from(steps).to_string();
     let out = Test::new()
         .packs_dir(&packs)
-        .env("HOME", home.path())
-        .wrapper(["python3", "-c", &script])
+        .env("HOME", home)
+        .wrapper(["python3", "-c", script, &steps])
         .args(["serve"])
         .run();
     out.success();
-    let stdout = out.stdout();
-    let mut lines = stdout.lines().filter(|l| !l.is_empty());
-    let first = lines.next().unwrap_or_default();
-    assert!(!first.contains(SECRET) && first.contains("Permission denied"), "{stdout}");
-    assert!(lines.next().unwrap_or_default().contains("written later"), "{stdout}");
+    out.stdout().lines().filter(|l| !l.is_empty()).map(str::to_owned).collect()
+}
+
+#[test]
+fn an_entry_created_in_home_after_a_first_call_is_readable_in_the_next() {
+    // packs serve keeps the read rules per process: a change on the way to a denied path
+    // rebuilds them, so a file created in HOME between calls reads.
+    let home = fake_home();
+    let new = home.path().join("later.txt");
+    let got = serve_reader(
+        home.path(),
+        &[Step::Read(&home.path().join(".ssh/id_ed25519")), Step::Write(&new, "written later"), Step::Read(&new)],
+    );
+    assert!(!got[0].contains(SECRET) && got[0].contains("Permission denied"), "{got:?}");
+    assert!(got[1].contains("written later"), "{got:?}");
+}
+
+#[test]
+fn a_credential_store_created_while_packs_serves_is_never_readable() {
+    // No `~/.aws` nor `~/.config/gh` when the server starts: `aws configure`, `gh auth
+    // login` make them between calls, and a file beside them makes HOME change too.
+    let home = fake_home();
+    let h = real(home.path());
+    std::fs::remove_dir_all(h.join(".aws")).unwrap();
+    let (aws, gh, later) = (h.join(".aws/credentials"), h.join(".config/gh/hosts.yml"), h.join("later.txt"));
+    let got = serve_reader(
+        &h,
+        &[
+            Step::Read(&h.join("notes.txt")),
+            Step::Write(&aws, SECRET),
+            Step::Write(&gh, SECRET),
+            Step::Read(&aws),
+            Step::Read(&gh),
+            Step::Write(&later, "written later"),
+            Step::Read(&later),
+            Step::Read(&aws),
+            Step::Read(&gh),
+        ],
+    );
+    assert!(got[0].contains("my notes"), "{got:?}");
+    for (i, answer) in got.iter().enumerate() {
+        assert!(!answer.contains(SECRET), "call {i}: {got:?}");
+    }
+    for i in [1, 2, 4, 5] {
+        assert!(got[i].contains("Permission denied"), "call {i}: {got:?}");
+    }
+    assert!(got[3].contains("written later"), "{got:?}");
 }
 
 #[test]
@@ -487,4 +536,173 @@ fn the_audit_line_says_how_reads_were_confined() {
         .map(|l| serde_json::from_str::<Value>(l).unwrap()["reads"].as_str().unwrap_or("absent").to_owned())
         .collect();
     assert_eq!(reads, ["credentials-denied", "narrowed", "unconfined", "unconfined"]);
+}
+
+#[test]
+fn a_tool_that_may_write_a_stores_parent_cannot_move_it_out_of_the_list() {
+    // A workspace tool whose workspace is HOME, and one that may write `~/.cargo`: each
+    // tries to rename a credential store (or a file of one) to a name not on the list, and a
+    // second run reads it there.
+    let home = fake_home();
+    let h = real(home.path());
+    std::fs::create_dir_all(h.join(".cargo")).unwrap();
+    std::fs::write(h.join(".cargo/credentials.toml"), SECRET).unwrap();
+    let mover = |name: &str, policy: Value, script: &str| {
+        json!({"name": name, "description": "d", "policy": policy,
+               "command": {"program": "sh", "args": ["-c", script, "sh"]}})
+    };
+    let packs = Packs::new()
+        .manifest(
+            "in_home",
+            mover(
+                "in_home",
+                json!({"tier": "workspace"}),
+                r#"mv "$HOME/.ssh" "$HOME/.cache-x" 2>/dev/null || echo refused dir; rm -f "$HOME/.netrc" 2>/dev/null; ln -sf /etc/hostname "$HOME/.netrc" 2>/dev/null; cat "$HOME/.cache-x/id_ed25519" 2>/dev/null; echo done"#,
+            ),
+        )
+        .manifest(
+            "cargo",
+            mover(
+                "cargo",
+                json!({"read_only": true, "writable": ["{{env.HOME}}/.cargo"]}),
+                r#"mv "$HOME/.cargo/credentials.toml" "$HOME/.cargo/moved" 2>/dev/null || echo refused file; cat "$HOME/.cargo/moved" 2>/dev/null; echo done"#,
+            ),
+        );
+    for name in ["in_home", "cargo", "in_home", "cargo"] {
+        let out = Test::new().packs_dir(&packs).env("HOME", &h).arg("--workspace").arg(&h).args(["run", name]).run();
+        out.success();
+        assert!(!out.stdout().contains(SECRET), "{name}: {}", out.stdout());
+        assert!(out.stdout().contains("refused "), "{name}: {}", out.stdout());
+    }
+    assert_eq!(std::fs::read_to_string(h.join(".ssh/id_ed25519")).unwrap(), SECRET);
+    assert_eq!(std::fs::read_to_string(h.join(".cargo/credentials.toml")).unwrap(), SECRET);
+    assert_eq!(std::fs::read_to_string(h.join(".netrc")).unwrap(), SECRET, "replaced");
+    assert!(!h.join(".cache-x").exists() && !h.join(".cargo/moved").exists());
+}
+
+#[test]
+fn a_tool_stating_unix_sockets_false_reaches_no_datagram_socket_through_a_socketpair() {
+    crate::common::require("python3");
+    // A local daemon reading datagrams on a pathname socket (`/dev/log`, journald's).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.sock");
+    let listener = std::process::Command::new("python3")
+        .args(["-c", "import socket, sys\nl = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\nl.bind(sys.argv[1])\nprint('up', flush=True)\nwhile True: print(l.recv(100).decode(), flush=True)"])
+        .arg(&path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut listener = Guard(listener);
+    let mut lines = std::io::BufReader::new(listener.0.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut lines, &mut line).unwrap();
+    assert_eq!(line, "up\n");
+    let script = "import socket, sys\n\
+                  for kind in ('SOCK_DGRAM', 'SOCK_RAW', 'SOCK_SEQPACKET'):\n\
+                  \x20   try:\n\
+                  \x20       a, b = socket.socketpair(socket.AF_UNIX, getattr(socket, kind) | socket.SOCK_CLOEXEC)\n\
+                  \x20       a.sendto(b'sent through ' + kind.encode(), sys.argv[1]); print('sent', kind)\n\
+                  \x20   except OSError as e: print('refused', kind, e.errno)\n\
+                  a, b = socket.socketpair(); a.send(b'pair'); print(b.recv(4).decode())\n";
+    let packs = Packs::new().manifest(
+        "closed",
+        json!({"name": "closed", "description": "d", "policy": {"read_only": true, "unix_sockets": false},
+               "command": {"program": "python3", "args": ["-c", script, path.display().to_string()]}}),
+    );
+    Test::new()
+        .packs_dir(packs.path())
+        .args(["run", "closed"])
+        .run()
+        .success()
+        .stdout_eq("refused SOCK_DGRAM 1\nrefused SOCK_RAW 1\nrefused SOCK_SEQPACKET 1\npair\n");
+    listener.0.kill().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut lines, &mut rest).unwrap();
+    assert!(!rest.contains("sent through"), "{rest}");
+}
+
+#[test]
+#[ignore = "needs root (runs packs as a user without a passwd entry)"]
+fn without_any_home_reads_are_said_unconfined_and_enforce_refuses() {
+    // A user with no entry in /etc/passwd, HOME unset, empty or relative: no credential store
+    // is known, so nothing may claim them unreadable.
+    let packs = Packs::new().manifest("reader", reader());
+    let copy = crate::common::ForOtherUser::new(&packs);
+    for home in [None, Some(""), Some("relative")] {
+        let run = |args: &[&str]| {
+            let mut cmd = copy.command(&[]);
+            match home {
+                Some(h) => cmd.env("HOME", h),
+                None => cmd.env_remove("HOME"),
+            };
+            cmd.args(args).output().expect("setpriv (util-linux)")
+        };
+        let out = run(&["run", "reader", "--arg", "file=/etc/hostname"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{home:?}: {stderr}");
+        assert!(stderr.contains("keeping credential stores unreadable needs a home directory"), "{home:?}: {stderr}");
+        let out = run(&["--sandbox", "best-effort", "run", "reader", "--dry-run"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{home:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains("credential stores readable (no home directory)"), "{home:?}: {stdout}");
+        assert!(!stdout.contains("credential stores unreadable;"), "{home:?}: {stdout}");
+        let mut sandbox = std::process::Command::new("setpriv");
+        let uid = format!("--reuid={}", crate::common::OTHER_UID);
+        let gid = format!("--regid={}", crate::common::OTHER_UID);
+        sandbox.args([uid.as_str(), gid.as_str(), "--clear-groups", "--"]).arg(&copy.bin).arg("sandbox");
+        match home {
+            Some(h) => sandbox.env("HOME", h),
+            None => sandbox.env_remove("HOME"),
+        };
+        let out = sandbox.current_dir(copy.place.path()).output().expect("setpriv (util-linux)");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("credential stores unreadable: refused (no home directory: HOME is unset or relative"),
+            "{home:?}: {stdout}"
+        );
+        // The operator who names the paths themselves is not refused.
+        let out =
+            run(&["--no-default-deny-read", "--deny-read", "/srv", "run", "reader", "--arg", "file=/etc/hostname"]);
+        assert!(out.status.success(), "{home:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+#[test]
+fn an_unset_home_falls_back_to_the_passwd_entry() {
+    // The user running the suite has a passwd entry: with HOME unset or relative, the
+    // credential stores are still named (under that entry's home) and said unreadable.
+    let packs = Packs::new().manifest("reader", reader());
+    for home in [None, Some("relative")] {
+        let mut t = Test::new().packs_dir(&packs);
+        t = match home {
+            Some(h) => t.env("HOME", h),
+            None => t.env_remove("HOME"),
+        };
+        t.args(["run", "reader", "--dry-run"]).run().success().stdout_contains("; credential stores unreadable;");
+    }
+}
+
+#[test]
+fn a_path_entry_above_or_linking_to_home_opens_nothing_to_a_narrowed_tool() {
+    let home = fake_home();
+    let h = real(home.path());
+    let up = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&h, up.path().join("to-home")).unwrap();
+    let packs = Packs::new().manifest(
+        "narrow",
+        json!({"name": "narrow", "description": "d", "parameters": {"file": {"type": "string"}},
+               "policy": {"read_only": true, "readable": []},
+               "command": {"program": "sh", "args": ["-c", "cat \"$0\" 2>/dev/null || echo refused", "{{file}}"]}}),
+    );
+    for entry in [h.join(".."), up.path().join("to-home"), h.join(".ssh")] {
+        let path = format!("/usr/bin:/bin:{}", entry.display());
+        let out = Test::new()
+            .packs_dir(&packs)
+            .env("HOME", &h)
+            .env("PATH", &path)
+            .args(["run", "narrow", "--arg"])
+            .arg(format!("file={}", h.join("notes.txt").display()))
+            .run();
+        out.success().stdout_eq("refused\n");
+    }
 }

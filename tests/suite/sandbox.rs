@@ -874,3 +874,29 @@ fn the_group_kill_ends_every_process_of_a_confined_tool_on_timeout() {
         assert!(!alive(pid), "{pid} of the tool's group outlived its timeout");
     }
 }
+
+#[test]
+fn a_first_run_workspace_tool_cannot_plant_a_listing_snapshot_in_packs_cache() {
+    // The first run in a fresh HOME, the workspace that HOME: packs' cache does not exist
+    // yet, and a tool must not make it (a forged `listing-*.snap` would be the next serve's
+    // catalog).
+    let home = tempfile::tempdir().unwrap();
+    let h = std::fs::canonicalize(home.path()).unwrap();
+    let cache = h.join(".cache/packs");
+    let plant = r#"mkdir -p "$HOME/.cache/packs" 2>/dev/null; if echo forged > "$HOME/.cache/packs/listing-0.snap" 2>/dev/null; then echo planted; else echo refused; fi"#;
+    let packs =
+        Packs::new().manifest("plant", shell_tool("plant", json!({"tier": "workspace"}), json!({}), plant, &[]));
+    let out = Test::new()
+        .packs_dir(&packs)
+        .env("HOME", &h)
+        .env_remove("PACKS_CACHE_DIR")
+        .env_remove("XDG_CACHE_HOME")
+        .arg("--workspace")
+        .arg(&h)
+        .args(["run", "plant"])
+        .run();
+    out.success().stdout_eq("refused\n");
+    assert!(!cache.join("listing-0.snap").exists());
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&cache).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o700, "packs made its cache private");
+}
