@@ -184,8 +184,7 @@ fn policy(tool: &Tool, context: &crate::call::Context) -> String {
     }
     let enforced = match context.enforcement(tool) {
         None => "nothing (a native tool runs in the program's own process)".to_owned(),
-        Some(Ok(e)) => e.describe(),
-        Some(Err(e)) => format!("refused here unless `--sandbox best-effort` or `off`: {}", e.missing.join("; ")),
+        Some(decided) => crate::sandbox::stated(&decided),
     };
     let _ = write!(s, "\nenforced by the kernel: {enforced}");
     s

@@ -336,6 +336,17 @@ impl Enforcement {
     }
 }
 
+/// What the kernel enforces for a call, in words, as decided by
+/// [`crate::call::Context::enforcement`]: `--dry-run`'s `sandbox:` line (it is
+/// [`Enforcement::describe`]), `packs help NAME` and the `dev.packs/sandbox` note of an MCP
+/// `tools/list` entry all say it this way, so they cannot drift apart.
+pub(crate) fn stated(decided: &Result<Enforcement, Unenforceable>) -> String {
+    match decided {
+        Ok(e) => e.describe(),
+        Err(e) => format!("refused here unless `--sandbox best-effort` or `off`: {}", e.missing.join("; ")),
+    }
+}
+
 /// The kernel cannot enforce what a call needs, and the mode is `enforce`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(

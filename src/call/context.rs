@@ -169,6 +169,20 @@ impl Context {
         Some(crate::sandbox::decide(needs, self.sandbox, crate::sandbox::Support::probe()))
     }
 
+    /// What, besides the tools and the kernel, [`Context::enforcement`] depends on, in one
+    /// text: part of the key of serve's listing snapshot, whose entries state it.
+    pub(crate) fn sandbox_key(&self) -> String {
+        format!(
+            "{:?} {:?} {} {:?} {:?} {}",
+            self.sandbox,
+            self.denied_reads(),
+            self.default_reads_dropped,
+            self.control_plane,
+            self.workspace(),
+            crate::reads::homes_unknown()
+        )
+    }
+
     /// Where `tool` may read when its manifest narrows reads (`policy.readable`): the places
     /// it names, and its manifest's directory (a script beside it must start).
     fn readable_places(&self, tool: &crate::tool::Tool) -> Option<Vec<PathBuf>> {

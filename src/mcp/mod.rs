@@ -281,8 +281,13 @@ impl Server {
     pub(crate) fn start(options: Options, seal: Seal) -> (Arc<Self>, Startup) {
         let snapshot = match (&options.snapshot, &options.search.describe_cache) {
             (Some(inputs), Some(cache)) if options.locked.is_none() => {
-                // The read-only hints follow what this kernel confines.
-                let kernel = format!("serve {:?}", crate::sandbox::Support::probe());
+                // The read-only hints and the sandbox notes follow what this kernel confines
+                // and the server's context (the arguments and environment are in the key).
+                let kernel = format!(
+                    "serve {:?} {}",
+                    crate::sandbox::Support::probe(),
+                    options.context.sandbox_key()
+                );
                 crate::snapshot::Snapshot::of_this_process(cache, inputs, &kernel)
             }
             _ => None,
@@ -535,15 +540,21 @@ fn offered<'c>(context: &Context, catalog: &'c Catalog) -> Vec<&'c crate::tool::
 /// only for a tool that states `read_only`, adds no `policy.writable` place, and whose
 /// writes and signals the kernel confines here (a tool that can kill the user's other
 /// processes changes its environment; a native tool runs in packs' own process: never).
+/// `_meta` states what the kernel enforces for it here (`dev.packs/sandbox`: the words of
+/// `--dry-run`'s `sandbox:` line in this connection's context; none for a native tool).
 fn entry(context: &Context, t: &crate::tool::Tool) -> Value {
     // A server lists the same tools again and again: keep each one's describe (an export
     // made once only synthesizes it for the moment).
     t.describe();
     let mut entry = crate::formats::mcp::tool(t);
+    let decided = context.enforcement(t);
     let enforced = t.policy().writable.is_empty()
-        && context.enforcement(t).is_some_and(|decided| {
-            decided.is_ok_and(|e| e.writes_under.is_some() && e.signals_confined() && e.unenforced.is_empty())
+        && decided.as_ref().is_some_and(|decided| {
+            decided.as_ref().is_ok_and(|e| e.writes_under.is_some() && e.signals_confined() && e.unenforced.is_empty())
         });
+    if let (Some(decided), Some(fields)) = (&decided, entry.as_object_mut()) {
+        fields.insert("_meta".into(), json!({"dev.packs/sandbox": crate::sandbox::stated(decided)}));
+    }
     if !enforced && let Some(hints) = entry.get_mut("annotations").and_then(Value::as_object_mut) {
         hints.insert("readOnlyHint".into(), Value::Bool(false));
         hints.insert("destructiveHint".into(), Value::Bool(true));

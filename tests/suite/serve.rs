@@ -664,3 +664,60 @@ fn serve_keeps_no_snapshot_of_a_broken_pack_or_under_locked() {
     }
     assert!(snapshots(cache.path()).is_empty());
 }
+
+/// The `sandbox:` line `packs run NAME --dry-run` prints with `extra` flags.
+fn dry_run_sandbox_line(packs: &Packs, extra: &[&str], name: &str) -> String {
+    let out = Command::new(PACKS)
+        .arg("--packs")
+        .arg(packs.path())
+        .args(extra)
+        .args(["run", name, "--dry-run"])
+        .env_remove("PACKS_PATH")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let line = stdout.lines().find_map(|l| l.trim().strip_prefix("sandbox: "));
+    line.unwrap_or_else(|| panic!("no sandbox line: {stdout}{}", String::from_utf8_lossy(&out.stderr))).to_owned()
+}
+
+#[test]
+fn each_tools_list_entry_states_its_sandbox_as_dry_run_does() {
+    let packs = Packs::new()
+        .manifest("reader", json!({"name": "reader", "description": "d", "command": "echo hi", "policy": {"read_only": true}}))
+        .manifest(
+            "keys",
+            json!({"name": "keys", "description": "d", "command": "echo hi", "policy": {"read_only": true, "reads_credentials": true}}),
+        );
+    let list = [json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})];
+    let note = |messages: &[Value], name: &str| -> String {
+        let tools = by_id(messages, 1)["result"]["tools"].as_array().unwrap().clone();
+        let entry = tools.into_iter().find(|t| t["name"] == name).unwrap();
+        entry["_meta"]["dev.packs/sandbox"].as_str().unwrap_or_else(|| panic!("no sandbox note: {entry}")).to_owned()
+    };
+    for extra in [&["--sandbox", "best-effort"][..], &["--sandbox", "off"]] {
+        let m = session(&packs, extra, &list);
+        for name in ["reader", "keys"] {
+            assert_eq!(note(&m, name), dry_run_sandbox_line(&packs, extra, name), "{name} {extra:?}");
+        }
+    }
+    let m = session(&packs, &["--sandbox", "best-effort"], &list);
+    assert!(note(&m, "reader").contains("credential stores unreadable"), "{}", note(&m, "reader"));
+    assert!(note(&m, "keys").contains("may read credential stores (policy.reads_credentials)"), "{}", note(&m, "keys"));
+    let off = session(&packs, &["--sandbox", "off"], &list);
+    assert_eq!(note(&off, "reader"), "off: nothing is enforced");
+    // The listing snapshot answers with the same notes, and one made under another sandbox
+    // mode or another denied-read list never answers for this one.
+    let cache = tempfile::tempdir().unwrap();
+    crate::common::settle();
+    let requests = [init("2025-06-18"), list[0].clone()];
+    let (cold, stderr) = cached_session(&packs, cache.path(), &[], &requests);
+    assert_eq!(snapshots(cache.path()).len(), 1, "{stderr}");
+    let (warm, stderr) = cached_session(&packs, cache.path(), &[], &requests);
+    assert_eq!(warm, cold, "{stderr}");
+    assert!(note(&warm, "reader").contains("credential stores unreadable"), "{}", note(&warm, "reader"));
+    let (off, _) = cached_session(&packs, cache.path(), &["--sandbox", "off"], &requests);
+    assert_eq!(note(&off, "reader"), "off: nothing is enforced");
+    let (dropped, _) = cached_session(&packs, cache.path(), &["--no-default-deny-read"], &requests);
+    assert_eq!(note(&dropped, "reader"), dry_run_sandbox_line(&packs, &["--no-default-deny-read"], "reader"));
+    assert!(note(&dropped, "reader").contains("reads not restricted"), "{}", note(&dropped, "reader"));
+}
