@@ -283,11 +283,7 @@ impl Server {
             (Some(inputs), Some(cache)) if options.locked.is_none() => {
                 // The read-only hints and the sandbox notes follow what this kernel confines
                 // and the server's context (the arguments and environment are in the key).
-                let kernel = format!(
-                    "serve {:?} {}",
-                    crate::sandbox::Support::probe(),
-                    options.context.sandbox_key()
-                );
+                let kernel = format!("serve {:?} {}", crate::sandbox::Support::probe(), options.context.sandbox_key());
                 crate::snapshot::Snapshot::of_this_process(cache, inputs, &kernel)
             }
             _ => None,
