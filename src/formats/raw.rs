@@ -218,6 +218,52 @@ fn first_marker(text: &str, from: usize, markers: &[&'static str]) -> Option<(us
     markers.iter().filter_map(|m| text[from..].find(m).map(|i| (from + i, *m))).min_by_key(|(i, _)| *i)
 }
 
+/// Where a layout's start markers next occur in a text read front to back (that may grow
+/// at its end, as a stream's does): each marker's next occurrence is remembered, and a
+/// search starts where the last one left off, so every byte is scanned about once per
+/// marker, however many blocks there are. (Searching each marker afresh from each
+/// block's end reads to the end of the text for a marker that never occurs: quadratic.)
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Markers {
+    /// Per marker: no occurrence starts between the last `from` and `clear`, but `hit`.
+    next: Vec<(usize, Option<usize>)>,
+    /// Bytes scanned so far.
+    work: usize,
+}
+
+impl Markers {
+    /// The first of `markers` in `text` at or after `from` (which never goes back between
+    /// calls, and `markers` stay the same): its offset and which.
+    pub(crate) fn first(&mut self, text: &str, from: usize, markers: &[&'static str]) -> Option<(usize, &'static str)> {
+        if self.next.len() != markers.len() {
+            self.next = vec![(0, None); markers.len()];
+        }
+        let mut best: Option<(usize, &'static str)> = None;
+        for (m, (clear, hit)) in markers.iter().zip(&mut self.next) {
+            let at = match *hit {
+                Some(h) if h >= from => Some(h),
+                _ => {
+                    let start = floor_char(text, from.max(*clear));
+                    let found = text[start..].find(m).map(|i| start + i);
+                    self.work += found.map_or(text.len(), |i| i + m.len()) - start;
+                    *hit = found;
+                    // Not found: a later occurrence may only start in the last bytes, that
+                    // the text may yet complete.
+                    *clear =
+                        found.unwrap_or_else(|| floor_char(text, (text.len() + 1).saturating_sub(m.len()).max(start)));
+                    found
+                }
+            };
+            if let Some(i) = at
+                && best.is_none_or(|(b, _)| i < b)
+            {
+                best = Some((i, *m));
+            }
+        }
+        best
+    }
+}
+
 /// Read the reasoning at the start of `text` (`open`…`close`, or `close` alone when the
 /// prompt opened it) into `b`, with any text before `open` as content; the offset where
 /// the rest begins, or None when the thought never ended (all of it is reasoning). The
@@ -252,6 +298,19 @@ pub(crate) fn reasoning(text: &str, open: &str, close: &str, first_call: usize, 
 
 /// The whole parse of a family laid out as `spec` says.
 pub(crate) fn drive(text: &str, spec: &Spec, schema_of: SchemaOf<'_>) -> Parsed {
+    drive_builder(text, spec, schema_of).finish()
+}
+
+/// The whole parse, and the bytes its marker searches scanned (for the tests' work count).
+#[cfg(test)]
+pub(crate) fn drive_work(text: &str, spec: &Spec, schema_of: SchemaOf<'_>) -> (Parsed, usize) {
+    let b = drive_builder(text, spec, schema_of);
+    let work = b.scanned;
+    (b.finish(), work)
+}
+
+/// The whole parse into a builder.
+fn drive_builder(text: &str, spec: &Spec, schema_of: SchemaOf<'_>) -> Builder {
     let text = strip_end(text, spec.end_of_turn);
     let mut b = Builder::default();
     let mut pos = 0;
@@ -259,15 +318,17 @@ pub(crate) fn drive(text: &str, spec: &Spec, schema_of: SchemaOf<'_>) -> Parsed 
         let first = first_marker(text, 0, spec.starts).map_or(text.len(), |(i, _)| i);
         match reasoning(text, open, close, first, &mut b) {
             Some(p) => pos = p,
-            None => return b.finish(),
+            None => return b,
         }
     }
-    while let Some((open, marker)) = first_marker(text, pos, spec.starts) {
+    let mut markers = Markers::default();
+    while let Some((open, marker)) = markers.first(text, pos, spec.starts) {
         b.text(&text[pos..open]);
         pos = (spec.block)(text, open, marker, schema_of, &mut b);
     }
     b.text(&text[pos..]);
-    b.finish()
+    b.scanned += markers.work;
+    b
 }
 
 /// The layout of `family`, when it is read as prelude and blocks.
@@ -332,6 +393,8 @@ pub struct Stream {
     /// No prelude marker starts before this offset.
     scanned: usize,
     tried: Option<Tried>,
+    /// The start markers among blocks.
+    markers: Markers,
     sent_content: usize,
     sent_reasoning: usize,
     sent_calls: usize,
@@ -358,6 +421,7 @@ impl Stream {
             pos: 0,
             scanned: 0,
             tried: None,
+            markers: Markers::default(),
             sent_content: 0,
             sent_reasoning: 0,
             sent_calls: 0,
@@ -419,7 +483,7 @@ impl Stream {
     /// Bytes read so far by the stream's scans and tries (linear in the text).
     #[doc(hidden)]
     pub fn work(&self) -> usize {
-        self.work
+        self.work + self.markers.work
     }
 
     /// Read what the text up to its current end makes certain.
@@ -495,8 +559,7 @@ impl Stream {
     fn blocks(&mut self, spec: &Spec, schema_of: SchemaOf<'_>) -> bool {
         let t = &self.text[..];
         let pos = self.pos;
-        let found = first_marker(t, pos, spec.starts);
-        self.work += found.map_or(t.len(), |(open, m)| open + m.len()) - pos;
+        let found = self.markers.first(t, pos, spec.starts);
         let Some((open, marker)) = found else {
             // Text to the end, but what could start a marker or be the end-of-turn token.
             let end = pos + held_from(&t[pos..], spec);
@@ -620,6 +683,8 @@ pub(crate) struct Builder {
     content: String,
     reasoning: String,
     calls: Vec<ToolCall>,
+    /// Bytes scanned for markers (for the tests' work count).
+    pub(crate) scanned: usize,
 }
 
 impl Builder {
@@ -912,6 +977,40 @@ pub(crate) mod tests {
                 assert_eq!(parsed, parse(&text, family, schema_of));
                 assert_eq!(calls_in(&events) + calls_in(&rest), 1);
             }
+        }
+    }
+
+    #[test]
+    fn a_section_of_many_calls_fed_in_small_pieces_is_read_in_linear_work() {
+        let schema_of: SchemaOf<'_> = &|_| None;
+        let n = 1000;
+        let kimi = |i| {
+            format!(
+                "<|tool_call_begin|>functions.f:{i}<|tool_call_argument_begin|>{{\"city\": \"Paris {i}\"}}<|tool_call_end|>"
+            )
+        };
+        let deepseek =
+            |i| format!("<｜tool▁call▁begin｜>f<｜tool▁sep｜>{{\"city\": \"Paris {i}\"}}<｜tool▁call▁end｜>");
+        let cases: [(Family, &dyn Fn(usize) -> String, &str, &str); 2] = [
+            (Family::Kimi, &kimi, "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"),
+            (Family::Deepseek, &deepseek, "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"),
+        ];
+        for (family, unit, open, close) in cases {
+            // One section of many calls (held until it ends), and text after it.
+            let calls: String = (0..n).map(unit).collect();
+            let text = format!("I will look them all up.{open}{calls}{close}\nDone.");
+            let mut s = Stream::new(family);
+            let mut events = Vec::new();
+            for piece in text.as_bytes().chunks(16) {
+                events.extend(s.push(piece, schema_of));
+            }
+            assert!(s.work() < 16 * text.len(), "{family:?}: {} bytes read for {}", s.work(), text.len());
+            assert_eq!(calls_in(&events), n, "{family:?}: the calls are sent when the section ends");
+            let (parsed, rest) = s.finish_events(schema_of).unwrap();
+            assert_eq!(parsed, parse(&text, family, schema_of));
+            assert_eq!(parsed.tool_calls.len(), n);
+            assert!(parsed.tool_calls.iter().all(|c| c.arguments.is_ok()), "{family:?}");
+            assert_eq!(calls_in(&rest), 0, "{family:?}");
         }
     }
 
