@@ -398,7 +398,8 @@ pub struct Stream {
     sent_content: usize,
     sent_reasoning: usize,
     sent_calls: usize,
-    /// Bytes read by the stream's own scans and tries (for the tests' work count).
+    /// Bytes read by the stream's own scans and tries, and copied into its events (for the
+    /// tests' work count).
     work: usize,
 }
 
@@ -610,33 +611,39 @@ impl Stream {
 
     /// The events not sent yet: of the text read so far, or, at the end, of `whole`.
     fn events(&mut self, whole: Option<&Parsed>) -> Vec<Event> {
+        // Only what was not sent is copied: copying all the text so far at each push
+        // would make a long stream quadratic.
         let mut out = Vec::new();
-        let (content, reasoning, calls): (String, String, &[ToolCall]) = match whole {
-            Some(p) => {
-                (p.content.clone().unwrap_or_default(), p.reasoning_content.clone().unwrap_or_default(), &p.tool_calls)
-            }
+        let (content, reasoning, calls): (&str, [&str; 3], &[ToolCall]) = match whole {
+            Some(p) => (
+                p.content.as_deref().unwrap_or_default(),
+                [p.reasoning_content.as_deref().unwrap_or_default(), "", ""],
+                &p.tool_calls,
+            ),
             None => {
-                let mut reasoning = self.b.reasoning.clone();
+                let mut reasoning = [self.b.reasoning.as_str(), "", ""];
                 if let Phase::Thinking { inner } = self.phase {
                     // The thought so far, but what could start its end or an end-of-turn token.
                     let spec = spec_of(self.family).expect("a thought has a layout");
                     let live = &self.text[inner..];
                     let live = live[..held_from(live, spec)].trim();
-                    if !live.is_empty() && !reasoning.is_empty() {
-                        reasoning.push_str("\n\n");
+                    if !live.is_empty() && !reasoning[0].is_empty() {
+                        reasoning[1] = "\n\n";
                     }
-                    reasoning.push_str(live);
+                    reasoning[2] = live;
                 }
-                (self.b.content.trim().to_owned(), reasoning, &self.b.calls)
+                (self.b.content.trim(), reasoning, &self.b.calls)
             }
         };
-        if content.len() > self.sent_content && content.is_char_boundary(self.sent_content) {
-            out.push(Event::Content(content[self.sent_content..].to_owned()));
+        if let Some(new) = tail_of(&[content], self.sent_content) {
             self.sent_content = content.len();
+            self.work += new.len();
+            out.push(Event::Content(new));
         }
-        if reasoning.len() > self.sent_reasoning && reasoning.is_char_boundary(self.sent_reasoning) {
-            out.push(Event::Reasoning(reasoning[self.sent_reasoning..].to_owned()));
-            self.sent_reasoning = reasoning.len();
+        if let Some(new) = tail_of(&reasoning, self.sent_reasoning) {
+            self.sent_reasoning = reasoning.iter().map(|r| r.len()).sum();
+            self.work += new.len();
+            out.push(Event::Reasoning(new));
         }
         for c in calls.iter().skip(self.sent_calls) {
             out.push(Event::Call(c.clone()));
@@ -644,6 +651,24 @@ impl Stream {
         self.sent_calls = self.sent_calls.max(calls.len());
         out
     }
+}
+
+/// The text `parts` make, joined, from byte `from` on; None when it is no longer than
+/// `from` or `from` is inside a character.
+fn tail_of(parts: &[&str], mut from: usize) -> Option<String> {
+    if parts.iter().map(|p| p.len()).sum::<usize>() <= from {
+        return None;
+    }
+    let mut rest = parts.iter();
+    for part in rest.by_ref() {
+        if from < part.len() {
+            let mut tail = part.get(from..)?.to_owned();
+            tail.extend(rest.copied());
+            return Some(tail);
+        }
+        from -= part.len();
+    }
+    None
 }
 
 /// The largest char boundary at or before `i`.
@@ -1011,6 +1036,24 @@ pub(crate) mod tests {
             assert_eq!(parsed.tool_calls.len(), n);
             assert!(parsed.tool_calls.iter().all(|c| c.arguments.is_ok()), "{family:?}");
             assert_eq!(calls_in(&rest), 0, "{family:?}");
+        }
+    }
+
+    #[test]
+    fn many_calls_with_text_between_fed_in_small_pieces_are_read_in_linear_work() {
+        let schema_of: SchemaOf<'_> = &|_| None;
+        for (family, call) in WHOLE_CALLS {
+            let text: String = (0..500).map(|i| format!("Step {i}, as a model would say.\n{call}\n")).collect();
+            let mut s = Stream::new(*family);
+            let mut events = Vec::new();
+            for piece in text.as_bytes().chunks(16) {
+                events.extend(s.push(piece, schema_of));
+            }
+            assert!(s.work() < 16 * text.len(), "{family:?}: {} bytes read for {}", s.work(), text.len());
+            let (parsed, rest) = s.finish_events(schema_of).unwrap();
+            events.extend(rest);
+            assert_eq!(joined(&events), parsed, "{family:?}");
+            assert_eq!(parsed.tool_calls.len(), 500, "{family:?}");
         }
     }
 
