@@ -1016,7 +1016,8 @@ pub(crate) mod tests {
         };
         let deepseek =
             |i| format!("<｜tool▁call▁begin｜>f<｜tool▁sep｜>{{\"city\": \"Paris {i}\"}}<｜tool▁call▁end｜>");
-        let cases: [(Family, &dyn Fn(usize) -> String, &str, &str); 2] = [
+        type Unit<'a> = &'a dyn Fn(usize) -> String;
+        let cases: [(Family, Unit<'_>, &str, &str); 2] = [
             (Family::Kimi, &kimi, "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"),
             (Family::Deepseek, &deepseek, "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"),
         ];
