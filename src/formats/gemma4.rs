@@ -53,7 +53,8 @@ pub(crate) fn parse(text: &str, schema_of: SchemaOf<'_>) -> Parsed {
 /// The call whose start tag is at `open`; the offset where reading goes on.
 fn call(text: &str, open: usize, schema_of: SchemaOf<'_>, b: &mut Builder) -> usize {
     let body = open + CALL_START.len();
-    let next_start = next_call(text, body);
+    let (next_start, scanned) = next_call(text, body);
+    b.scanned += scanned;
     let start = body + (text[body..next_start].len() - text[body..next_start].trim_start().len());
     // Past the end of this call's text: after its end tag, else at the next call.
     let resync = |from: usize| text[from..next_start].find(CALL_END).map_or(next_start, |i| from + i + CALL_END.len());
@@ -89,19 +90,25 @@ fn call(text: &str, open: usize, schema_of: SchemaOf<'_>, b: &mut Builder) -> us
 }
 
 /// The next `<|tool_call>` from `from` that is not inside a `<|"|>` string (the end of the
-/// text when there is none): a call's text ends there at the latest.
-fn next_call(text: &str, mut from: usize) -> usize {
-    loop {
-        let quote = text[from..].find(QUOTE).map(|i| from + i);
-        match (quote, text[from..].find(CALL_START).map(|i| from + i)) {
-            (Some(q), call) if call.is_none_or(|c| q < c) => match text[q + QUOTE.len()..].find(QUOTE) {
-                Some(i) => from = q + QUOTE.len() + i + QUOTE.len(),
-                None => return text.len(),
-            },
-            (_, Some(c)) => return c,
-            (_, None) => return text.len(),
+/// text when there is none): a call's text ends there at the latest. Also the bytes scanned:
+/// both tokens start with `<|`, so one scan finds the first of them (searching each on its
+/// own would read to the end of the text for a call with no string after it: quadratic).
+fn next_call(text: &str, mut from: usize) -> (usize, usize) {
+    let start = from;
+    let mut quoted = false;
+    while let Some(i) = text[from..].find("<|") {
+        let at = from + i;
+        let rest = &text[at..];
+        if rest.starts_with(QUOTE) {
+            quoted = !quoted;
+            from = at + QUOTE.len();
+        } else if !quoted && rest.starts_with(CALL_START) {
+            return (at, at + CALL_START.len() - start);
+        } else {
+            from = at + 2;
         }
     }
+    (text.len(), text.len() - start)
 }
 
 #[cfg(test)]
@@ -176,6 +183,24 @@ mod tests {
         // A thought cut off is reasoning.
         let p = parse("<|channel>thought\nhmm");
         assert_eq!(p, json!({"content": null, "reasoning_content": "hmm", "tool_calls": []}));
+    }
+
+    #[test]
+    fn many_calls_are_read_in_linear_work() {
+        // Calls with text between them, with strings and without (no `<|"|>` after them),
+        // and no channel at all: each marker search goes on where the last one stopped.
+        for quoted in [true, false] {
+            let text: String = (0..2000)
+                .map(|i| {
+                    let value = if quoted { format!("<|\"|>Paris {i}<|\"|>") } else { i.to_string() };
+                    format!("Step {i}, as a model would say.\n<|tool_call>call:f{{a:{value},days:3}}<tool_call|>")
+                })
+                .collect();
+            let (parsed, work) = super::super::raw::drive_work(&text, &super::SPEC, &|_| None);
+            assert_eq!(parsed.tool_calls.len(), 2000);
+            assert!(parsed.tool_calls.iter().all(|c| c.arguments.is_ok()));
+            assert!(work < 8 * text.len(), "quoted {quoted}: {work} bytes scanned for {}", text.len());
+        }
     }
 
     #[test]

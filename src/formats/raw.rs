@@ -218,6 +218,52 @@ fn first_marker(text: &str, from: usize, markers: &[&'static str]) -> Option<(us
     markers.iter().filter_map(|m| text[from..].find(m).map(|i| (from + i, *m))).min_by_key(|(i, _)| *i)
 }
 
+/// Where a layout's start markers next occur in a text read front to back (that may grow
+/// at its end, as a stream's does): each marker's next occurrence is remembered, and a
+/// search starts where the last one left off, so every byte is scanned about once per
+/// marker, however many blocks there are. (Searching each marker afresh from each
+/// block's end reads to the end of the text for a marker that never occurs: quadratic.)
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Markers {
+    /// Per marker: no occurrence starts between the last `from` and `clear`, but `hit`.
+    next: Vec<(usize, Option<usize>)>,
+    /// Bytes scanned so far.
+    work: usize,
+}
+
+impl Markers {
+    /// The first of `markers` in `text` at or after `from` (which never goes back between
+    /// calls, and `markers` stay the same): its offset and which.
+    pub(crate) fn first(&mut self, text: &str, from: usize, markers: &[&'static str]) -> Option<(usize, &'static str)> {
+        if self.next.len() != markers.len() {
+            self.next = vec![(0, None); markers.len()];
+        }
+        let mut best: Option<(usize, &'static str)> = None;
+        for (m, (clear, hit)) in markers.iter().zip(&mut self.next) {
+            let at = match *hit {
+                Some(h) if h >= from => Some(h),
+                _ => {
+                    let start = floor_char(text, from.max(*clear));
+                    let found = text[start..].find(m).map(|i| start + i);
+                    self.work += found.map_or(text.len(), |i| i + m.len()) - start;
+                    *hit = found;
+                    // Not found: a later occurrence may only start in the last bytes, that
+                    // the text may yet complete.
+                    *clear =
+                        found.unwrap_or_else(|| floor_char(text, (text.len() + 1).saturating_sub(m.len()).max(start)));
+                    found
+                }
+            };
+            if let Some(i) = at
+                && best.is_none_or(|(b, _)| i < b)
+            {
+                best = Some((i, *m));
+            }
+        }
+        best
+    }
+}
+
 /// Read the reasoning at the start of `text` (`open`…`close`, or `close` alone when the
 /// prompt opened it) into `b`, with any text before `open` as content; the offset where
 /// the rest begins, or None when the thought never ended (all of it is reasoning). The
@@ -252,6 +298,19 @@ pub(crate) fn reasoning(text: &str, open: &str, close: &str, first_call: usize, 
 
 /// The whole parse of a family laid out as `spec` says.
 pub(crate) fn drive(text: &str, spec: &Spec, schema_of: SchemaOf<'_>) -> Parsed {
+    drive_builder(text, spec, schema_of).finish()
+}
+
+/// The whole parse, and the bytes its marker searches scanned (for the tests' work count).
+#[cfg(test)]
+pub(crate) fn drive_work(text: &str, spec: &Spec, schema_of: SchemaOf<'_>) -> (Parsed, usize) {
+    let b = drive_builder(text, spec, schema_of);
+    let work = b.scanned;
+    (b.finish(), work)
+}
+
+/// The whole parse into a builder.
+fn drive_builder(text: &str, spec: &Spec, schema_of: SchemaOf<'_>) -> Builder {
     let text = strip_end(text, spec.end_of_turn);
     let mut b = Builder::default();
     let mut pos = 0;
@@ -259,15 +318,17 @@ pub(crate) fn drive(text: &str, spec: &Spec, schema_of: SchemaOf<'_>) -> Parsed 
         let first = first_marker(text, 0, spec.starts).map_or(text.len(), |(i, _)| i);
         match reasoning(text, open, close, first, &mut b) {
             Some(p) => pos = p,
-            None => return b.finish(),
+            None => return b,
         }
     }
-    while let Some((open, marker)) = first_marker(text, pos, spec.starts) {
+    let mut markers = Markers::default();
+    while let Some((open, marker)) = markers.first(text, pos, spec.starts) {
         b.text(&text[pos..open]);
         pos = (spec.block)(text, open, marker, schema_of, &mut b);
     }
     b.text(&text[pos..]);
-    b.finish()
+    b.scanned += markers.work;
+    b
 }
 
 /// The layout of `family`, when it is read as prelude and blocks.
@@ -332,10 +393,13 @@ pub struct Stream {
     /// No prelude marker starts before this offset.
     scanned: usize,
     tried: Option<Tried>,
+    /// The start markers among blocks.
+    markers: Markers,
     sent_content: usize,
     sent_reasoning: usize,
     sent_calls: usize,
-    /// Bytes read by the stream's own scans and tries (for the tests' work count).
+    /// Bytes read by the stream's own scans and tries, and copied into its events (for the
+    /// tests' work count).
     work: usize,
 }
 
@@ -358,6 +422,7 @@ impl Stream {
             pos: 0,
             scanned: 0,
             tried: None,
+            markers: Markers::default(),
             sent_content: 0,
             sent_reasoning: 0,
             sent_calls: 0,
@@ -419,7 +484,7 @@ impl Stream {
     /// Bytes read so far by the stream's scans and tries (linear in the text).
     #[doc(hidden)]
     pub fn work(&self) -> usize {
-        self.work
+        self.work + self.markers.work
     }
 
     /// Read what the text up to its current end makes certain.
@@ -495,8 +560,7 @@ impl Stream {
     fn blocks(&mut self, spec: &Spec, schema_of: SchemaOf<'_>) -> bool {
         let t = &self.text[..];
         let pos = self.pos;
-        let found = first_marker(t, pos, spec.starts);
-        self.work += found.map_or(t.len(), |(open, m)| open + m.len()) - pos;
+        let found = self.markers.first(t, pos, spec.starts);
         let Some((open, marker)) = found else {
             // Text to the end, but what could start a marker or be the end-of-turn token.
             let end = pos + held_from(&t[pos..], spec);
@@ -547,33 +611,39 @@ impl Stream {
 
     /// The events not sent yet: of the text read so far, or, at the end, of `whole`.
     fn events(&mut self, whole: Option<&Parsed>) -> Vec<Event> {
+        // Only what was not sent is copied: copying all the text so far at each push
+        // would make a long stream quadratic.
         let mut out = Vec::new();
-        let (content, reasoning, calls): (String, String, &[ToolCall]) = match whole {
-            Some(p) => {
-                (p.content.clone().unwrap_or_default(), p.reasoning_content.clone().unwrap_or_default(), &p.tool_calls)
-            }
+        let (content, reasoning, calls): (&str, [&str; 3], &[ToolCall]) = match whole {
+            Some(p) => (
+                p.content.as_deref().unwrap_or_default(),
+                [p.reasoning_content.as_deref().unwrap_or_default(), "", ""],
+                &p.tool_calls,
+            ),
             None => {
-                let mut reasoning = self.b.reasoning.clone();
+                let mut reasoning = [self.b.reasoning.as_str(), "", ""];
                 if let Phase::Thinking { inner } = self.phase {
                     // The thought so far, but what could start its end or an end-of-turn token.
                     let spec = spec_of(self.family).expect("a thought has a layout");
                     let live = &self.text[inner..];
                     let live = live[..held_from(live, spec)].trim();
-                    if !live.is_empty() && !reasoning.is_empty() {
-                        reasoning.push_str("\n\n");
+                    if !live.is_empty() && !reasoning[0].is_empty() {
+                        reasoning[1] = "\n\n";
                     }
-                    reasoning.push_str(live);
+                    reasoning[2] = live;
                 }
-                (self.b.content.trim().to_owned(), reasoning, &self.b.calls)
+                (self.b.content.trim(), reasoning, &self.b.calls)
             }
         };
-        if content.len() > self.sent_content && content.is_char_boundary(self.sent_content) {
-            out.push(Event::Content(content[self.sent_content..].to_owned()));
+        if let Some(new) = tail_of(&[content], self.sent_content) {
             self.sent_content = content.len();
+            self.work += new.len();
+            out.push(Event::Content(new));
         }
-        if reasoning.len() > self.sent_reasoning && reasoning.is_char_boundary(self.sent_reasoning) {
-            out.push(Event::Reasoning(reasoning[self.sent_reasoning..].to_owned()));
-            self.sent_reasoning = reasoning.len();
+        if let Some(new) = tail_of(&reasoning, self.sent_reasoning) {
+            self.sent_reasoning = reasoning.iter().map(|r| r.len()).sum();
+            self.work += new.len();
+            out.push(Event::Reasoning(new));
         }
         for c in calls.iter().skip(self.sent_calls) {
             out.push(Event::Call(c.clone()));
@@ -581,6 +651,24 @@ impl Stream {
         self.sent_calls = self.sent_calls.max(calls.len());
         out
     }
+}
+
+/// The text `parts` make, joined, from byte `from` on; None when it is no longer than
+/// `from` or `from` is inside a character.
+fn tail_of(parts: &[&str], mut from: usize) -> Option<String> {
+    if parts.iter().map(|p| p.len()).sum::<usize>() <= from {
+        return None;
+    }
+    let mut rest = parts.iter();
+    for part in rest.by_ref() {
+        if from < part.len() {
+            let mut tail = part.get(from..)?.to_owned();
+            tail.extend(rest.copied());
+            return Some(tail);
+        }
+        from -= part.len();
+    }
+    None
 }
 
 /// The largest char boundary at or before `i`.
@@ -620,6 +708,8 @@ pub(crate) struct Builder {
     content: String,
     reasoning: String,
     calls: Vec<ToolCall>,
+    /// Bytes scanned for markers (for the tests' work count).
+    pub(crate) scanned: usize,
 }
 
 impl Builder {
@@ -912,6 +1002,59 @@ pub(crate) mod tests {
                 assert_eq!(parsed, parse(&text, family, schema_of));
                 assert_eq!(calls_in(&events) + calls_in(&rest), 1);
             }
+        }
+    }
+
+    #[test]
+    fn a_section_of_many_calls_fed_in_small_pieces_is_read_in_linear_work() {
+        let schema_of: SchemaOf<'_> = &|_| None;
+        let n = 1000;
+        let kimi = |i| {
+            format!(
+                "<|tool_call_begin|>functions.f:{i}<|tool_call_argument_begin|>{{\"city\": \"Paris {i}\"}}<|tool_call_end|>"
+            )
+        };
+        let deepseek =
+            |i| format!("<｜tool▁call▁begin｜>f<｜tool▁sep｜>{{\"city\": \"Paris {i}\"}}<｜tool▁call▁end｜>");
+        type Unit<'a> = &'a dyn Fn(usize) -> String;
+        let cases: [(Family, Unit<'_>, &str, &str); 2] = [
+            (Family::Kimi, &kimi, "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"),
+            (Family::Deepseek, &deepseek, "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"),
+        ];
+        for (family, unit, open, close) in cases {
+            // One section of many calls (held until it ends), and text after it.
+            let calls: String = (0..n).map(unit).collect();
+            let text = format!("I will look them all up.{open}{calls}{close}\nDone.");
+            let mut s = Stream::new(family);
+            let mut events = Vec::new();
+            for piece in text.as_bytes().chunks(16) {
+                events.extend(s.push(piece, schema_of));
+            }
+            assert!(s.work() < 16 * text.len(), "{family:?}: {} bytes read for {}", s.work(), text.len());
+            assert_eq!(calls_in(&events), n, "{family:?}: the calls are sent when the section ends");
+            let (parsed, rest) = s.finish_events(schema_of).unwrap();
+            assert_eq!(parsed, parse(&text, family, schema_of));
+            assert_eq!(parsed.tool_calls.len(), n);
+            assert!(parsed.tool_calls.iter().all(|c| c.arguments.is_ok()), "{family:?}");
+            assert_eq!(calls_in(&rest), 0, "{family:?}");
+        }
+    }
+
+    #[test]
+    fn many_calls_with_text_between_fed_in_small_pieces_are_read_in_linear_work() {
+        let schema_of: SchemaOf<'_> = &|_| None;
+        for (family, call) in WHOLE_CALLS {
+            let text: String = (0..500).map(|i| format!("Step {i}, as a model would say.\n{call}\n")).collect();
+            let mut s = Stream::new(*family);
+            let mut events = Vec::new();
+            for piece in text.as_bytes().chunks(16) {
+                events.extend(s.push(piece, schema_of));
+            }
+            assert!(s.work() < 16 * text.len(), "{family:?}: {} bytes read for {}", s.work(), text.len());
+            let (parsed, rest) = s.finish_events(schema_of).unwrap();
+            events.extend(rest);
+            assert_eq!(joined(&events), parsed, "{family:?}");
+            assert_eq!(parsed.tool_calls.len(), 500, "{family:?}");
         }
     }
 
