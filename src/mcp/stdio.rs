@@ -38,7 +38,16 @@ pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 
     // Whatever the start left to do (loading the catalog a snapshot answered for, keeping a
     // snapshot), then `--watch`, on one thread beside the loop.
     let loading = matches!(startup, super::Startup::Load(_));
-    let background = {
+    // Without a load to wait for or a watch, what is left (keeping a snapshot: a file
+    // written) is done here, before the first request: a thread for it would hold a task
+    // while the first calls start theirs (under RLIMIT_NPROC, a call's worker could not).
+    let startup = if loading || watch {
+        startup
+    } else {
+        server.settle(startup);
+        super::Startup::Done
+    };
+    let background = (loading || watch).then(|| {
         let (server, peer, stop) = (Arc::clone(&server), Arc::clone(&peer), Arc::clone(&stop));
         let changed = move || {
             // The stateless era has no standing notifications (its lists are never cached: ttlMs 0).
@@ -57,11 +66,12 @@ pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 
             }
         };
         std::thread::Builder::new().name("packs-load".into()).spawn(work)
-    };
+    });
     let background = match background {
-        Ok(thread) => Some(thread),
-        Err(e) if loading => return Err(e),
-        Err(e) => {
+        None => None,
+        Some(Ok(thread)) => Some(thread),
+        Some(Err(e)) if loading => return Err(e),
+        Some(Err(e)) => {
             if watch {
                 eprintln!("packs serve: --watch is off: cannot start its thread: {e}");
             }
