@@ -88,6 +88,10 @@ async def main():
                 assert get(tool, "input_schema")["type"] == "object"
                 assert get(tool, "input_schema")["required"] == ["words"]
                 assert get(tool.annotations, "read_only_hint") is True
+                # What the kernel enforces for it, as `packs run --dry-run` says it (a read_only
+                # tool's credential stores are unreadable where the kernel has Landlock).
+                sandbox = (tool.meta or {}).get("dev.packs/sandbox")
+                assert isinstance(sandbox, str) and sandbox, tool.meta
                 # A manifest that does not state read_only is not advertised as read-only.
                 count = next(t for t in (await s.list_tools()).tools if t.name == "count")
                 assert get(count.annotations, "read_only_hint") is False
