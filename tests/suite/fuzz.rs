@@ -638,6 +638,21 @@ fn policy(rng: &mut Rng) -> Value {
         );
         p.insert("writable".into(), w);
     }
+    // Read confinement (issue 31): narrowed reads, Unix sockets refused, the credential
+    // stores' opt-out.
+    if rng.chance(10) {
+        let r = rng.pick_or_odd(
+            &[json!(["{{workspace}}"]), json!([]), json!(["@WS@", "{{env.PACKS_FUZZ_UNSET}}/x"]), json!(["/usr"])],
+            &[json!(["relative"]), json!(["{{a}}"]), json!(["{{secret.K}}"]), json!([5]), json!("/")],
+        );
+        p.insert("readable".into(), r);
+    }
+    if rng.chance(10) {
+        p.insert("unix_sockets".into(), rng.pick_or_odd(&[json!(false), json!(true)], &[json!("no"), json!(0)]));
+    }
+    if rng.chance(8) {
+        p.insert("reads_credentials".into(), rng.pick_or_odd(&[json!(true), json!(false)], &[json!("yes")]));
+    }
     if rng.chance(8) {
         p.insert("max_memory_bytes".into(), json!(*rng.pick(&[1u64, 1 << 20, 1 << 30])));
     }
