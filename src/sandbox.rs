@@ -336,8 +336,8 @@ impl Enforcement {
     }
 }
 
-/// What the kernel enforces for a call, in words, as decided by
-/// [`crate::call::Context::enforcement`]: `--dry-run`'s `sandbox:` line (it is
+/// What the kernel enforces for a call, in words, as the call's context decided it (its
+/// `enforcement`; this module stays below the pipeline): `--dry-run`'s `sandbox:` line (it is
 /// [`Enforcement::describe`]), `packs help NAME` and the `dev.packs/sandbox` note of an MCP
 /// `tools/list` entry all say it this way, so they cannot drift apart.
 pub(crate) fn stated(decided: &Result<Enforcement, Unenforceable>) -> String {
