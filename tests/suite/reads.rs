@@ -232,15 +232,10 @@ fn a_tool_without_the_network_reaches_no_abstract_unix_socket_outside_its_call()
     // A local daemon listening on an abstract socket, and a tool that connects to it; the
     // tool's own abstract socket (a pair inside the call) still works.
     let name = format!("packs-test-abstract-{}", std::process::id());
-    let listener = std::process::Command::new("python3")
-        .args(["-c", "import socket, sys, time\nl = socket.socket(socket.AF_UNIX)\nl.bind('\\0' + sys.argv[1])\nl.listen()\nprint('up', flush=True)\ntime.sleep(60)", &name])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut listener = Guard(listener);
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(listener.0.stdout.as_mut().unwrap()), &mut line).unwrap();
-    assert_eq!(line, "up\n");
+    let (mut listener, _) = listen(
+        "import socket, sys, time\nl = socket.socket(socket.AF_UNIX)\nl.bind('\\0' + sys.argv[1])\nl.listen()\nprint('up', flush=True)\ntime.sleep(60)",
+        &name,
+    );
     let script = "import socket, sys\n\
                   s = socket.socket(socket.AF_UNIX)\n\
                   try:\n    s.connect('\\0' + sys.argv[1]); print('connected')\n\
@@ -266,6 +261,23 @@ fn a_tool_without_the_network_reaches_no_abstract_unix_socket_outside_its_call()
 
 /// A child killed when dropped (a failed assertion leaves no listener behind).
 struct Guard(std::process::Child);
+
+/// A python3 daemon running `script` with `arg` as its argument, once it printed `up`; and
+/// what it prints after.
+fn listen(script: &str, arg: impl AsRef<std::ffi::OsStr>) -> (Guard, std::io::BufReader<std::process::ChildStdout>) {
+    let child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(arg)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut daemon = Guard(child);
+    let mut lines = std::io::BufReader::new(daemon.0.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut lines, &mut line).unwrap();
+    assert_eq!(line, "up\n");
+    (daemon, lines)
+}
 
 impl Drop for Guard {
     fn drop(&mut self) {
@@ -389,16 +401,10 @@ fn a_tool_stating_unix_sockets_false_reaches_no_local_daemon_and_keeps_its_socke
     // A local daemon listening on a pathname socket.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("daemon.sock");
-    let listener = std::process::Command::new("python3")
-        .args(["-c", "import socket, sys, time\nl = socket.socket(socket.AF_UNIX)\nl.bind(sys.argv[1])\nl.listen()\nprint('up', flush=True)\ntime.sleep(60)"])
-        .arg(&path)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut listener = Guard(listener);
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(listener.0.stdout.as_mut().unwrap()), &mut line).unwrap();
-    assert_eq!(line, "up\n");
+    let (mut listener, _) = listen(
+        "import socket, sys, time\nl = socket.socket(socket.AF_UNIX)\nl.bind(sys.argv[1])\nl.listen()\nprint('up', flush=True)\ntime.sleep(60)",
+        &path,
+    );
     let script = "import socket, sys\n\
                   try:\n    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('connected')\n\
                   except OSError as e: print('refused', e.errno)\n\
@@ -586,17 +592,10 @@ fn a_tool_stating_unix_sockets_false_reaches_no_datagram_socket_through_a_socket
     // A local daemon reading datagrams on a pathname socket (`/dev/log`, journald's).
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.sock");
-    let listener = std::process::Command::new("python3")
-        .args(["-c", "import socket, sys\nl = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\nl.bind(sys.argv[1])\nprint('up', flush=True)\nwhile True: print(l.recv(100).decode(), flush=True)"])
-        .arg(&path)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut listener = Guard(listener);
-    let mut lines = std::io::BufReader::new(listener.0.stdout.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut lines, &mut line).unwrap();
-    assert_eq!(line, "up\n");
+    let (mut listener, mut lines) = listen(
+        "import socket, sys\nl = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\nl.bind(sys.argv[1])\nprint('up', flush=True)\nwhile True: print(l.recv(100).decode(), flush=True)",
+        &path,
+    );
     let script = "import socket, sys\n\
                   for kind in ('SOCK_DGRAM', 'SOCK_RAW', 'SOCK_SEQPACKET'):\n\
                   \x20   try:\n\
