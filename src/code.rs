@@ -107,6 +107,8 @@ codes! {
     ProgramNotFound = "program-not-found", "the program is not on PATH";
     /// A `policy.writable` place is far broader than a tool needs (`/`, `$HOME`), or not absolute.
     BroadWritable = "broad-writable", "a policy.writable place is far broader than a tool needs (`/`, `$HOME`), or not absolute";
+    /// A `policy.readable` place narrows little or nothing (`/`, `$HOME`), or is not absolute.
+    BroadReadable = "broad-readable", "a policy.readable place narrows little or nothing (`/`, `$HOME`), or is not absolute";
     /// A tool may read the credential stores, or a confined one names one it cannot read.
     ReadsCredentials = "reads-credentials", "a tool may read the credential stores (`policy.reads_credentials`), or a confined one names one it cannot read (`~/.ssh`)";
     /// Timeout_secs is 0 or more than an hour.

@@ -62,6 +62,7 @@ pub(super) fn check(s: &Subject<'_>, options: &Options, programs: &ProgramCache,
             .with_help("name the one directory the tool needs, such as a cache: \"{{env.HOME}}/.npm\""),
         );
     }
+    broad_readable(s, out);
     credentials(s, out);
     let codes = &s.m.policy.allowed_exit_codes;
     let path = FieldPath::dotted("policy.allowed_exit_codes");
@@ -170,6 +171,35 @@ fn examples(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
                 bad(format!("the example passes `{key}`, which is not a parameter the model can set"));
             }
         }
+    }
+}
+
+/// `broad-readable`: a `policy.readable` place that narrows nothing (`/`), little (a home
+/// directory, `/home`), or is left out (not absolute): the manifest promises narrowed reads
+/// it does not get.
+fn broad_readable(s: &Subject<'_>, out: &mut Vec<Diagnostic>) {
+    let Some(places) = &s.m.policy.readable else { return };
+    for (i, place) in places.iter().enumerate() {
+        let trimmed = place.trim().trim_end_matches('/');
+        let message = if trimmed.is_empty() && place.contains('/') {
+            format!("`{place}` narrows nothing: the tool reads everything it could read without `readable`")
+        } else if ["{{env.HOME}}", "/home", "/root"].contains(&trimmed) {
+            format!("`{place}` opens every home file but the credential stores: the narrowing barely narrows")
+        } else if !trimmed.starts_with('/') && !trimmed.starts_with("{{") {
+            format!("`{place}` is not an absolute path: it is left out (a readable place must be absolute)")
+        } else {
+            continue;
+        };
+        out.push(
+            s.diag(
+                Severity::Warning,
+                Code::BroadReadable,
+                &FieldPath::dotted("policy.readable").index(i),
+                Target::Value,
+                message,
+            )
+            .with_help("name the places the tool reads, such as \"{{workspace}}\" or \"{{env.HOME}}/notes\""),
+        );
     }
 }
 
