@@ -31,8 +31,9 @@ pub struct Entry<'a> {
     pub tool: &'a str,
     /// Its tier.
     pub tier: &'a str,
-    /// `allowed`, `approved`, `denied`, or `none` when the call failed before the rules
-    /// were applied (bad arguments).
+    /// `allowed`, `approved`, `denied`, `deferred`; `ask` when the rules ask a person but the
+    /// call failed before anyone was asked (bad arguments, a plan that failed); `none` when
+    /// no rule applies (no tool of that name).
     pub decision: &'a str,
     /// The argv that ran (or would have), secrets masked; empty when the call failed before planning.
     pub argv: Vec<String>,

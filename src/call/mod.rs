@@ -241,7 +241,8 @@ impl<'a> Call<'a> {
 /// What the audit log needs to know of a call besides its outcome.
 struct Record<'c> {
     tool: Option<&'c Tool>,
-    /// `none` until the rules are applied, then `allowed`, `approved`, `denied` or `deferred`.
+    /// `none` until the rules are applied, then `allowed`, `ask` (until the call is approved,
+    /// denied or deferred), `approved`, `denied` or `deferred`.
     decision: &'static str,
     /// The argv shown (secrets masked), once planned.
     argv: Vec<String>,
@@ -315,8 +316,14 @@ fn steps<'c>(
         on_status(Status::Phase(Phase::Validate));
     }
     let decision = decide(tool, context);
+    // The rules' decision is recorded as soon as it is made: a call that fails after it
+    // (arguments that do not parse or validate, a plan that fails) is audited with it.
+    record.decision = match &decision {
+        Decision::Allow => "allowed",
+        Decision::Ask(_) => "ask",
+        Decision::Deny(_) => "denied",
+    };
     if let (Decision::Deny(reason), false) = (&decision, dry) {
-        record.decision = "denied";
         return Err(denied(tool, reason.clone()));
     }
     let raw = match input {

@@ -1,9 +1,9 @@
 //! Tool calls in a model's response, and results in the shape that API expects.
 //!
 //! `packs call` reads a response from OpenAI Chat Completions, OpenAI Responses,
-//! Anthropic Messages, Ollama, or FunctionGemma text, dispatches each call through
-//! the normal pipeline, and prints the results so they can be appended to the
-//! conversation as they are.
+//! Anthropic Messages, Ollama, Gemini, or a model family's raw text, dispatches each call
+//! through the normal pipeline ([`Responder`], the same loop for every front-end), and
+//! prints the results so they can be appended to the conversation as they are.
 
 use serde_json::{Map, Value, json};
 
@@ -11,8 +11,10 @@ use crate::formats::functiongemma;
 use crate::formats::raw::{self, Family, Parsed};
 
 mod conversation;
+mod responder;
 
 pub use conversation::{Conversation, DEFAULT_MAX_RETRIES, read_conversation, stop_retrying};
+pub use responder::{Reply, Responder, Streaming};
 
 crate::names::named_enum! {
     /// The response formats `packs call` understands.

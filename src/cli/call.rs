@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::run::TerminalApprover;
 use super::{args, print};
-use crate::call::{Answers, ApproveAll, Approver, Call, Context, Deferred, Tickets};
-use crate::calls::{self, CallFormat, CallResult, FoundCall};
+use crate::call::{Answers, ApproveAll, Context, Tickets};
+use crate::calls::{self, CallFormat, Responder};
 use crate::catalog::Catalog;
 
 #[derive(clap::Args, Debug)]
@@ -64,25 +64,6 @@ pub(super) struct CallArgs {
 /// A response (or a conversation) larger than this is refused, never held in memory.
 const MAX_INPUT: u64 = 64 << 20;
 
-/// How this invocation settles approval: the approver, and with tickets, the person's answers
-/// and whether to defer.
-struct Approval<'a> {
-    approver: &'a dyn Approver,
-    answers: Option<Answers<'a>>,
-    defer: Option<&'a Tickets>,
-}
-
-impl Approval<'_> {
-    /// Report the tickets no call took (audited as refused); whether every ticket was honoured.
-    fn finish(&self, context: &Context) -> bool {
-        let Some(answers) = &self.answers else { return true };
-        for (_, e) in answers.audit_refused(context) {
-            eprintln!("packs: approval ticket refused: {e}");
-        }
-        answers.all_honoured()
-    }
-}
-
 /// The approval key, when tickets are issued or answered.
 fn tickets(a: &CallArgs) -> Result<Option<Tickets>> {
     if !a.defer_approval && a.approve.is_empty() && a.deny.is_empty() {
@@ -97,26 +78,11 @@ fn tickets(a: &CallArgs) -> Result<Option<Tickets>> {
 
 /// `packs call --stream`: stdin read as it comes, each call run when whole, its result
 /// printed (and flushed) at once; what is left runs at the end of the input.
-fn stream(catalog: &Catalog, a: &CallArgs, context: &Context, approval: &Approval<'_>) -> Result<i32> {
+fn stream(a: &CallArgs, responder: &Responder<'_>) -> Result<()> {
     let Some(family) = a.format.family() else {
         anyhow::bail!("--stream reads a model's raw text: name its family with --format (gemma4, qwen3, ...)");
     };
-    let schema_of = |name: &str| catalog.get(name).ok().map(|t| t.describe().parameters.clone());
-    let mut parser = crate::formats::raw::Stream::new(family);
-    let mut ran = 0;
-    let mut run = |events: Vec<crate::formats::raw::Event>| -> Result<()> {
-        for e in events {
-            if let crate::formats::raw::Event::Call(c) = e {
-                if crate::runner::interrupted().is_some() {
-                    return Ok(());
-                }
-                let result = answer(catalog, calls::found_call(&c), context, approval);
-                print(&calls::render_line(&result, family))?;
-                ran += 1;
-            }
-        }
-        Ok(())
-    };
+    let mut streaming = responder.stream(family);
     let mut stdin = std::io::stdin().lock();
     let mut buf = vec![0; 1 << 16];
     let mut total = 0u64;
@@ -131,15 +97,19 @@ fn stream(catalog: &Catalog, a: &CallArgs, context: &Context, approval: &Approva
         if total > MAX_INPUT {
             anyhow::bail!("the input is larger than {} MiB: the calls after that were not read", MAX_INPUT >> 20);
         }
-        run(parser.push(&buf[..n], &schema_of))?;
+        streaming.push(&buf[..n]);
+        for result in streaming.by_ref() {
+            print(&calls::render_line(&result, family))?;
+        }
     }
-    let (_, rest) =
-        parser.finish_events(&schema_of).context("reading the model's response from stdin (it must be UTF-8)")?;
-    run(rest)?;
-    if ran == 0 {
+    streaming.finish().context("reading the model's response from stdin (it must be UTF-8)")?;
+    for result in streaming.by_ref() {
+        print(&calls::render_line(&result, family))?;
+    }
+    if streaming.answered() == 0 {
         eprintln!("packs: no tool calls");
     }
-    Ok(if approval.finish(context) { 0 } else { super::exit::DENIED })
+    Ok(())
 }
 
 pub(super) fn call(catalog: &Catalog, a: &CallArgs, base: &Context) -> Result<i32> {
@@ -149,58 +119,59 @@ pub(super) fn call(catalog: &Catalog, a: &CallArgs, base: &Context) -> Result<i3
         Some(t) => base.clone().protecting_files(&t.files()),
         None => base.clone(),
     };
-    let approval = Approval {
-        approver: if a.yes { &ApproveAll } else { &TerminalApprover },
-        answers: tickets.as_ref().map(|t| {
-            let answers = a.approve.iter().fold(Answers::new(t), |s, ticket| s.approve(ticket));
-            a.deny.iter().fold(answers, |s, ticket| s.deny(ticket))
-        }),
-        defer: tickets.as_ref().filter(|_| a.defer_approval),
-    };
-    if a.stream {
-        return stream(catalog, a, &args::context(&a.context, base)?, &approval);
-    }
-    let mut input = String::new();
-    std::io::stdin()
-        .take(MAX_INPUT + 1)
-        .read_to_string(&mut input)
-        .context("reading the model's response from stdin (it must be UTF-8)")?;
-    if input.len() as u64 > MAX_INPUT {
-        anyhow::bail!("the input is larger than {} MiB: nothing was read as calls", MAX_INPUT >> 20);
-    }
+    let answers = tickets.as_ref().map(|t| {
+        let answers = a.approve.iter().fold(Answers::new(t), |s, ticket| s.approve(ticket));
+        a.deny.iter().fold(answers, |s, ticket| s.deny(ticket))
+    });
     let context = args::context(&a.context, base)?;
-    let mut conversation =
-        if a.conversation { Some(calls::read_conversation(&input, a.format, Some(catalog))?) } else { None };
-    let reading = match (&conversation, &a.tools) {
-        (Some(c), _) => c.pending.clone(),
-        (None, Some(file)) => {
-            let schemas = tool_schemas(file)?;
-            calls::find_calls_with(&input, a.format, &|name| schemas.get(name).cloned())?
+    let mut responder = Responder::new(catalog)
+        .context(&context)
+        .approver(if a.yes { &ApproveAll } else { &TerminalApprover })
+        .max_retries(a.max_retries);
+    if let Some(answers) = &answers {
+        responder = responder.answers(answers);
+    }
+    if let Some(tickets) = tickets.as_ref().filter(|_| a.defer_approval) {
+        responder = responder.defer(tickets);
+    }
+    if a.stream {
+        stream(a, &responder)?;
+    } else {
+        let mut input = String::new();
+        std::io::stdin()
+            .take(MAX_INPUT + 1)
+            .read_to_string(&mut input)
+            .context("reading the model's response from stdin (it must be UTF-8)")?;
+        if input.len() as u64 > MAX_INPUT {
+            anyhow::bail!("the input is larger than {} MiB: nothing was read as calls", MAX_INPUT >> 20);
         }
-        (None, None) => calls::find_calls_for(&input, a.format, catalog)?,
-    };
-    if a.parse_only {
-        print(&format!("{:#}\n", reading.parse_json()))?;
-        return Ok(0);
-    }
-    if reading.calls.is_empty() {
-        eprintln!("packs: no tool calls");
-        return Ok(0);
-    }
-    // An interrupt ends the call that runs and the ones after it.
-    let mut results: Vec<CallResult> = reading
-        .calls
-        .iter()
-        .take_while(|_| crate::runner::interrupted().is_none())
-        .map(|c| answer(catalog, c.clone(), &context, &approval))
-        .collect();
-    if let Some(conversation) = &mut conversation {
-        for r in &mut results {
-            conversation.limit(r, a.max_retries);
+        if a.parse_only {
+            let reading = match &a.tools {
+                Some(file) => {
+                    let schemas = tool_schemas(file)?;
+                    calls::find_calls_with(&input, a.format, &|name| schemas.get(name).cloned())?
+                }
+                None => calls::find_calls_for(&input, a.format, catalog)?,
+            };
+            print(&format!("{:#}\n", reading.parse_json()))?;
+            return Ok(0);
         }
+        let reply = if a.conversation {
+            responder.respond_conversation(&input, a.format)?
+        } else {
+            responder.respond(&input, a.format)?
+        };
+        if reply.reading.calls.is_empty() {
+            eprintln!("packs: no tool calls");
+            return Ok(0);
+        }
+        print(&reply.text)?;
     }
-    print(&reading.render(&results))?;
-    Ok(if approval.finish(&context) { 0 } else { super::exit::DENIED })
+    for (_, e) in responder.refused_tickets() {
+        eprintln!("packs: approval ticket refused: {e}");
+    }
+    let honoured = answers.as_ref().is_none_or(Answers::all_honoured);
+    Ok(if honoured { 0 } else { super::exit::DENIED })
 }
 
 /// The parameters schema of each tool in an OpenAI tool-definition file, by name
@@ -222,40 +193,4 @@ fn tool_schemas(file: &std::path::Path) -> Result<std::collections::HashMap<Stri
         schemas.insert(name.to_owned(), parameters);
     }
     Ok(schemas)
-}
-
-/// Run one call through the pipeline; every failure becomes an error result the model can read.
-fn answer(catalog: &Catalog, call: FoundCall, context: &Context, approval: &Approval<'_>) -> CallResult {
-    // Arguments that could not be read are reported (and recorded) by the pipeline too.
-    let args = call.args.clone();
-    let mut built = Call::with_arguments_from(&call.name, move |_| args.map_err(Into::into))
-        .context(context)
-        .approver(approval.approver);
-    if let Some(answers) = &approval.answers {
-        built = built.answers(answers);
-    }
-    let outcome = match approval.defer {
-        Some(tickets) => built.run_deferred(catalog, tickets),
-        None => built.run(catalog).map(Deferred::Ran),
-    };
-    let outcome = match outcome {
-        Ok(Deferred::Pending(pending)) => {
-            // Not run: the model is told it waits; the front-end reads the ticket and prompt.
-            let value = pending.to_json();
-            return CallResult { call, ok: true, content: value.to_string(), value };
-        }
-        Ok(Deferred::Ran(r)) => Ok(r),
-        Err(e) => Err(e),
-    };
-    match outcome {
-        Err(e) => {
-            let value = e.to_json();
-            CallResult { call, ok: false, content: value.to_string(), value }
-        }
-        Ok(r) if !r.ok => {
-            let value = r.error_json();
-            CallResult { call, ok: false, content: value.to_string(), value }
-        }
-        Ok(r) => CallResult { call, ok: true, content: r.for_model(), value: r.json.unwrap_or(Value::Null) },
-    }
 }

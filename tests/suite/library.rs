@@ -1,5 +1,6 @@
 //! The library entry points a front-end embeds: `Catalog::load` and `dispatch`.
 
+use packs::calls::{self, CallFormat, Responder};
 use packs::{Catalog, Context, DenyAll, SearchPath, ToolError};
 use serde_json::{Value, json};
 
@@ -198,4 +199,269 @@ fn the_public_api_is_this_table() {
         (vec![], vec![]),
         "(exported but not in docs/LIBRARY.md's table, in the table but not exported)"
     );
+}
+
+/// Tools for the front-end loop: one that runs, one that prints JSON, one that asks first.
+fn loop_tools() -> Packs {
+    Packs::new()
+        .manifest(
+            "say",
+            json!({"name": "say", "description": "Echo words",
+                   "parameters": {"words": {"type": "string", "required": true}},
+                   "command": {"program": "echo", "args": ["{{words}}"]}}),
+        )
+        .manifest(
+            "count",
+            json!({"name": "count", "description": "Print JSON with a count",
+                   "parameters": {"n": {"type": "integer", "required": true}},
+                   "command": {"program": "printf", "args": ["{\"n\": %s}", "{{n}}"]}, "output": {"format": "json"}}),
+        )
+        .manifest(
+            "careful",
+            json!({"name": "careful", "description": "Asks first", "command": "echo careful ran",
+                   "parameters": {"n": {"type": "integer"}}, "policy": {"confirm_before_run": true}}),
+        )
+}
+
+/// A context whose audit log is a file in a new temporary directory.
+fn audited() -> (tempfile::TempDir, std::path::PathBuf, Context) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let context = Context::new().with_audit(packs::AuditLog::open(&log).unwrap());
+    (dir, log, context)
+}
+
+fn audit_lines(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// Approves everything, and counts what it was asked.
+struct Counting(std::sync::atomic::AtomicUsize);
+
+impl packs::Approver for Counting {
+    fn approve(&self, _: &packs::ApprovalRequest) -> bool {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        true
+    }
+}
+
+#[test]
+fn the_responder_answers_an_openai_response_with_tool_messages() {
+    let packs = loop_tools();
+    let catalog = catalog(&packs);
+    let (_dir, log, context) = audited();
+    let approver = Counting(0.into());
+    let response = json!({"choices": [{"message": {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "say", "arguments": r#"{"words": "hi; $(id)"}"#}},
+        {"id": "c2", "type": "function", "function": {"name": "count", "arguments": r#"{"n": 3}"#}},
+        {"id": "c3", "type": "function", "function": {"name": "careful", "arguments": "{}"}},
+        {"id": "c4", "type": "function", "function": {"name": "nope", "arguments": "{}"}},
+    ]}}]});
+    let reply = Responder::new(&catalog)
+        .context(&context)
+        .approver(&approver)
+        .respond(&response.to_string(), CallFormat::Auto)
+        .unwrap();
+    assert_eq!(reply.reading.format, CallFormat::Openai);
+    assert_eq!(approver.0.load(std::sync::atomic::Ordering::SeqCst), 1, "only `careful` asks");
+    let messages: Value = serde_json::from_str(&reply.text).unwrap();
+    assert_eq!(messages[0], json!({"role": "tool", "tool_call_id": "c1", "content": "hi; $(id)\n"}));
+    assert_eq!(messages[1]["tool_call_id"], "c2");
+    assert_eq!(messages[2]["content"], "careful ran\n");
+    let error: Value = serde_json::from_str(messages[3]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(error["error"]["kind"], "not_found");
+    // The structured results: the JSON a tool printed, the error object of a refusal.
+    let ok: Vec<bool> = reply.results.iter().map(|r| r.ok).collect();
+    assert_eq!(ok, [true, true, true, false]);
+    assert_eq!(reply.results[1].value, json!({"n": 3}));
+    assert_eq!(reply.results[3].value, error);
+    let decisions: Vec<Value> = audit_lines(&log).iter().map(|l| l["decision"].clone()).collect();
+    assert_eq!(decisions, [json!("allowed"), json!("allowed"), json!("approved"), json!("none")]);
+    // A final answer: no calls, nothing to append.
+    let done = r#"{"choices": [{"message": {"role": "assistant", "content": "Done."}}]}"#;
+    let reply = Responder::new(&catalog).respond(done, CallFormat::Auto).unwrap();
+    assert!(reply.results.is_empty() && reply.text.is_empty(), "{reply:?}");
+    // A response that cannot be read at all is the loop's error; nothing ran.
+    assert!(Responder::new(&catalog).respond(r#"{"answer": 42}"#, CallFormat::Auto).is_err());
+}
+
+#[test]
+fn the_responder_answers_anthropic_and_qwen3_in_their_shapes() {
+    let packs = loop_tools();
+    let catalog = catalog(&packs);
+    let responder = Responder::new(&catalog);
+    let anthropic = json!({"role": "assistant", "content": [
+        {"type": "text", "text": "Saying it."},
+        {"type": "tool_use", "id": "tu1", "name": "say", "input": {"words": "hello"}},
+        {"type": "tool_use", "id": "tu2", "name": "careful", "input": {}},
+    ]});
+    let reply = responder.respond(&anthropic.to_string(), CallFormat::Anthropic).unwrap();
+    let message: Value = serde_json::from_str(&reply.text).unwrap();
+    assert_eq!(message["role"], "user");
+    assert_eq!(
+        message["content"][0],
+        json!({"type": "tool_result", "tool_use_id": "tu1", "content": "hello\n", "is_error": false})
+    );
+    // No approver: a call that needs approval is refused, an error result the model reads.
+    assert_eq!(message["content"][1]["is_error"], true);
+    assert!(message["content"][1]["content"].as_str().unwrap().contains("permission_denied"), "{message}");
+
+    let qwen3 = "<think>\nCount.\n</think>\n\n<tool_call>\n{\"name\": \"count\", \"arguments\": {\"n\": 2}}\n</tool_call>\n\
+                 <tool_call>\n{\"name\": \"say\", \"arguments\": {\"words\": 5}}\n</tool_call>";
+    let reply = responder.respond(qwen3, CallFormat::Qwen3).unwrap();
+    assert_eq!(reply.reading.parsed.as_ref().unwrap().reasoning_content.as_deref(), Some("Count."));
+    let messages: Value = serde_json::from_str(&reply.text).unwrap();
+    assert_eq!(messages[0], json!({"role": "tool", "name": "count", "content": "{\"n\":2}"}));
+    // A number for a string parameter: a validation error the model can correct.
+    assert_eq!(reply.results[1].value["error"]["kind"], "validation");
+    assert!(messages[1]["content"].as_str().unwrap().contains("is not of type"), "{messages}");
+}
+
+#[test]
+fn badly_formed_arguments_are_validated_and_audited_with_the_rules_decision() {
+    let packs = loop_tools();
+    let catalog = catalog(&packs);
+    let (_dir, log, context) = audited();
+    let calls = json!({"role": "assistant", "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "say", "arguments": "{\"words\": oops"}},
+        {"id": "b", "type": "function", "function": {"name": "say", "arguments": "\"a string\""}},
+        {"id": "c", "type": "function", "function": {"name": "say", "arguments": "{\"words\": [1]}"}},
+        {"id": "d", "type": "function", "function": {"name": "careful", "arguments": "{\"n\": \"x\"}"}},
+        {"id": "e", "type": "function", "function": {"name": "careful", "arguments": "{oops"}},
+    ]});
+    let approver = Counting(0.into());
+    let reply = Responder::new(&catalog)
+        .context(&context)
+        .approver(&approver)
+        .respond(&calls.to_string(), CallFormat::Openai)
+        .unwrap();
+    assert_eq!(approver.0.load(std::sync::atomic::Ordering::SeqCst), 0, "nothing invalid is put to a person");
+    for r in &reply.results {
+        assert!(!r.ok, "{r:?}");
+        assert_eq!(r.value["error"]["kind"], "validation", "{r:?}");
+    }
+    assert!(reply.results[0].content.contains("not valid JSON"), "{:?}", reply.results[0]);
+    assert!(reply.results[1].content.contains("not a JSON object"), "{:?}", reply.results[1]);
+    // The library's own idiom: the model's arguments as they came, a JSON string.
+    let e = packs::Call::new("say", Value::String("{oops".into())).context(&context).run(&catalog).unwrap_err();
+    assert_eq!(e.kind(), "validation");
+    // An agent that denies `say`: the rules answer first, whatever the arguments.
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("bot")).unwrap();
+    std::fs::write(root.path().join("bot/agent.toml"), "deny = [\"say\"]\n").unwrap();
+    let bot = context.clone().with_agent(packs::Agent::load(root.path(), "bot").unwrap());
+    let first = json!({"role": "assistant", "tool_calls": [calls["tool_calls"][0].clone()]});
+    let denied = Responder::new(&catalog).context(&bot).respond(&first.to_string(), CallFormat::Openai).unwrap();
+    assert_eq!(denied.results[0].value["error"]["kind"], "permission_denied");
+
+    let lines = audit_lines(&log);
+    let seen: Vec<(&str, &str, &str)> = lines
+        .iter()
+        .map(|l| (l["tool"].as_str().unwrap(), l["decision"].as_str().unwrap(), l["outcome"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("say", "allowed", "validation"),
+            ("say", "allowed", "validation"),
+            ("say", "allowed", "validation"),
+            ("careful", "ask", "validation"),
+            ("careful", "ask", "validation"),
+            ("say", "allowed", "validation"),
+            ("say", "denied", "denied"),
+        ]
+    );
+    assert!(lines[0]["error"].as_str().unwrap().contains("not valid JSON"), "{}", lines[0]);
+}
+
+#[test]
+fn a_conversation_stops_a_tools_validation_retries() {
+    let packs = loop_tools();
+    let catalog = catalog(&packs);
+    let failed = json!({"error": {"kind": "validation", "message": "bad", "retryable": true}}).to_string();
+    let call = |id: &str| {
+        json!({"role": "assistant", "tool_calls": [{"id": id, "type": "function",
+        "function": {"name": "count", "arguments": "{\"n\": \"many\"}"}}]})
+    };
+    let result = |id: &str| json!({"role": "tool", "tool_call_id": id, "content": failed});
+    let conversation =
+        json!([{"role": "user", "content": "count"}, call("1"), result("1"), call("2"), result("2"), call("3")]);
+    let respond = |retries: usize| {
+        Responder::new(&catalog).max_retries(retries).respond_conversation(&conversation.to_string(), CallFormat::Auto)
+    };
+    let reply = respond(2).unwrap();
+    assert_eq!(reply.results.len(), 1, "only the call no result follows");
+    assert_eq!(reply.results[0].call.id, "3");
+    assert_eq!(reply.results[0].value["error"]["retryable"], false);
+    assert!(reply.results[0].content.contains("failed validation 3 times in a row"), "{:?}", reply.results[0]);
+    let more = respond(5).unwrap();
+    assert_eq!(more.results[0].value["error"]["retryable"], true);
+}
+
+#[test]
+fn a_streamed_call_is_answered_as_soon_as_it_is_whole() {
+    let packs = loop_tools();
+    let catalog = catalog(&packs);
+    let responder = Responder::new(&catalog);
+    let mut stream = responder.stream(packs::formats::raw::Family::Qwen3);
+    let events = stream.push(b"Sure.\n<tool_call>\n{\"name\": \"say\", \"arguments\": {\"words\": \"one\"}}\n</tool_");
+    assert!(events.iter().all(|e| !matches!(e, packs::formats::raw::Event::Call(_))), "{events:?}");
+    assert_eq!(stream.next(), None, "no call is whole yet");
+    stream.push(b"call>\n<tool_call>\n{\"name\": \"count\", \"arguments\": {\"n\": 1}}\n</tool_call>\n<tool_call>\n{\"name\": \"say\", \"argu");
+    let whole: Vec<_> = stream.by_ref().collect();
+    assert_eq!(whole.iter().map(|r| r.content.as_str()).collect::<Vec<_>>(), ["one\n", "{\"n\":1}"]);
+    assert_eq!(stream.answered(), 2);
+    stream.finish().unwrap();
+    let rest: Vec<_> = stream.by_ref().collect();
+    assert_eq!(rest.len(), 1, "the call cut off at the end");
+    assert!(rest[0].content.contains("incomplete call"), "{:?}", rest[0]);
+    let line: Value = serde_json::from_str(&calls::render_line(&whole[0], packs::formats::raw::Family::Qwen3)).unwrap();
+    assert_eq!(line, json!({"role": "tool", "name": "say", "content": "one\n"}));
+}
+
+#[test]
+fn a_deferred_call_is_pending_then_answered_with_its_ticket() {
+    let packs = loop_tools();
+    let catalog = catalog(&packs);
+    let dir = tempfile::tempdir().unwrap();
+    let tickets = packs::Tickets::open(&dir.path().join("approval.key")).unwrap();
+    let context = Context::new();
+    let response = json!({"role": "assistant", "tool_calls": [
+        {"id": "k", "type": "function", "function": {"name": "careful", "arguments": "{}"}},
+        {"id": "s", "type": "function", "function": {"name": "say", "arguments": "{\"words\": \"now\"}"}},
+    ]})
+    .to_string();
+    let reply =
+        Responder::new(&catalog).context(&context).defer(&tickets).respond(&response, CallFormat::Openai).unwrap();
+    assert_eq!(reply.results[1].content, "now\n", "a call that needs no approval runs");
+    let ticket = reply.results[0].value["pending"]["ticket"].as_str().expect("pending").to_owned();
+    let answers = packs::Answers::new(&tickets).approve(&ticket);
+    let responder = Responder::new(&catalog).context(&context).answers(&answers);
+    let again = responder.respond(&response, CallFormat::Openai).unwrap();
+    assert_eq!(again.results[0].content, "careful ran\n");
+    assert!(responder.refused_tickets().is_empty() && answers.all_honoured());
+    // Spent: the same ticket again refuses the call.
+    let answers = packs::Answers::new(&tickets).approve(&ticket);
+    let replay = Responder::new(&catalog).context(&context).answers(&answers).respond(&response, CallFormat::Openai);
+    assert_eq!(replay.unwrap().results[0].value["error"]["kind"], "permission_denied");
+    assert!(!answers.all_honoured());
+}
+
+/// examples/agent_loop.rs, run for real: the bundled packs, the literal response, the audit log.
+#[test]
+fn the_agent_loop_example_answers_its_response() {
+    #[path = "../../examples/agent_loop.rs"]
+    #[allow(dead_code)]
+    mod agent_loop;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let text = agent_loop::answer(agent_loop::RESPONSE, log.to_str().unwrap()).unwrap();
+    let messages: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(messages[0]["tool_call_id"], "c1");
+    assert!(messages[0]["content"].as_str().unwrap().ends_with("\tsrc\n"), "{messages}");
+    assert!(messages[1]["content"].as_str().unwrap().contains("not valid JSON"), "{messages}");
+    let lines = audit_lines(&log);
+    assert_eq!(lines.len(), 2);
+    assert_eq!((lines[0]["tool"].as_str(), lines[0]["outcome"].as_str()), (Some("disk_usage"), Some("ok")));
+    assert_eq!((lines[1]["decision"].as_str(), lines[1]["outcome"].as_str()), (Some("allowed"), Some("validation")));
 }

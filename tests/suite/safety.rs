@@ -341,7 +341,7 @@ fn audit_log_has_one_line_per_call_with_secrets_masked() {
     assert_eq!(lines[1]["tier"], "elevated");
     assert_eq!(lines[2]["decision"], "approved");
     assert_eq!(lines[3]["outcome"], "validation");
-    assert_eq!(lines[3]["decision"], "none");
+    assert_eq!(lines[3]["decision"], "allowed", "bad arguments are audited with the rules' decision");
     assert_eq!(lines[4]["tool"], "no_such_tool");
     assert_eq!(lines[4]["outcome"], "not_found");
     // A log that cannot be written stops the call before it runs.
