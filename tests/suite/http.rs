@@ -41,6 +41,7 @@ fn start_with(packs: Packs, extra: &[&str], env: &[(&str, &std::path::Path)]) ->
         .arg("--packs")
         .arg(packs.path())
         .args(["serve", "--http", "127.0.0.1:0"])
+        .env("PACKS_STATE_DIR", crate::common::STATE)
         .args(extra)
         .env_remove("PACKS_PATH")
         .env("PACKS_CACHE_DIR", "")

@@ -14,6 +14,7 @@ pub(crate) fn start_server(packs: &Packs) -> std::process::Child {
         .arg("--packs")
         .arg(packs.path())
         .arg("serve")
+        .env("PACKS_STATE_DIR", crate::common::STATE)
         .env_remove("PACKS_PATH")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -28,6 +29,7 @@ pub(crate) fn session(packs: &Packs, extra: &[&str], requests: &[Value]) -> Vec<
         .arg("--packs")
         .arg(packs.path())
         .arg("serve")
+        .env("PACKS_STATE_DIR", crate::common::STATE)
         .args(extra)
         .env_remove("PACKS_PATH")
         .stdin(Stdio::piped())
@@ -260,9 +262,14 @@ fn a_client_that_hangs_up_ends_waiting_approvals_and_running_tools() {
 /// A `null` among `requests` is a pause of 300 ms.
 fn session_with_nproc(packs: &Packs, nproc: u32, requests: &[Value]) -> (Vec<Value>, String) {
     let copy = crate::common::ForOtherUser::new(packs);
+    // Where that uid keeps its approval key.
+    let state = copy.place.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let mut child = copy
         .command(&["prlimit", &format!("--nproc={nproc}")])
         .arg("serve")
+        .env("PACKS_STATE_DIR", &state)
         .env("HOME", copy.place.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -336,6 +343,7 @@ fn watch_tells_the_client_only_when_the_list_changed() {
         .arg("--packs")
         .arg(packs.path())
         .args(["serve", "--watch"])
+        .env("PACKS_STATE_DIR", crate::common::STATE)
         .env_remove("PACKS_PATH")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -458,46 +466,36 @@ fn a_stateless_approval_is_bound_to_its_call_and_used_once() {
     let first = ask(modern(1, "tools/call", json!({"name": "careful", "arguments": {}})));
     let token = first["result"]["requestState"].as_str().unwrap().to_owned();
     let accept = json!({"approve": {"action": "accept", "content": {"approve": true}}});
-    // Another tool cannot use it.
+    let call = |id: i64, token: &str, answer: &Value| {
+        modern(
+            id,
+            "tools/call",
+            json!({"name": "careful", "arguments": {}, "requestState": token, "inputResponses": answer}),
+        )
+    };
+    // Another tool cannot use it: that one needs no approval and runs; the ticket is left
+    // for its own call (and refused for this one, on stderr and in the audit log).
     let other = ask(modern(
         2,
         "tools/call",
         json!({"name": "echo_words", "arguments": {}, "requestState": token, "inputResponses": accept}),
     ));
     assert_eq!(other["result"]["content"][0]["text"], "-- x\n", "echo_words needs no approval: it runs");
-    // The token was spent by the wrong call: the real retry is denied, not run.
-    let retry = ask(modern(
-        3,
-        "tools/call",
-        json!({"name": "careful", "arguments": {}, "requestState": token, "inputResponses": accept}),
-    ));
-    assert_eq!(retry["result"]["isError"], true, "{retry}");
-    assert!(retry["result"]["content"][0]["text"].as_str().unwrap().contains("permission_denied"));
-    // A fresh question, answered: it runs once.
-    let fresh = ask(modern(4, "tools/call", json!({"name": "careful", "arguments": {}})));
-    let token = fresh["result"]["requestState"].as_str().unwrap().to_owned();
-    let ran = ask(modern(
-        5,
-        "tools/call",
-        json!({"name": "careful", "arguments": {}, "requestState": token, "inputResponses": accept}),
-    ));
+    // Its own call runs, once.
+    let ran = ask(call(3, &token, &accept));
     assert_eq!(ran["result"]["content"][0]["text"], "ran\n", "{ran}");
-    let again = ask(modern(
-        6,
-        "tools/call",
-        json!({"name": "careful", "arguments": {}, "requestState": token, "inputResponses": accept}),
-    ));
-    assert_eq!(again["result"]["isError"], true, "a token is used once: {again}");
-    // Declined: denied, not asked again.
-    let fresh = ask(modern(7, "tools/call", json!({"name": "careful", "arguments": {}})));
+    let again = ask(call(4, &token, &accept));
+    assert_eq!(again["result"]["isError"], true, "a ticket is used once: {again}");
+    assert!(again["result"]["content"][0]["text"].as_str().unwrap().contains("the ticket was already used"), "{again}");
+    // Declined: denied, not asked again, and the ticket spent.
+    let fresh = ask(modern(5, "tools/call", json!({"name": "careful", "arguments": {}})));
     let token = fresh["result"]["requestState"].as_str().unwrap().to_owned();
     let declined = json!({"approve": {"action": "accept", "content": {"approve": false}}});
-    let no = ask(modern(
-        8,
-        "tools/call",
-        json!({"name": "careful", "arguments": {}, "requestState": token, "inputResponses": declined}),
-    ));
+    let no = ask(call(6, &token, &declined));
     assert_eq!(no["result"]["isError"], true, "{no}");
+    assert!(no["result"]["content"][0]["text"].as_str().unwrap().contains("was not approved"), "{no}");
+    let after = ask(call(7, &token, &accept));
+    assert!(after["result"]["content"][0]["text"].as_str().unwrap().contains("already used"), "{after}");
     // A request without the envelope is refused on this connection, naming what is missing.
     let bare = ask(json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}));
     assert_eq!(bare["error"]["code"], -32602, "{bare}");
@@ -530,6 +528,7 @@ fn cached_session(packs: &Packs, cache: &std::path::Path, extra: &[&str], reques
         .arg(packs.path())
         .args(extra)
         .arg("serve")
+        .env("PACKS_STATE_DIR", crate::common::STATE)
         .env_remove("PACKS_PATH")
         .env("PACKS_CACHE_DIR", cache)
         .stdin(Stdio::piped())
@@ -603,6 +602,7 @@ fn a_current_listing_snapshot_answers_as_the_full_load_would() {
         .arg("--packs")
         .arg(packs.path())
         .arg("serve")
+        .env("PACKS_STATE_DIR", crate::common::STATE)
         .current_dir(cache.path())
         .env_remove("PACKS_PATH")
         .env("PACKS_CACHE_DIR", cache.path())
@@ -718,6 +718,8 @@ fn each_tools_list_entry_states_its_sandbox_as_dry_run_does() {
     let (off, _) = cached_session(&packs, cache.path(), &["--sandbox", "off"], &requests);
     assert_eq!(note(&off, "reader"), "off: nothing is enforced");
     let (dropped, _) = cached_session(&packs, cache.path(), &["--no-default-deny-read"], &requests);
-    assert_eq!(note(&dropped, "reader"), dry_run_sandbox_line(&packs, &["--no-default-deny-read"], "reader"));
-    assert!(note(&dropped, "reader").contains("reads not restricted"), "{}", note(&dropped, "reader"));
+    assert!(dry_run_sandbox_line(&packs, &["--no-default-deny-read"], "reader").contains("reads not restricted"));
+    // The server keeps its own secret, the approval key, unreadable whatever the list.
+    let reader = note(&dropped, "reader");
+    assert!(reader.contains("only the --deny-read paths unreadable (no default list)"), "{reader}");
 }
