@@ -503,6 +503,115 @@ fn a_stateless_approval_is_bound_to_its_call_and_used_once() {
     child.wait().unwrap();
 }
 
+/// `packs serve` over stdio in `dir` with the approval key `key` and `extra` flags: the
+/// responses to `requests`, and stderr.
+fn keyed_session(
+    packs: &Packs,
+    dir: &std::path::Path,
+    key: &std::path::Path,
+    extra: &[&str],
+    requests: &[Value],
+) -> (Vec<Value>, String) {
+    let input: String = requests.iter().map(|r| format!("{r}\n")).collect();
+    let out = crate::common::Test::new()
+        .packs_dir(packs.path())
+        .current_dir(dir)
+        .arg("--log")
+        .arg(dir.join("audit.jsonl"))
+        .args(["serve", "--approval-key"])
+        .arg(key)
+        .args(extra)
+        .stdin(input)
+        .run();
+    out.success();
+    let messages = out.stdout().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    (messages, out.stderr.clone())
+}
+
+#[test]
+fn a_stateless_approval_ticket_outlives_its_server_runs_once_and_expires() {
+    let packs = tools().manifest(
+        "stamp",
+        json!({"name": "stamp", "description": "d", "parameters": {"w": {"type": "string"}},
+               "command": "echo stamped {{w}}", "policy": {"confirm_before_run": true}}),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("state/approval.key");
+    let stamp = |id: i64, w: &str| modern(id, "tools/call", json!({"name": "stamp", "arguments": {"w": w}}));
+    let answer = |id: i64, w: &str, ticket: &str, yes: bool| {
+        modern(
+            id,
+            "tools/call",
+            json!({"name": "stamp", "arguments": {"w": w}, "requestState": ticket,
+            "inputResponses": {"approve": {"action": "accept", "content": {"approve": yes}}}}),
+        )
+    };
+    let text =
+        |m: &[Value], id: i64| by_id(m, id)["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    // One server asks twice, and ends.
+    let (asked, _) = keyed_session(&packs, dir.path(), &key, &[], &[stamp(1, "a"), stamp(2, "b")]);
+    let ticket = |id: i64| by_id(&asked, id)["result"]["requestState"].as_str().unwrap().to_owned();
+    let (a, b) = (ticket(1), ticket(2));
+    let mode = std::fs::metadata(&key).map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions())).unwrap();
+    assert_eq!(mode & 0o777, 0o600);
+    // Another server with the same key (a restart): the first, presented twice at once,
+    // runs once; the second is refused for other arguments, and runs for its own.
+    let requests =
+        [answer(3, "a", &a, true), answer(4, "a", &a, true), answer(5, "c", &b, true), answer(6, "b", &b, true)];
+    let (m, stderr) = keyed_session(&packs, dir.path(), &key, &[], &requests);
+    let (ran, refused): (Vec<String>, Vec<String>) =
+        [text(&m, 3), text(&m, 4)].into_iter().partition(|t| t.starts_with("stamped"));
+    assert_eq!(ran, ["stamped a\n"], "{m:#?} {stderr}");
+    assert!(refused[0].contains("the ticket was already used"), "{m:#?}");
+    assert!(text(&m, 5).contains("the call's arguments differ from those the ticket was issued for"), "{m:#?}");
+    assert_eq!(text(&m, 6), "stamped b\n", "{m:#?}");
+    // A third, issuing tickets valid for no time: refused as expired.
+    let (asked, _) = keyed_session(&packs, dir.path(), &key, &["--approval-ttl", "0"], &[stamp(7, "d")]);
+    let expired = by_id(&asked, 7)["result"]["requestState"].as_str().unwrap().to_owned();
+    let (m, _) = keyed_session(&packs, dir.path(), &key, &[], &[answer(8, "d", &expired, true)]);
+    assert!(text(&m, 8).contains("the ticket expired at"), "{m:#?}");
+    // The log holds each question and each refusal.
+    let log = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+    let mut decisions: Vec<String> = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["decision"].as_str().unwrap().to_owned())
+        .collect();
+    decisions.sort();
+    assert_eq!(decisions, ["approved", "approved", "deferred", "deferred", "deferred", "denied", "denied", "denied"]);
+}
+
+#[test]
+fn a_confined_tool_of_the_server_neither_reads_its_approval_key_nor_writes_its_used_tickets() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    let script = r#"cat "$0/state/approval.key" >/dev/null 2>&1 && echo READ || echo noread
+touch "$0/state/approval.key.used/9999999999999-00" 2>/dev/null && echo WROTE || echo nowrite
+(echo x >> "$0/state/approval.key") 2>/dev/null && echo CHANGED || echo nochange
+touch "$0/sub/mine" && echo workspace"#;
+    // Beside packs' own files, the workspace's other entries stay writable.
+    std::fs::create_dir(ws.join("sub")).unwrap();
+    let packs = tools().manifest(
+        "prowl",
+        json!({"name": "prowl", "description": "d", "parameters": {"dir": {"type": "string"}},
+               "policy": {"read_only": false, "tier": "workspace"},
+               "command": {"program": "sh", "args": ["-c", script, "{{dir}}"]}}),
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "prowl", "arguments": {"dir": ws}}});
+    let out = crate::common::Test::new()
+        .packs_dir(packs.path())
+        .arg("--workspace")
+        .arg(ws)
+        .env("PACKS_STATE_DIR", ws.join("state"))
+        .arg("serve")
+        .stdin(format!("{}\n{call}\n", init("2025-11-25")))
+        .run();
+    out.success();
+    assert!(ws.join("state/approval.key").is_file(), "the default key is made at start");
+    let m: Vec<Value> = out.stdout().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let text = by_id(&m, 1)["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+    assert_eq!(text, "noread\nnowrite\nnochange\nworkspace\n", "{m:#?}");
+}
+
 #[test]
 fn an_enveloped_request_on_a_handshake_connection_is_refused() {
     let packs = tools();
