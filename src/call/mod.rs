@@ -83,6 +83,9 @@ struct Approval<'a> {
     approver: &'a dyn Approver,
     answers: Option<&'a Answers<'a>>,
     defer: Option<&'a Tickets>,
+    /// The server client making the call, bound into the tickets it is issued and checked
+    /// against those it presents.
+    principal: Option<&'a str>,
 }
 
 /// One call of a tool by name, ready to go through the pipeline.
@@ -103,6 +106,7 @@ pub struct Call<'a> {
     context: Option<&'a Context>,
     approver: &'a dyn Approver,
     answers: Option<&'a Answers<'a>>,
+    principal: Option<&'a str>,
     on_status: Option<&'a (dyn Fn(Status<'_>) + Sync)>,
     test: bool,
 }
@@ -118,6 +122,7 @@ impl<'a> Call<'a> {
             context: None,
             approver: &DenyAll,
             answers: None,
+            principal: None,
             on_status: None,
             test: false,
         }
@@ -147,6 +152,13 @@ impl<'a> Call<'a> {
     /// ([`Denial::Ticket`]). Other calls are approved as usual.
     pub fn answers(mut self, answers: &'a Answers<'a>) -> Self {
         self.answers = Some(answers);
+        self
+    }
+
+    /// The call is made by `principal`, one client of a server (an MCP bearer token or JWT
+    /// subject): a ticket issued for it serves that client only.
+    pub(crate) fn principal(mut self, principal: &'a str) -> Self {
+        self.principal = Some(principal);
         self
     }
 
@@ -225,7 +237,7 @@ impl<'a> Call<'a> {
         // Every error leaves the pipeline masked: once the call is planned, its secrets
         // are known, and whatever failed after (a missing working directory named by a
         // secret, a sandbox that could not be set up) shows none of them.
-        let approval = Approval { approver: self.approver, answers: self.answers, defer };
+        let approval = Approval { approver: self.approver, answers: self.answers, defer, principal: self.principal };
         let result = steps(catalog, self.name, self.input, context, approval, mode, &on_status, &mut record)
             .map_err(|e| e.masked(&record.secrets));
         if matches!(mode, Mode::Run | Mode::Test) {
@@ -360,7 +372,7 @@ fn steps<'c>(
             };
             let agent = context.agent().map(|a| a.id.as_str());
             let presented = (approval.answers.is_some() || approval.defer.is_some())
-                .then(|| ticket::Presented::new(tool.name(), agent, &args.resolved, &request));
+                .then(|| ticket::Presented::new(tool.name(), agent, &args.resolved, &request).by(approval.principal));
             let answered = match (&presented, approval.answers) {
                 (Some(p), Some(answers)) => answers.take(p),
                 _ => None,

@@ -114,6 +114,10 @@ pub enum TicketError {
         /// The agent of the call.
         agent: Option<String>,
     },
+    /// It was issued to another client of a server (an MCP bearer token or JWT subject),
+    /// or to none. The other client is not named: its identity is not this caller's to see.
+    #[error("the ticket was issued to another client of this server")]
+    OtherPrincipal,
     /// The call's validated arguments differ from those it was issued for.
     #[error("the call's arguments differ from those the ticket was issued for")]
     ChangedArguments,
@@ -206,6 +210,8 @@ pub enum Deferred {
 struct Claims {
     tool: String,
     agent: Option<String>,
+    /// The server client it was issued to (absent: none, as `packs call` issues them).
+    principal: Option<String>,
     arguments: String,
     command: String,
     /// Milliseconds since the epoch.
@@ -231,6 +237,11 @@ impl Claims {
                 Value::String(a) => Some(a.clone()),
                 _ => return None,
             },
+            principal: match v.get("p") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(p)) => Some(p.clone()),
+                Some(_) => return None,
+            },
             arguments: s("a")?,
             command: s("c")?,
             expires: v.get("x")?.as_u64()?,
@@ -244,6 +255,8 @@ impl Claims {
             Some(TicketError::OtherTool { issued_for: self.tool.clone(), tool: call.tool.to_owned() })
         } else if self.agent.as_deref() != call.agent {
             Some(TicketError::OtherAgent { issued_for: self.agent.clone(), agent: call.agent.map(str::to_owned) })
+        } else if self.principal.as_deref() != call.principal {
+            Some(TicketError::OtherPrincipal)
         } else if self.arguments != call.arguments {
             Some(TicketError::ChangedArguments)
         } else if self.command != call.command {
@@ -258,6 +271,8 @@ impl Claims {
 pub(crate) struct Presented<'a> {
     pub(crate) tool: &'a str,
     pub(crate) agent: Option<&'a str>,
+    /// The server client making the call (an MCP bearer token's or JWT's), if any.
+    pub(crate) principal: Option<&'a str>,
     /// Digest of the validated arguments' canonical JSON.
     pub(crate) arguments: String,
     /// Digest of what the person is shown.
@@ -278,7 +293,19 @@ impl<'a> Presented<'a> {
             "env": request.env,
             "stdin": request.stdin.as_ref().map(|s| json!([s.bytes, s.text, s.cut])),
         });
-        Presented { tool, agent, arguments: digest(&Value::Object(arguments.clone())), command: digest(&command) }
+        Presented {
+            tool,
+            agent,
+            principal: None,
+            arguments: digest(&Value::Object(arguments.clone())),
+            command: digest(&command),
+        }
+    }
+
+    /// The call is made by `principal`, a client of a server (none when empty).
+    pub(crate) fn by(mut self, principal: Option<&'a str>) -> Self {
+        self.principal = principal.filter(|p| !p.is_empty());
+        self
     }
 }
 
@@ -360,6 +387,7 @@ impl Tickets {
             "k": "ticket",
             "t": presented.tool,
             "g": presented.agent,
+            "p": presented.principal,
             "a": presented.arguments,
             "c": presented.command,
             "x": millis(expires),
@@ -720,6 +748,10 @@ mod tests {
             "no call of `deploy` in the response is the one it was issued for: the ticket was issued for agent `ops`; \
              the call is made for no agent"
         );
+        // Issued to no server client: a call made by one is not its call either.
+        let strict = Answers::only(&tickets, &pending.ticket, true);
+        let by_client = Presented::new("deploy", Some("ops"), &args(json!({"branch": "main"})), &req).by(Some("ops#1"));
+        assert_eq!(strict.take(&by_client), Some(Err(TicketError::OtherPrincipal)));
         assert_eq!(answers.take(&call), Some(Ok(true)));
         assert!(answers.refused().is_empty());
         // Spent: a second answer set (another process) presenting it again is refused.

@@ -360,11 +360,22 @@ pub(crate) fn main() -> i32 {
             // packs' own configuration is the session's (no confined tool may write there:
             // docs/SANDBOX.md); the server adds its token and key files.
             let mut base = session.context.clone();
+            let mut approvals = None;
             if let Command::Serve(args) = command {
-                base = base.with_control_plane(session.control_plane().into_iter().chain(args.protected_files()));
+                // The approval key and its used tickets join the server's own files.
+                approvals = match args.tickets() {
+                    Ok(tickets) => tickets,
+                    Err(e) => {
+                        report(&e);
+                        return exit::USAGE;
+                    }
+                };
+                let own: Vec<_> =
+                    args.protected_files().into_iter().chain(approvals.iter().flat_map(|t| t.files())).collect();
+                base = base.with_control_plane(session.control_plane().into_iter().chain(own.iter().cloned()));
                 // What no confined tool reads: the session's list (the credential stores, the
                 // operator's, the secrets file) and the server's own secrets.
-                base = base.with_denied_reads(session.denied_reads.iter().cloned().chain(args.protected_files()));
+                base = base.with_denied_reads(session.denied_reads.iter().cloned().chain(own));
             }
             if let Command::Session { json } = command {
                 return session_report(&session, *json);
@@ -388,6 +399,7 @@ pub(crate) fn main() -> i32 {
                         inputs
                     }),
                     locked,
+                    approvals,
                 };
                 if let Some(addr) = args.http {
                     return serve::http(args, addr, options);

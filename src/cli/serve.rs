@@ -65,9 +65,17 @@ pub(super) struct ServeArgs {
     /// The agent whose rules clients with a JWT follow
     #[arg(long, value_name = "ID", requires = "oauth_issuer")]
     oauth_agent: Option<String>,
-    /// A secret file replicas share (32+ bytes) sealing session ids and approvals (default: from --token-file)
+    /// A secret file replicas share (32+ bytes) sealing session ids (default: from --token-file)
     #[arg(long, value_name = "FILE", requires = "http")]
     session_key_file: Option<PathBuf>,
+    /// The key file sealing the approval tickets 2026-07-28 clients get as requestState; replicas
+    /// share it (created 0600 when missing; default: approval.key in packs' state directory,
+    /// $PACKS_STATE_DIR or $XDG_STATE_HOME/packs or ~/.local/state/packs)
+    #[arg(long, value_name = "FILE", env = "PACKS_APPROVAL_KEY")]
+    approval_key: Option<PathBuf>,
+    /// How long an approval ticket issued now stays valid, in seconds
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::call::DEFAULT_TICKET_TTL.as_secs())]
+    approval_ttl: u64,
 }
 
 impl ServeArgs {
@@ -86,6 +94,34 @@ impl ServeArgs {
         .flatten()
         .cloned()
         .collect()
+    }
+}
+
+impl ServeArgs {
+    /// The approval key whose tickets answer 2026-07-28 approvals, opened (created when
+    /// missing) before any tool runs, so that it is in the control plane from the start. A
+    /// key given (`--approval-key`, `PACKS_APPROVAL_KEY`) that cannot be used stops the
+    /// server; the default one only turns deferred approval off, with a warning (a server
+    /// that never needs it must not fail to start for it).
+    pub(super) fn tickets(&self) -> anyhow::Result<Option<crate::call::Tickets>> {
+        let ttl = Duration::from_secs(self.approval_ttl);
+        if let Some(key) = &self.approval_key {
+            return Ok(Some(crate::call::Tickets::open(key)?.ttl(ttl)));
+        }
+        let opened = match crate::call::Tickets::default_key_file() {
+            None => Err("no state directory (set PACKS_STATE_DIR or HOME)".to_owned()),
+            Some(key) => crate::call::Tickets::open(&key).map_err(|e| e.to_string()),
+        };
+        match opened {
+            Ok(tickets) => Ok(Some(tickets.ttl(ttl))),
+            Err(e) => {
+                eprintln!(
+                    "packs serve: warning: {e}: a 2026-07-28 client's call that needs approval is denied (give \
+                     --approval-key FILE)"
+                );
+                Ok(None)
+            }
+        }
     }
 }
 

@@ -108,8 +108,8 @@ pub struct HttpOptions {
     pub oauth: Option<OAuthOptions>,
     /// The agent whose rules a JWT's client follows (none: the base context's).
     pub oauth_agent: Option<String>,
-    /// A secret replicas share that seals session ids and approval tokens (default: derived
-    /// from the token file, else random per process).
+    /// A secret replicas share that seals session ids (default: derived from the token
+    /// file, else random per process). Approvals are sealed with `serve.approvals`.
     pub session_key: Option<PathBuf>,
 }
 

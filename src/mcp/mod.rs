@@ -12,7 +12,10 @@
 //! Every `tools/call` runs on a worker of a bounded pool (`MAX_CALLS` at once) through the
 //! same pipeline as `packs run`, so a slow tool never blocks `ping` or other calls;
 //! cancellation kills the call's process group; approval uses MCP elicitation when the
-//! client offers it.
+//! client offers it, and in the stateless era an `input_required` result whose
+//! `requestState` is an approval ticket (`crate::call::Tickets`: sealed with a key file,
+//! spent once in the used-ticket directory beside it, so any replica sharing the file
+//! honours it once, after a restart too).
 
 mod auth;
 pub mod http;
@@ -31,7 +34,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 
-use crate::call::{ApprovalRequest, Approver, Call, Context, Status, ToolError};
+use crate::call::{Answers, ApprovalRequest, Approver, Call, Context, Deferred, Status, Tickets, ToolError};
 use crate::catalog::{Catalog, LookupError, SearchPath};
 use crate::pool::Pool;
 
@@ -87,10 +90,6 @@ const SERVER_ERROR: i64 = -32000;
 /// The request's protocol version is not one this server speaks (2026-07-28).
 const UNSUPPORTED_VERSION: i64 = -32022;
 
-/// How many answered approvals (their `requestState` tokens) are remembered, so that each
-/// is used once; past that, answers are denied until the oldest expire (fail closed).
-const MAX_SPENT_APPROVALS: usize = 65_536;
-
 /// The era a connection speaks, decided by its first request and never changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Era {
@@ -119,6 +118,10 @@ pub struct Options {
     /// snapshot (stdio, without `--locked`): while it is current the catalog loads in the
     /// background, and a call waits for it. None: the catalog is loaded before serving.
     pub snapshot: Option<Vec<std::path::PathBuf>>,
+    /// The approval key ([`Tickets`]) whose tickets a stateless-era (2026-07-28) client gets
+    /// as `requestState` when a call needs approval, and presents again with the person's
+    /// answer. None: such a call is not deferred (approved with `yes`, else denied).
+    pub approvals: Option<Tickets>,
 }
 
 /// One in-flight call: its process once started, and whether it was cancelled (by the
@@ -174,10 +177,8 @@ pub(crate) struct Server {
     /// Requests of ours (elicitation) waiting for a client's answer, by peer key and id.
     pending: Mutex<HashMap<String, mpsc::Sender<Value>>>,
     next_id: AtomicU64,
-    /// Signs `requestState` tokens (and the HTTP transport's session ids).
+    /// Seals the HTTP transport's session ids.
     seal: Seal,
-    /// `requestState` nonces already answered, with when they expire: each is used once.
-    spent: Mutex<HashMap<String, u64>>,
     /// Calls, outcomes, latency and denials (served at `/metrics` over HTTP).
     pub(crate) metrics: Metrics,
 }
@@ -305,7 +306,6 @@ impl Server {
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             seal,
-            spent: Mutex::new(HashMap::new()),
             metrics: Metrics::default(),
         })
     }
@@ -398,60 +398,6 @@ impl Server {
     pub(crate) fn in_flight(&self) -> usize {
         lock(&self.flights).len()
     }
-
-    /// A `requestState` token for an approval asked of `principal`: the tool, the digest of
-    /// the canonical arguments, when it expires and a nonce, sealed.
-    fn ask_later(&self, principal: &str, tool: &str, arguments: &Value) -> String {
-        let expires = unix_now() + ELICITATION_TIMEOUT.as_secs();
-        let nonce = format!("{:x}-{}", self.seal.nonce(), self.next_id.fetch_add(1, Ordering::Relaxed));
-        self.seal.seal(&json!({
-            "k": "approval",
-            "p": principal,
-            "t": tool,
-            "a": crate::lock::sha256(crate::lock::canonical(arguments).as_bytes()),
-            "x": expires,
-            "n": nonce,
-        }))
-    }
-
-    /// What a retried stateless-era call answers: None when it carries no answer (ask),
-    /// `Some(true)` when its `requestState` is sealed here for this principal, this very
-    /// tool and these arguments, not expired and not used before, and the `approve` answer
-    /// accepts; `Some(false)` for any other answer (denied, not asked again). A token that
-    /// opens is spent whatever it is presented with.
-    fn answered(&self, principal: &str, tool: &str, params: &Value) -> Option<bool> {
-        if params.get("requestState").is_none() && params.get("inputResponses").is_none() {
-            return None;
-        }
-        let Some(token) = params.get("requestState").and_then(Value::as_str) else { return Some(false) };
-        let Some(state) = self.seal.open(token).filter(|s| s["k"] == "approval") else { return Some(false) };
-        let now = unix_now();
-        let expires = state["x"].as_u64().unwrap_or(0);
-        let Some(nonce) = state["n"].as_str() else { return Some(false) };
-        {
-            let mut spent = lock(&self.spent);
-            spent.retain(|_, until| *until >= now);
-            if spent.len() >= MAX_SPENT_APPROVALS || spent.insert(nonce.to_owned(), expires).is_some() {
-                return Some(false);
-            }
-        }
-        let arguments =
-            crate::lock::sha256(crate::lock::canonical(params.get("arguments").unwrap_or(&Value::Null)).as_bytes());
-        let answer = params.pointer("/inputResponses/approve");
-        Some(
-            state["p"] == principal
-                && state["t"] == tool
-                && state["a"] == arguments.as_str()
-                && expires >= now
-                && answer.and_then(|a| a.get("action")).and_then(Value::as_str) == Some("accept")
-                && answer.and_then(|a| a.pointer("/content/approve")).and_then(Value::as_bool) == Some(true),
-        )
-    }
-}
-
-/// Seconds since the epoch.
-fn unix_now() -> u64 {
-    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// Load the catalog, logging its problems to stderr; with `--locked`, withdraw what the
@@ -933,17 +879,20 @@ impl Peer {
         let label = if known { name } else { "" };
         let sent = AtomicU64::new(0);
         let stateless = self.is_stateless();
-        // A stateless-era client is asked by an `input_required` result, then retries.
+        // A stateless-era client is asked by an `input_required` result whose `requestState`
+        // is an approval ticket, then retries with the ticket and the person's answer.
+        let tickets = self.server.options.approvals.as_ref();
+        let retried = if stateless { retried(params) } else { None };
+        let answers = retried.zip(tickets).map(|((ticket, approve), t)| Answers::only(t, ticket, approve));
         let can_elicit =
             params.pointer(&format!("/_meta/{}/elicitation", CAPABILITIES_KEY.replace('/', "~1"))).is_some();
+        let defer = tickets.filter(|_| stateless && can_elicit && retried.is_none());
         let approver = Elicitor {
             peer: self,
             yes: self.yes,
-            stateless: stateless.then(|| Stateless {
-                granted: self.server.answered(&self.principal, name, params),
-                can_elicit,
-                asked: Mutex::new(None),
-            }),
+            // A retry's answer is settled by its ticket (without a key: denied); a client
+            // that cannot answer a form gets `--yes`, else no.
+            stateless: stateless.then_some(self.yes && retried.is_none()),
         };
         let on_status = |status: Status<'_>| match status {
             Status::Spawned { process, .. } => {
@@ -967,8 +916,25 @@ impl Peer {
             }
             _ => {}
         };
-        let result =
-            Call::new(name, args).context(&self.context).approver(&approver).on_status(&on_status).run(&catalog);
+        let mut built = Call::new(name, args)
+            .context(&self.context)
+            .approver(&approver)
+            .on_status(&on_status)
+            .principal(&self.principal);
+        if let Some(answers) = &answers {
+            built = built.answers(answers);
+        }
+        let result = match defer {
+            Some(tickets) => built.run_deferred(&catalog, tickets),
+            None => built.run(&catalog).map(Deferred::Ran),
+        };
+        // A ticket the retried call did not take (it needed no approval, or failed before
+        // approval was asked) is refused, and recorded so.
+        if let Some(answers) = &answers {
+            for (_, e) in answers.audit_refused(&self.context) {
+                eprintln!("packs serve: approval ticket refused: {e}");
+            }
+        }
         if let Some(failure) = self.context.audit().and_then(crate::audit::AuditLog::take_failure) {
             eprintln!("packs serve: {failure}; the call is not in the log");
         }
@@ -992,22 +958,25 @@ impl Peer {
             }
             Finished::Ran => {}
         }
-        if let Some(request) = approver.stateless.as_ref().and_then(|s| lock(&s.asked).take()) {
-            // Not run: the client is asked, and retries with its answer and this token.
-            metrics.call_ended(label, "approval_asked", started.elapsed());
-            let token = self.server.ask_later(&self.principal, name, params.get("arguments").unwrap_or(&Value::Null));
-            let (message, schema) = approval_question(&request);
-            return self.reply(
-                id,
-                json!({
-                    "resultType": "input_required",
-                    "inputRequests": {"approve": {"method": "elicitation/create",
-                        "params": {"mode": "form", "message": message, "requestedSchema": schema}}},
-                    "requestState": token,
-                    "_meta": {SERVER_INFO_KEY: server_info()},
-                }),
-            );
-        }
+        let result = match result {
+            Ok(Deferred::Pending(pending)) => {
+                // Not run: the client is asked, and retries with its answer and this ticket.
+                metrics.call_ended(label, "approval_asked", started.elapsed());
+                let (message, schema) = approval_question(&pending.request);
+                return self.reply(
+                    id,
+                    json!({
+                        "resultType": "input_required",
+                        "inputRequests": {"approve": {"method": "elicitation/create",
+                            "params": {"mode": "form", "message": message, "requestedSchema": schema}}},
+                        "requestState": pending.ticket,
+                        "_meta": {SERVER_INFO_KEY: server_info()},
+                    }),
+                );
+            }
+            Ok(Deferred::Ran(r)) => Ok(r),
+            Err(e) => Err(e),
+        };
         metrics.call_ended(label, outcome(&result), started.elapsed());
         let content =
             |text: String, is_error: bool| json!({"content": [{"type": "text", "text": text}], "isError": is_error});
@@ -1155,35 +1124,33 @@ fn stateless_result(mut result: Value) -> Value {
     result
 }
 
+/// What a retried stateless-era call answers: its `requestState` (the ticket; empty when
+/// missing, so it is refused) and whether the person approved (the `approve` form accepted
+/// with `approve: true`; anything else is no). None: it carries no answer.
+fn retried(params: &Value) -> Option<(&str, bool)> {
+    if params.get("requestState").is_none() && params.get("inputResponses").is_none() {
+        return None;
+    }
+    let ticket = params.get("requestState").and_then(Value::as_str).unwrap_or_default();
+    let answer = params.pointer("/inputResponses/approve");
+    let approve = answer.and_then(|a| a.get("action")).and_then(Value::as_str) == Some("accept")
+        && answer.and_then(|a| a.pointer("/content/approve")).and_then(Value::as_bool) == Some(true);
+    Some((ticket, approve))
+}
+
 /// Approval for MCP calls: elicitation when the client declared it, else `--yes`, else deny.
 struct Elicitor<'s> {
     peer: &'s Peer,
     yes: bool,
-    /// On a stateless-era connection, what this call's request says (the server cannot
-    /// send the client a request there).
-    stateless: Option<Stateless>,
-}
-
-/// Approval of a stateless-era call: decided by the answer the retried call carries, or
-/// asked (by an `input_required` result) when there is none and the client can answer a form.
-struct Stateless {
-    granted: Option<bool>,
-    can_elicit: bool,
-    asked: Mutex<Option<ApprovalRequest>>,
+    /// On a stateless-era connection (the server cannot send the client a request there),
+    /// the answer when the call's ticket does not settle it and it is not deferred.
+    stateless: Option<bool>,
 }
 
 impl Approver for Elicitor<'_> {
     fn approve(&self, request: &ApprovalRequest) -> bool {
-        match &self.stateless {
-            Some(Stateless { granted: Some(answer), .. }) => *answer,
-            Some(s) if s.can_elicit => {
-                // Denied for now; the client is asked and retries with its answer.
-                if let Ok(mut asked) = s.asked.lock() {
-                    *asked = Some(request.clone());
-                }
-                false
-            }
-            Some(_) => self.yes,
+        match self.stateless {
+            Some(answer) => answer,
             None if self.peer.elicitation.load(Ordering::Relaxed) => self.peer.elicit(request),
             None => self.yes,
         }
@@ -1198,12 +1165,21 @@ mod tests {
     /// A server over a pack directory of `manifests`, and a peer whose messages are kept.
     struct Harness {
         dir: tempfile::TempDir,
+        /// Where the approval key is, when the harness made it (removed with it).
+        _state: Option<tempfile::TempDir>,
         server: Arc<Server>,
         sent: Arc<Mutex<Vec<Value>>>,
     }
 
     impl Harness {
         fn new(manifests: &[Value]) -> Self {
+            let state = tempfile::tempdir().unwrap();
+            let tickets = Tickets::open(&state.path().join("approval.key")).unwrap();
+            Harness { _state: Some(state), ..Self::with_tickets(manifests, Some(tickets)) }
+        }
+
+        /// A server whose approval tickets are sealed with `tickets` (None: no key).
+        fn with_tickets(manifests: &[Value], tickets: Option<Tickets>) -> Self {
             let dir = tempfile::tempdir().unwrap();
             for m in manifests {
                 let name = m["name"].as_str().unwrap();
@@ -1216,9 +1192,10 @@ mod tests {
                 watch: false,
                 locked: None,
                 snapshot: None,
+                approvals: tickets,
             };
             let server = Server::new(options, Seal::derived(b"test key"));
-            Harness { dir, server, sent: Arc::new(Mutex::new(Vec::new())) }
+            Harness { dir, _state: None, server, sent: Arc::new(Mutex::new(Vec::new())) }
         }
 
         fn peer_with(&self, key: &str, principal: &str, context: Context) -> Arc<Peer> {
@@ -1460,80 +1437,121 @@ mod tests {
         assert_eq!(h.answer(&peer, call)[0]["result"]["isError"], false);
     }
 
-    fn approval(answer: Option<bool>, token: &str, arguments: Value) -> Value {
-        let mut params = json!({"name": "t", "arguments": arguments, "requestState": token});
+    /// A tool that needs approval and says what it ran with.
+    fn careful() -> Value {
+        json!({"name": "careful", "description": "d",
+               "parameters": {"a": {"type": "string"}, "b": {"type": "integer"}},
+               "command": {"program": "echo", "args": ["ran", "{{a}}", "{{b}}"]},
+               "policy": {"confirm_before_run": true}})
+    }
+
+    /// A stateless-era `tools/call` of `careful` with `arguments`, and, when given, the
+    /// retry's ticket and answer (`Some(true)`: the form accepted with `approve: true`).
+    fn stateless_call(arguments: Value, ticket: Option<&str>, answer: Option<bool>) -> Value {
+        let meta = json!({VERSION_KEY: "2026-07-28", CAPABILITIES_KEY: {"elicitation": {}}});
+        let mut params = json!({"name": "careful", "arguments": arguments, "_meta": meta});
+        if let Some(ticket) = ticket {
+            params["requestState"] = json!(ticket);
+        }
         if let Some(yes) = answer {
             params["inputResponses"] = json!({"approve": {"action": "accept", "content": {"approve": yes}}});
         }
-        params
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    }
+
+    /// The `requestState` an approval question carries.
+    fn asked(answers: &[Value]) -> String {
+        let result = &answers[0]["result"];
+        assert_eq!(result["resultType"], "input_required", "{answers:?}");
+        result["requestState"].as_str().unwrap().to_owned()
+    }
+
+    /// What a call's result says: its text, and whether it is an error.
+    fn said(answers: &[Value]) -> (String, bool) {
+        let result = &answers[0]["result"];
+        (result["content"][0]["text"].as_str().unwrap_or_default().to_owned(), result["isError"] == true)
     }
 
     #[test]
-    fn an_approval_token_opens_once_for_its_principal_tool_and_arguments_before_it_expires() {
-        let h = Harness::new(&[]);
-        let s = &h.server;
-        let args = json!({"b": 2, "a": [1]});
-        // No answer at all: ask.
-        assert_eq!(s.answered("p", "t", &json!({"name": "t"})), None);
-        // An answer without a token, or with a token that is not one: denied.
-        assert_eq!(s.answered("p", "t", &json!({"inputResponses": {}})), Some(false));
-        assert_eq!(s.answered("p", "t", &approval(Some(true), "forged.token", args.clone())), Some(false));
-        let token = s.ask_later("p", "t", &args);
-        // The same arguments in another order are the same call.
-        assert_eq!(s.answered("p", "t", &approval(Some(true), &token, json!({"a": [1], "b": 2}))), Some(true));
-        assert_eq!(s.answered("p", "t", &approval(Some(true), &token, args.clone())), Some(false), "replayed");
-        for (principal, tool, arguments, answer) in [
-            ("q", "t", args.clone(), Some(true)),
-            ("p", "u", args.clone(), Some(true)),
-            ("p", "t", json!({"b": 3, "a": [1]}), Some(true)),
-            ("p", "t", args.clone(), Some(false)),
-            ("p", "t", args.clone(), None),
-        ] {
-            let token = s.ask_later("p", "t", &args);
-            let params = approval(answer, &token, arguments.clone());
-            assert_eq!(s.answered(principal, tool, &params), Some(false), "{principal} {tool} {arguments} {answer:?}");
-            // Spent, even though it was refused.
-            let right = approval(Some(true), &token, args.clone());
-            assert_eq!(s.answered("p", "t", &right), Some(false));
+    fn an_approval_ticket_runs_its_call_once_for_its_principal_tool_and_arguments() {
+        let h = Harness::new(&[careful()]);
+        let peer = h.peer();
+        let args = json!({"b": 2, "a": "x"});
+        let ask = || asked(&h.answer(&peer, stateless_call(args.clone(), None, None)));
+        // The same arguments in another order are the same call: it runs, once.
+        let ticket = ask();
+        let ran = h.answer(&peer, stateless_call(json!({"a": "x", "b": 2}), Some(&ticket), Some(true)));
+        assert_eq!(said(&ran), ("ran x 2\n".to_owned(), false));
+        let replayed = said(&h.answer(&peer, stateless_call(args.clone(), Some(&ticket), Some(true))));
+        assert!(replayed.1 && replayed.0.contains("the ticket was already used"), "{replayed:?}");
+        // Another client, other arguments: refused, and the ticket still serves its own call,
+        // once. A no is its answer: the ticket is spent.
+        let workspace = || Context::new().with_sandbox(SandboxMode::Off).with_workspace(h.dir.path().into());
+        let other = h.peer_with("k2", "q", workspace());
+        let cases: [(&Arc<Peer>, Value, bool, &str); 3] = [
+            (&other, args.clone(), true, "issued to another client"),
+            (&peer, json!({"b": 3, "a": "x"}), true, "arguments differ"),
+            (&peer, args.clone(), false, "was not approved"),
+        ];
+        for (who, arguments, yes, why) in cases {
+            let ticket = ask();
+            let (text, error) = said(&h.answer(who, stateless_call(arguments, Some(&ticket), Some(yes))));
+            assert!(error && text.contains(why), "{why}: {text}");
+            let right = stateless_call(args.clone(), Some(&ticket), Some(true));
+            if yes {
+                assert_eq!(said(&h.answer(&peer, right.clone())), ("ran x 2\n".to_owned(), false), "{why}");
+            }
+            let again = said(&h.answer(&peer, right));
+            assert!(again.1 && again.0.contains("already used"), "{why}: {again:?}");
         }
-        // A declined form is no.
-        let token = s.ask_later("p", "t", &args);
-        let mut declined = approval(Some(true), &token, args.clone());
-        declined["inputResponses"]["approve"]["action"] = json!("decline");
-        assert_eq!(s.answered("p", "t", &declined), Some(false));
+        let (text, error) = said(&h.answer(&peer, stateless_call(args.clone(), None, Some(true))));
+        assert!(error && text.contains("not one this approval key issued"), "{text}");
         // Tampered: one byte of the body changed.
-        let token = s.ask_later("p", "t", &args);
-        let mut bytes = token.clone().into_bytes();
+        let ticket = ask();
+        let mut bytes = ticket.clone().into_bytes();
         bytes[3] = if bytes[3] == b'A' { b'B' } else { b'A' };
         let tampered = String::from_utf8(bytes).unwrap();
-        assert_eq!(s.answered("p", "t", &approval(Some(true), &tampered, args.clone())), Some(false));
-        assert_eq!(
-            s.answered("p", "t", &approval(Some(true), &token, args.clone())),
-            Some(true),
-            "the real one still opens"
-        );
-        // Expired, or sealed for something else than an approval: no.
-        let digest = crate::lock::sha256(crate::lock::canonical(&args).as_bytes());
-        let sealed = |kind: &str, expires: u64, nonce: &str| {
-            s.seal.seal(&json!({"k": kind, "p": "p", "t": "t", "a": digest, "x": expires, "n": nonce}))
+        let (text, error) = said(&h.answer(&peer, stateless_call(args.clone(), Some(&tampered), Some(true))));
+        assert!(error && text.contains("not one this approval key issued"), "{text}");
+        let real = h.answer(&peer, stateless_call(args.clone(), Some(&ticket), Some(true)));
+        assert_eq!(said(&real), ("ran x 2\n".to_owned(), false), "the real one still opens");
+    }
+
+    #[test]
+    fn an_approval_ticket_opens_in_another_server_with_the_key_once_and_not_after_it_expires() {
+        let state = tempfile::tempdir().unwrap();
+        let key = state.path().join("approval.key");
+        let first = Harness::with_tickets(&[careful()], Some(Tickets::open(&key).unwrap()));
+        // Replicas serve the same tools in the same workspace.
+        let peer = |h: &Harness| {
+            let context = Context::new().with_sandbox(SandboxMode::Off).with_workspace(state.path().into());
+            h.peer_with("k", "p", context)
         };
-        let now = unix_now();
-        assert_eq!(
-            s.answered("p", "t", &approval(Some(true), &sealed("approval", now - 1, "n1"), args.clone())),
-            Some(false)
-        );
-        assert_eq!(
-            s.answered("p", "t", &approval(Some(true), &sealed("session", now + 60, "n2"), args.clone())),
-            Some(false)
-        );
-        assert_eq!(
-            s.answered("p", "t", &approval(Some(true), &sealed("approval", now + 60, "n3"), args.clone())),
-            Some(true)
-        );
-        // Another server's key: no.
-        let stranger = Seal::derived(b"another key").seal(&json!({"k": "approval", "p": "p", "t": "t", "a": digest,
-            "x": now + 60, "n": "n4"}));
-        assert_eq!(s.answered("p", "t", &approval(Some(true), &stranger, args)), Some(false));
+        let args = json!({"a": "x", "b": 1});
+        let ticket = asked(&first.answer(&peer(&first), stateless_call(args.clone(), None, None)));
+        // Another server (a replica, or this one restarted) opening the same key file.
+        let second = Harness::with_tickets(&[careful()], Some(Tickets::open(&key).unwrap()));
+        let retry = stateless_call(args.clone(), Some(&ticket), Some(true));
+        assert_eq!(said(&second.answer(&peer(&second), retry.clone())), ("ran x 1\n".to_owned(), false));
+        let replayed = said(&first.answer(&peer(&first), retry));
+        assert!(replayed.1 && replayed.0.contains("already used"), "{replayed:?}");
+        // Another key: not its ticket.
+        let stranger = Harness::with_tickets(&[careful()], Some(Tickets::open(&state.path().join("k2")).unwrap()));
+        let ticket = asked(&first.answer(&first.peer(), stateless_call(args.clone(), None, None)));
+        let (text, _) =
+            said(&stranger.answer(&stranger.peer(), stateless_call(args.clone(), Some(&ticket), Some(true))));
+        assert!(text.contains("not one this approval key issued"), "{text}");
+        // Expired: a ticket valid for no time at all.
+        let brief = Harness::with_tickets(&[careful()], Some(Tickets::open(&key).unwrap().ttl(Duration::ZERO)));
+        let ticket = asked(&brief.answer(&brief.peer(), stateless_call(args.clone(), None, None)));
+        let (text, error) = said(&brief.answer(&brief.peer(), stateless_call(args.clone(), Some(&ticket), Some(true))));
+        assert!(error && text.contains("the ticket expired at"), "{text}");
+        // Without a key the call is not deferred: denied (no --yes), and a retry is refused.
+        let keyless = Harness::with_tickets(&[careful()], None);
+        let (text, error) = said(&keyless.answer(&keyless.peer(), stateless_call(args.clone(), None, None)));
+        assert!(error && text.contains("was not approved"), "{text}");
+        let (text, error) = said(&keyless.answer(&keyless.peer(), stateless_call(args, Some(&ticket), Some(true))));
+        assert!(error && text.contains("was not approved"), "{text}");
     }
 
     #[test]

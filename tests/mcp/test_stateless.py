@@ -19,7 +19,9 @@ PACKS = os.environ.get("PACKS_BIN", "target/debug/packs")
 
 def server(packs_dir, *extra):
     return StdioServerParameters(command=PACKS, args=["--packs", packs_dir, "serve", *extra],
-                                 env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")})
+                                 env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"),
+                                      # The approval key serve opens at start: not in the real home.
+                                      "PACKS_STATE_DIR": os.path.join(packs_dir, ".state")})
 
 
 async def main():

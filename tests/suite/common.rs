@@ -22,6 +22,11 @@ pub(crate) const PACKS: &str = env!("CARGO_BIN_EXE_packs");
 /// The repository root.
 pub(crate) const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
+/// packs' state directory for every server and call the tests start (`PACKS_STATE_DIR`):
+/// the approval key `packs serve` opens at start lives there, never in the real home. One
+/// key for all, as replicas share one.
+pub(crate) const STATE: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/packs-state");
+
 /// The bundled pack directory.
 pub(crate) const BUNDLED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/packs");
 
@@ -171,6 +176,7 @@ impl Test {
         }
         // No describe cache unless a test asks for one: never write to the real home.
         cmd.env("PACKS_CACHE_DIR", "");
+        cmd.env("PACKS_STATE_DIR", STATE);
         // No user pack directories unless a test makes some: never read the real home's.
         cmd.env("XDG_CONFIG_HOME", self.dir.path().join("no-config"));
         for (k, v) in &self.env {

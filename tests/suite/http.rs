@@ -41,6 +41,7 @@ fn start_with(packs: Packs, extra: &[&str], env: &[(&str, &std::path::Path)]) ->
         .arg("--packs")
         .arg(packs.path())
         .args(["serve", "--http", "127.0.0.1:0"])
+        .env("PACKS_STATE_DIR", crate::common::STATE)
         .args(extra)
         .env_remove("PACKS_PATH")
         .env("PACKS_CACHE_DIR", "")
@@ -583,4 +584,90 @@ fn a_metrics_token_that_is_also_a_clients_is_refused_at_start() {
         .run()
         .code(1)
         .stderr_contains("metrics-tokens:1: the token is 5 characters");
+}
+
+/// A stateless-era `tools/call` of `careful` with `w`, from a client that answers forms, and
+/// when given, the retry's ticket and answer; its result.
+fn careful_call(addr: SocketAddr, w: &str, retry: Option<(&str, bool)>) -> Value {
+    let mut params = json!({"name": "careful", "arguments": {"w": w}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}});
+    if let Some((ticket, yes)) = retry {
+        params["requestState"] = json!(ticket);
+        params["inputResponses"] = json!({"approve": {"action": "accept", "content": {"approve": yes}}});
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
+    let headers = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: careful\r\n";
+    let r = post(addr, headers, &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["result"].clone()
+}
+
+#[test]
+fn an_approval_asked_by_one_replica_is_honoured_by_another_once() {
+    let state = tempfile::tempdir().unwrap();
+    let key = state.path().join("approval.key");
+    let log = state.path().join("audit.jsonl");
+    let careful = || {
+        tools().manifest(
+            "careful",
+            json!({"name": "careful", "description": "d",
+            "parameters": {"w": {"type": "string"}}, "command": "echo ran {{w}}",
+            "policy": {"confirm_before_run": true}}),
+        )
+    };
+    let flags = ["--approval-key", key.to_str().unwrap(), "--log", log.to_str().unwrap()];
+    let (a, b) = (start(careful(), &flags), start(careful(), &flags));
+    let text = |r: &Value| r["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    // Replica A asks; replica B runs the call with the person's yes; both refuse it again.
+    let asked = careful_call(a.addr, "one", None);
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let ticket = asked["requestState"].as_str().unwrap().to_owned();
+    assert!(ticket.contains('.') && !ticket.contains("one"), "an opaque sealed ticket: {ticket}");
+    let ran = careful_call(b.addr, "one", Some((&ticket, true)));
+    assert_eq!((text(&ran), &ran["isError"]), ("ran one\n".to_owned(), &json!(false)), "{ran}");
+    for replica in [&a, &b] {
+        let again = careful_call(replica.addr, "one", Some((&ticket, true)));
+        assert!(again["isError"] == true && text(&again).contains("the ticket was already used"), "{again}");
+    }
+    // Changed arguments: refused, on either replica.
+    let ticket = careful_call(a.addr, "two", None)["requestState"].as_str().unwrap().to_owned();
+    let changed = careful_call(b.addr, "other", Some((&ticket, true)));
+    assert!(text(&changed).contains("arguments differ from those the ticket was issued for"), "{changed}");
+    // Tampered: refused.
+    let forged = format!("x{ticket}");
+    let tampered = careful_call(b.addr, "two", Some((&forged, true)));
+    assert!(text(&tampered).contains("not one this approval key issued"), "{tampered}");
+    // A replica started with another key does not honour it.
+    let other_key = state.path().join("other.key");
+    let c = start(careful(), &["--approval-key", other_key.to_str().unwrap()]);
+    let stranger = careful_call(c.addr, "two", Some((&ticket, true)));
+    assert!(text(&stranger).contains("not one this approval key issued"), "{stranger}");
+    // A ticket that has expired (this replica issues them valid for no time).
+    let brief = start(careful(), &["--approval-key", key.to_str().unwrap(), "--approval-ttl", "0"]);
+    let ticket = careful_call(brief.addr, "three", None)["requestState"].as_str().unwrap().to_owned();
+    let expired = careful_call(a.addr, "three", Some((&ticket, true)));
+    assert!(text(&expired).contains("the ticket expired at"), "{expired}");
+    // Every question and refusal of A and B is in their audit log, the refusal's reason named.
+    let audit: Vec<Value> =
+        std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let reason = |e: &Value| {
+        let error = e["error"].as_str().unwrap_or_default();
+        let reasons = [("already used", "used"), ("arguments differ", "changed"), ("not one this", "forged")];
+        let found = reasons.into_iter().chain([("expired at", "expired")]).find(|(words, _)| error.contains(words));
+        found.map_or("", |(_, reason)| reason)
+    };
+    let decisions: Vec<(&str, &str)> = audit.iter().map(|e| (e["decision"].as_str().unwrap(), reason(e))).collect();
+    let expected = [
+        ("deferred", ""),
+        ("approved", ""),
+        ("denied", "used"),
+        ("denied", "used"),
+        ("deferred", ""),
+        ("denied", "changed"),
+        ("denied", "forged"),
+        ("denied", "expired"),
+    ];
+    assert_eq!(decisions, expected, "{audit:#?}");
 }

@@ -435,6 +435,7 @@ fn an_executable_swapped_after_the_locked_check_never_runs_in_serve() {
     let mut child = Command::new(crate::common::PACKS)
         .current_dir(p.path())
         .args(["--locked", "serve"])
+        .env("PACKS_STATE_DIR", crate::common::STATE)
         .env_remove("PACKS_LOCKED")
         .env("XDG_CONFIG_HOME", p.file("no-config"))
         .env("PACKS_CACHE_DIR", "")

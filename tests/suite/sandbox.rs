@@ -602,6 +602,7 @@ fn a_tool_cannot_signal_packs_serve_which_answers_the_next_request() {
         .arg("--packs")
         .arg(packs.path())
         .arg("serve")
+        .env("PACKS_STATE_DIR", crate::common::STATE)
         .env_remove("PACKS_PATH")
         .env_remove("PACKS_SANDBOX")
         .process_group(0)

@@ -14,6 +14,7 @@ pub(crate) fn start_server(packs: &Packs) -> std::process::Child {
         .arg("--packs")
         .arg(packs.path())
         .arg("serve")
+        .env("PACKS_STATE_DIR", crate::common::STATE)
         .env_remove("PACKS_PATH")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -28,6 +29,7 @@ pub(crate) fn session(packs: &Packs, extra: &[&str], requests: &[Value]) -> Vec<
         .arg("--packs")
         .arg(packs.path())
         .arg("serve")
+        .env("PACKS_STATE_DIR", crate::common::STATE)
         .args(extra)
         .env_remove("PACKS_PATH")
         .stdin(Stdio::piped())
@@ -260,9 +262,14 @@ fn a_client_that_hangs_up_ends_waiting_approvals_and_running_tools() {
 /// A `null` among `requests` is a pause of 300 ms.
 fn session_with_nproc(packs: &Packs, nproc: u32, requests: &[Value]) -> (Vec<Value>, String) {
     let copy = crate::common::ForOtherUser::new(packs);
+    // Where that uid keeps its approval key.
+    let state = copy.place.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let mut child = copy
         .command(&["prlimit", &format!("--nproc={nproc}")])
         .arg("serve")
+        .env("PACKS_STATE_DIR", &state)
         .env("HOME", copy.place.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -336,6 +343,7 @@ fn watch_tells_the_client_only_when_the_list_changed() {
         .arg("--packs")
         .arg(packs.path())
         .args(["serve", "--watch"])
+        .env("PACKS_STATE_DIR", crate::common::STATE)
         .env_remove("PACKS_PATH")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -458,51 +466,150 @@ fn a_stateless_approval_is_bound_to_its_call_and_used_once() {
     let first = ask(modern(1, "tools/call", json!({"name": "careful", "arguments": {}})));
     let token = first["result"]["requestState"].as_str().unwrap().to_owned();
     let accept = json!({"approve": {"action": "accept", "content": {"approve": true}}});
-    // Another tool cannot use it.
+    let call = |id: i64, token: &str, answer: &Value| {
+        modern(
+            id,
+            "tools/call",
+            json!({"name": "careful", "arguments": {}, "requestState": token, "inputResponses": answer}),
+        )
+    };
+    // Another tool cannot use it: that one needs no approval and runs; the ticket is left
+    // for its own call (and refused for this one, on stderr and in the audit log).
     let other = ask(modern(
         2,
         "tools/call",
         json!({"name": "echo_words", "arguments": {}, "requestState": token, "inputResponses": accept}),
     ));
     assert_eq!(other["result"]["content"][0]["text"], "-- x\n", "echo_words needs no approval: it runs");
-    // The token was spent by the wrong call: the real retry is denied, not run.
-    let retry = ask(modern(
-        3,
-        "tools/call",
-        json!({"name": "careful", "arguments": {}, "requestState": token, "inputResponses": accept}),
-    ));
-    assert_eq!(retry["result"]["isError"], true, "{retry}");
-    assert!(retry["result"]["content"][0]["text"].as_str().unwrap().contains("permission_denied"));
-    // A fresh question, answered: it runs once.
-    let fresh = ask(modern(4, "tools/call", json!({"name": "careful", "arguments": {}})));
-    let token = fresh["result"]["requestState"].as_str().unwrap().to_owned();
-    let ran = ask(modern(
-        5,
-        "tools/call",
-        json!({"name": "careful", "arguments": {}, "requestState": token, "inputResponses": accept}),
-    ));
+    // Its own call runs, once.
+    let ran = ask(call(3, &token, &accept));
     assert_eq!(ran["result"]["content"][0]["text"], "ran\n", "{ran}");
-    let again = ask(modern(
-        6,
-        "tools/call",
-        json!({"name": "careful", "arguments": {}, "requestState": token, "inputResponses": accept}),
-    ));
-    assert_eq!(again["result"]["isError"], true, "a token is used once: {again}");
-    // Declined: denied, not asked again.
-    let fresh = ask(modern(7, "tools/call", json!({"name": "careful", "arguments": {}})));
+    let again = ask(call(4, &token, &accept));
+    assert_eq!(again["result"]["isError"], true, "a ticket is used once: {again}");
+    assert!(again["result"]["content"][0]["text"].as_str().unwrap().contains("the ticket was already used"), "{again}");
+    // Declined: denied, not asked again, and the ticket spent.
+    let fresh = ask(modern(5, "tools/call", json!({"name": "careful", "arguments": {}})));
     let token = fresh["result"]["requestState"].as_str().unwrap().to_owned();
     let declined = json!({"approve": {"action": "accept", "content": {"approve": false}}});
-    let no = ask(modern(
-        8,
-        "tools/call",
-        json!({"name": "careful", "arguments": {}, "requestState": token, "inputResponses": declined}),
-    ));
+    let no = ask(call(6, &token, &declined));
     assert_eq!(no["result"]["isError"], true, "{no}");
+    assert!(no["result"]["content"][0]["text"].as_str().unwrap().contains("was not approved"), "{no}");
+    let after = ask(call(7, &token, &accept));
+    assert!(after["result"]["content"][0]["text"].as_str().unwrap().contains("already used"), "{after}");
     // A request without the envelope is refused on this connection, naming what is missing.
     let bare = ask(json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}));
     assert_eq!(bare["error"]["code"], -32602, "{bare}");
     drop(stdin);
     child.wait().unwrap();
+}
+
+/// `packs serve` over stdio in `dir` with the approval key `key` and `extra` flags: the
+/// responses to `requests`, and stderr.
+fn keyed_session(
+    packs: &Packs,
+    dir: &std::path::Path,
+    key: &std::path::Path,
+    extra: &[&str],
+    requests: &[Value],
+) -> (Vec<Value>, String) {
+    let input: String = requests.iter().map(|r| format!("{r}\n")).collect();
+    let out = crate::common::Test::new()
+        .packs_dir(packs.path())
+        .current_dir(dir)
+        .arg("--log")
+        .arg(dir.join("audit.jsonl"))
+        .args(["serve", "--approval-key"])
+        .arg(key)
+        .args(extra)
+        .stdin(input)
+        .run();
+    out.success();
+    let messages = out.stdout().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    (messages, out.stderr.clone())
+}
+
+#[test]
+fn a_stateless_approval_ticket_outlives_its_server_runs_once_and_expires() {
+    let packs = tools().manifest(
+        "stamp",
+        json!({"name": "stamp", "description": "d", "parameters": {"w": {"type": "string"}},
+               "command": "echo stamped {{w}}", "policy": {"confirm_before_run": true}}),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("state/approval.key");
+    let stamp = |id: i64, w: &str| modern(id, "tools/call", json!({"name": "stamp", "arguments": {"w": w}}));
+    let answer = |id: i64, w: &str, ticket: &str, yes: bool| {
+        modern(
+            id,
+            "tools/call",
+            json!({"name": "stamp", "arguments": {"w": w}, "requestState": ticket,
+            "inputResponses": {"approve": {"action": "accept", "content": {"approve": yes}}}}),
+        )
+    };
+    let text =
+        |m: &[Value], id: i64| by_id(m, id)["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    // One server asks twice, and ends.
+    let (asked, _) = keyed_session(&packs, dir.path(), &key, &[], &[stamp(1, "a"), stamp(2, "b")]);
+    let ticket = |id: i64| by_id(&asked, id)["result"]["requestState"].as_str().unwrap().to_owned();
+    let (a, b) = (ticket(1), ticket(2));
+    let mode = std::fs::metadata(&key).map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions())).unwrap();
+    assert_eq!(mode & 0o777, 0o600);
+    // Another server with the same key (a restart): the first, presented twice at once,
+    // runs once; the second is refused for other arguments, and runs for its own.
+    let requests =
+        [answer(3, "a", &a, true), answer(4, "a", &a, true), answer(5, "c", &b, true), answer(6, "b", &b, true)];
+    let (m, stderr) = keyed_session(&packs, dir.path(), &key, &[], &requests);
+    let (ran, refused): (Vec<String>, Vec<String>) =
+        [text(&m, 3), text(&m, 4)].into_iter().partition(|t| t.starts_with("stamped"));
+    assert_eq!(ran, ["stamped a\n"], "{m:#?} {stderr}");
+    assert!(refused[0].contains("the ticket was already used"), "{m:#?}");
+    assert!(text(&m, 5).contains("the call's arguments differ from those the ticket was issued for"), "{m:#?}");
+    assert_eq!(text(&m, 6), "stamped b\n", "{m:#?}");
+    // A third, issuing tickets valid for no time: refused as expired.
+    let (asked, _) = keyed_session(&packs, dir.path(), &key, &["--approval-ttl", "0"], &[stamp(7, "d")]);
+    let expired = by_id(&asked, 7)["result"]["requestState"].as_str().unwrap().to_owned();
+    let (m, _) = keyed_session(&packs, dir.path(), &key, &[], &[answer(8, "d", &expired, true)]);
+    assert!(text(&m, 8).contains("the ticket expired at"), "{m:#?}");
+    // The log holds each question and each refusal.
+    let log = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+    let mut decisions: Vec<String> = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["decision"].as_str().unwrap().to_owned())
+        .collect();
+    decisions.sort();
+    assert_eq!(decisions, ["approved", "approved", "deferred", "deferred", "deferred", "denied", "denied", "denied"]);
+}
+
+#[test]
+fn a_confined_tool_of_the_server_neither_reads_its_approval_key_nor_writes_its_used_tickets() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path();
+    let script = r#"cat "$0/state/approval.key" >/dev/null 2>&1 && echo READ || echo noread
+touch "$0/state/approval.key.used/9999999999999-00" 2>/dev/null && echo WROTE || echo nowrite
+(echo x >> "$0/state/approval.key") 2>/dev/null && echo CHANGED || echo nochange
+touch "$0/sub/mine" && echo workspace"#;
+    // Beside packs' own files, the workspace's other entries stay writable.
+    std::fs::create_dir(ws.join("sub")).unwrap();
+    let packs = tools().manifest(
+        "prowl",
+        json!({"name": "prowl", "description": "d", "parameters": {"dir": {"type": "string"}},
+               "policy": {"read_only": false, "tier": "workspace"},
+               "command": {"program": "sh", "args": ["-c", script, "{{dir}}"]}}),
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "prowl", "arguments": {"dir": ws}}});
+    let out = crate::common::Test::new()
+        .packs_dir(packs.path())
+        .arg("--workspace")
+        .arg(ws)
+        .env("PACKS_STATE_DIR", ws.join("state"))
+        .arg("serve")
+        .stdin(format!("{}\n{call}\n", init("2025-11-25")))
+        .run();
+    out.success();
+    assert!(ws.join("state/approval.key").is_file(), "the default key is made at start");
+    let m: Vec<Value> = out.stdout().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let text = by_id(&m, 1)["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+    assert_eq!(text, "noread\nnowrite\nnochange\nworkspace\n", "{m:#?}");
 }
 
 #[test]
@@ -530,6 +637,7 @@ fn cached_session(packs: &Packs, cache: &std::path::Path, extra: &[&str], reques
         .arg(packs.path())
         .args(extra)
         .arg("serve")
+        .env("PACKS_STATE_DIR", crate::common::STATE)
         .env_remove("PACKS_PATH")
         .env("PACKS_CACHE_DIR", cache)
         .stdin(Stdio::piped())
@@ -603,6 +711,7 @@ fn a_current_listing_snapshot_answers_as_the_full_load_would() {
         .arg("--packs")
         .arg(packs.path())
         .arg("serve")
+        .env("PACKS_STATE_DIR", crate::common::STATE)
         .current_dir(cache.path())
         .env_remove("PACKS_PATH")
         .env("PACKS_CACHE_DIR", cache.path())
@@ -718,6 +827,8 @@ fn each_tools_list_entry_states_its_sandbox_as_dry_run_does() {
     let (off, _) = cached_session(&packs, cache.path(), &["--sandbox", "off"], &requests);
     assert_eq!(note(&off, "reader"), "off: nothing is enforced");
     let (dropped, _) = cached_session(&packs, cache.path(), &["--no-default-deny-read"], &requests);
-    assert_eq!(note(&dropped, "reader"), dry_run_sandbox_line(&packs, &["--no-default-deny-read"], "reader"));
-    assert!(note(&dropped, "reader").contains("reads not restricted"), "{}", note(&dropped, "reader"));
+    assert!(dry_run_sandbox_line(&packs, &["--no-default-deny-read"], "reader").contains("reads not restricted"));
+    // The server keeps its own secret, the approval key, unreadable whatever the list.
+    let reader = note(&dropped, "reader");
+    assert!(reader.contains("only the --deny-read paths unreadable (no default list)"), "{reader}");
 }
