@@ -81,6 +81,8 @@ pub(crate) struct Needs {
     pub(crate) reads: Option<Vec<PathBuf>>,
     /// The operator replaced the default list of `reads` (`--no-default-deny-read`).
     pub(crate) reads_replaced: bool,
+    /// How many of `reads` are packs' own secrets, not the operator's or the agent's.
+    pub(crate) own_reads: usize,
     /// No home directory was found (`HOME` unset or relative, no passwd entry): the default
     /// list names nothing, so reads are not confined (and `enforce` refuses).
     pub(crate) no_home: bool,
@@ -110,6 +112,7 @@ impl Needs {
             protected: Vec::new(),
             reads: None,
             reads_replaced: false,
+            own_reads: 0,
             no_home: false,
             unix: true,
             readable: None,
@@ -138,10 +141,12 @@ impl Needs {
         self
     }
 
-    /// The same, saying whether the operator replaced the default list of what is unreadable.
+    /// The same, saying whether the operator replaced the default list of what is unreadable,
+    /// and how many of the denied paths are packs' own secrets (denied whatever the list).
     #[must_use]
-    pub(crate) fn reads_list_replaced(mut self, replaced: bool) -> Self {
+    pub(crate) fn reads_list_replaced(mut self, replaced: bool, own: usize) -> Self {
         self.reads_replaced = replaced;
+        self.own_reads = own;
         self
     }
 
@@ -299,11 +304,13 @@ impl Enforcement {
             parts.push("credential stores readable (no home directory)".to_owned());
         } else if let Some(denied) = &self.reads_denied {
             let replaced = self.needs.as_ref().is_some_and(|n| n.reads_replaced);
+            let own = self.needs.as_ref().map_or(0, |n| n.own_reads);
             parts.push(
-                match (replaced, denied.is_empty()) {
-                    (false, _) => "credential stores unreadable",
-                    (true, false) => "only the --deny-read paths unreadable (no default list)",
-                    (true, true) => "reads not restricted (--no-default-deny-read)",
+                match (replaced, denied.len() <= own, own) {
+                    (false, _, _) => "credential stores unreadable",
+                    (true, false, _) => "only the --deny-read paths unreadable (no default list)",
+                    (true, true, 0) => "reads not restricted (--no-default-deny-read)",
+                    (true, true, _) => "reads not restricted but for packs' own secrets (--no-default-deny-read)",
                 }
                 .to_owned(),
             );

@@ -266,10 +266,6 @@ pub(crate) struct Session {
     pub(crate) locked: bool,
     /// What every call is made with: the agent, workspace, sandbox mode, mode, pass-env, audit log.
     pub(crate) context: Context,
-    /// What no confined tool reads, as the operator has it (the default list unless dropped,
-    /// `--deny-read`'s paths, the `--secrets-file`), not resolved; the context has it
-    /// resolved ([`Context::with_denied_reads`]), and the agent's added.
-    pub(crate) denied_reads: Vec<PathBuf>,
 }
 
 /// Why a session could not be opened.
@@ -330,10 +326,15 @@ impl Session {
         if honours(Key::DenyRead) {
             denied_reads.extend(operator.deny_read.iter().map(|p| crate::reads::expand(p, home.as_deref())));
         }
+        // packs' own secrets, denied whatever the list: the secrets file, and the approval
+        // key of deferred approvals with its used tickets (`packs call`, `packs serve`),
+        // whichever command runs now: a tool run by `packs run` must not read or plant it.
+        let mut own: Vec<PathBuf> = Vec::new();
         if honours(Key::SecretsFile) {
-            denied_reads.extend(operator.secrets_file.iter().cloned());
+            own.extend(operator.secrets_file.iter().cloned());
         }
-        context = context.with_denied_reads(denied_reads.iter().cloned()).dropping_default_reads(dropped);
+        own.extend(crate::call::Tickets::default_files());
+        context = context.with_denied_reads(denied_reads).dropping_default_reads(dropped).own_secrets(&own);
         // The agent last or first makes no difference: `Context` keeps the operator's
         // settings apart and settles them with the agent's by the rules above.
         if let Some(a) = &agent {
@@ -344,7 +345,7 @@ impl Session {
             _ => operator.packs.clone(),
         };
         let locked = honours(Key::Locked) && (operator.locked || agent.as_ref().is_some_and(|a| a.config.locked));
-        let mut session = Self { operator, agent, dirs, locked, context, denied_reads };
+        let mut session = Self { operator, agent, dirs, locked, context };
         // Every front-end's calls keep off packs' own configuration, `packs exec`'s included.
         session.context = session.context.clone().with_control_plane(session.control_plane());
         Ok(session)
@@ -368,6 +369,13 @@ impl Session {
             use std::os::unix::fs::DirBuilderExt;
             let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&cache);
             paths.push(cache);
+        }
+        // So is the state directory that holds the default approval key: a tool must not
+        // plant a key there before `packs call` or `packs serve` first makes one.
+        if let Some(state) = crate::call::Tickets::default_key_file().as_deref().and_then(std::path::Path::parent) {
+            use std::os::unix::fs::DirBuilderExt;
+            let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(state);
+            paths.push(state.to_owned());
         }
         paths
     }

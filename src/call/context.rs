@@ -29,6 +29,9 @@ pub struct Context {
     default_reads_dropped: bool,
     /// What the agent adds to it (`deny_read`), absolute.
     agent_denied_reads: Arc<[PathBuf]>,
+    /// packs' own secrets (the secrets file, approval and session keys), absolute: denied
+    /// whatever the lists above say.
+    own_reads: Arc<[PathBuf]>,
     audit: Option<Arc<AuditLog>>,
     /// The settings in effect: the operator's (`with_*`), else the agent's.
     pass_env: Vec<String>,
@@ -162,7 +165,7 @@ impl Context {
             crate::sandbox::Needs::of(tool.tier(), policy.requires_network, &self.workspace(), &tool.writable_dirs())
                 .protecting(&self.control_plane)
                 .denying_reads(self.denies_reads(tool).then(|| self.denied_reads().into_owned()))
-                .reads_list_replaced(self.default_reads_dropped)
+                .reads_list_replaced(self.default_reads_dropped, self.own_reads.len())
                 .without_home(crate::reads::homes_unknown())
                 .unix_sockets(policy.unix_sockets)
                 .reading_only(self.readable_places(tool));
@@ -217,17 +220,17 @@ impl Context {
     /// no confined tool reads (a front-end's own key files, e.g. `packs call`'s approval key).
     #[must_use]
     pub(crate) fn protecting_files(mut self, paths: &[PathBuf]) -> Self {
-        let merge = |old: &[PathBuf], added: &[PathBuf]| -> Arc<[PathBuf]> {
-            let mut all: Vec<PathBuf> = old.iter().chain(added).cloned().collect();
-            all.sort();
-            all.dedup();
-            all.into()
-        };
-        self.control_plane = merge(&self.control_plane, &crate::grants::resolved(paths));
-        // Denied reads are kept as given (absolute) and resolved when the rules are built,
-        // as `with_denied_reads` keeps them.
-        let reads = self.denied_reads.as_deref().unwrap_or_else(|| crate::reads::default_list());
-        self.denied_reads = Some(merge(reads, &absolute(paths)));
+        self.control_plane = merged(&self.control_plane, &crate::grants::resolved(paths));
+        self.own_secrets(paths)
+    }
+
+    /// `paths` added to packs' own secrets: no confined tool reads them, whatever the
+    /// operator's list of denied reads (`--no-default-deny-read` included).
+    #[must_use]
+    pub(crate) fn own_secrets(mut self, paths: &[PathBuf]) -> Self {
+        // Kept as given (absolute) and resolved when the rules are built, as
+        // `with_denied_reads` keeps them.
+        self.own_reads = merged(&self.own_reads, &absolute(paths));
         self
     }
 
@@ -252,13 +255,14 @@ impl Context {
     }
 
     /// What no confined tool may read, absolute (not resolved): the operator's list (else
-    /// the default one) and what the agent adds.
+    /// the default one), what the agent adds, and packs' own secrets.
     pub(crate) fn denied_reads(&self) -> std::borrow::Cow<'_, [PathBuf]> {
         let operator = self.denied_reads.as_deref().unwrap_or_else(|| crate::reads::default_list());
-        if self.agent_denied_reads.iter().all(|p| operator.contains(p)) {
+        let added = || self.agent_denied_reads.iter().chain(self.own_reads.iter());
+        if added().all(|p| operator.contains(p)) {
             return std::borrow::Cow::Borrowed(operator);
         }
-        let mut all: Vec<PathBuf> = operator.iter().chain(self.agent_denied_reads.iter()).cloned().collect();
+        let mut all: Vec<PathBuf> = operator.iter().chain(added()).cloned().collect();
         all.sort();
         all.dedup();
         std::borrow::Cow::Owned(all)
@@ -324,6 +328,14 @@ fn absolute(paths: &[PathBuf]) -> Vec<PathBuf> {
     out.sort();
     out.dedup();
     out
+}
+
+/// `old` and `added`, sorted, each once.
+fn merged(old: &[PathBuf], added: &[PathBuf]) -> Arc<[PathBuf]> {
+    let mut all: Vec<PathBuf> = old.iter().chain(added).cloned().collect();
+    all.sort();
+    all.dedup();
+    all.into()
 }
 
 #[cfg(test)]

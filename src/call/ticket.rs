@@ -333,6 +333,12 @@ impl Tickets {
         Some(dir.join(KEY_FILE))
     }
 
+    /// The default key file and its used-ticket directory ([`Tickets::default_key_file`]),
+    /// whether or not they exist yet: packs' own secrets, which no confined tool reads.
+    pub(crate) fn default_files() -> Vec<PathBuf> {
+        Self::default_key_file().map(|key| vec![used_dir(&key), key]).unwrap_or_default()
+    }
+
     /// Open the key file `key` (created with 32 random bytes, mode 0600, in a directory made
     /// 0700, when missing) and its used-ticket directory beside it (`KEY.used`). A key file
     /// that is not a regular file, that its group or others may read or write, that another

@@ -375,7 +375,7 @@ pub(crate) fn main() -> i32 {
                 base = base.with_control_plane(session.control_plane().into_iter().chain(own.iter().cloned()));
                 // What no confined tool reads: the session's list (the credential stores, the
                 // operator's, the secrets file) and the server's own secrets.
-                base = base.with_denied_reads(session.denied_reads.iter().cloned().chain(own));
+                base = base.own_secrets(&own);
             }
             if let Command::Session { json } = command {
                 return session_report(&session, *json);

@@ -346,7 +346,7 @@ fn the_operator_extends_or_replaces_the_denied_list_and_an_agent_only_adds_to_it
         dry(&replaced)
     );
     let none = dry(&["--no-default-deny-read"]);
-    assert!(none.contains("; reads not restricted (--no-default-deny-read);"), "{none}");
+    assert!(none.contains("; reads not restricted but for packs' own secrets (--no-default-deny-read);"), "{none}");
 }
 
 #[test]

@@ -827,8 +827,10 @@ fn each_tools_list_entry_states_its_sandbox_as_dry_run_does() {
     let (off, _) = cached_session(&packs, cache.path(), &["--sandbox", "off"], &requests);
     assert_eq!(note(&off, "reader"), "off: nothing is enforced");
     let (dropped, _) = cached_session(&packs, cache.path(), &["--no-default-deny-read"], &requests);
-    assert!(dry_run_sandbox_line(&packs, &["--no-default-deny-read"], "reader").contains("reads not restricted"));
-    // The server keeps its own secret, the approval key, unreadable whatever the list.
+    // Both keep packs' own secret, the approval key, unreadable whatever the list, and say so.
+    let dry = dry_run_sandbox_line(&packs, &["--no-default-deny-read"], "reader");
     let reader = note(&dropped, "reader");
-    assert!(reader.contains("only the --deny-read paths unreadable (no default list)"), "{reader}");
+    for said in [&dry, &reader] {
+        assert!(said.contains("reads not restricted but for packs' own secrets (--no-default-deny-read)"), "{said}");
+    }
 }
