@@ -557,3 +557,19 @@ fn a_tool_written_for_execute_alone_still_works_and_one_with_neither_fails_clear
     let call = NativeCall::new(Map::from_iter([("word".to_owned(), json!("yo"))]));
     assert_eq!(Echo::new("echo_word").run(&call).unwrap(), NativeOutput::Text("said yo".into()));
 }
+
+#[test]
+fn the_async_example_runs_two_calls_at_once_and_cancels_one() {
+    let exe = std::env::current_exe().unwrap();
+    let example = exe.parent().and_then(|deps| deps.parent()).unwrap().join("examples/async_agent");
+    let out = std::process::Command::new(&example)
+        .env("PACKS_CACHE_DIR", "")
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", example.display()));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains(r#"count_up: {"counted":10,"agent":null,"url":"https://example.org/"}"#), "{stdout}");
+    assert!(stdout.contains("wait_then_say: the call was cancelled (cancelled)"), "{stdout}");
+    assert!(stderr.contains("count_up: 100%") && stderr.contains("wait_then_say: started"), "{stderr}");
+}
