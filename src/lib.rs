@@ -28,6 +28,8 @@
 
 mod agent;
 mod argv;
+#[cfg(feature = "async")]
+mod asynchronous;
 mod audit;
 mod call;
 pub mod calls;
@@ -86,6 +88,8 @@ mod tool_test;
 mod visible;
 
 pub use agent::{Agent, AgentError};
+#[cfg(feature = "async")]
+pub use asynchronous::AsyncCall;
 pub use audit::{AuditLog, Entry as AuditEntry};
 pub use call::{
     Answers, ApprovalReason, ApprovalRequest, ApproveAll, Approver, ArgumentsError, Call, Context, DEFAULT_TICKET_TTL,
@@ -97,7 +101,7 @@ pub use describe::Describe;
 pub use describe_cache::DescribeCache;
 pub use help::page as help_page;
 pub use names::UnknownName;
-pub use native::{NativeError, NativeTool};
+pub use native::{CancelToken, NativeCall, NativeError, NativeOutput, NativeTool, Progress};
 pub use output::{OutputFormat, OutputSpec};
 pub use policy::{Policy, Tier, UnknownTier};
 pub use runner::{Process, SpawnError, Stream};

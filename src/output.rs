@@ -95,28 +95,49 @@ pub(crate) fn shape(
     context: &Map<String, Value>,
 ) -> Result<Shaped, String> {
     let text = String::from_utf8_lossy(stdout);
-    let (mut output, json) = match spec.format {
+    match spec.format {
         OutputFormat::Json => {
             let value: Value =
                 serde_json::from_str(&text).map_err(|e| format!("the tool's output is not valid JSON ({e})"))?;
-            let value = match &spec.extract_field {
-                Some(field) => extract(&value, field)
-                    .cloned()
-                    .ok_or_else(|| format!("the tool's JSON output has no field `{field}`"))?,
-                None => value,
-            };
-            let text = match &value {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            (text, Some(value))
+            shape_value(spec, template, value, context)
         }
         OutputFormat::Jsonl => {
             let value = json_lines(&text, spec.extract_field.as_deref())?;
-            (value.to_string(), Some(value))
+            finish(spec, template, value.to_string(), Some(value), context)
         }
-        OutputFormat::Text | OutputFormat::Markdown => (text.into_owned(), None),
+        OutputFormat::Text | OutputFormat::Markdown => finish(spec, template, text.into_owned(), None, context),
+    }
+}
+
+/// Shape a JSON value a tool returned as it is (a native tool's): as `json` output, without
+/// printing and parsing it again.
+pub(crate) fn shape_value(
+    spec: &OutputSpec,
+    template: Option<&Template>,
+    value: Value,
+    context: &Map<String, Value>,
+) -> Result<Shaped, String> {
+    let value = match &spec.extract_field {
+        Some(field) => {
+            extract(&value, field).cloned().ok_or_else(|| format!("the tool's JSON output has no field `{field}`"))?
+        }
+        None => value,
     };
+    let text = match &value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    finish(spec, template, text, Some(value), context)
+}
+
+/// The output template over `output` (and `result`, the JSON), then `display`.
+fn finish(
+    spec: &OutputSpec,
+    template: Option<&Template>,
+    mut output: String,
+    json: Option<Value>,
+    context: &Map<String, Value>,
+) -> Result<Shaped, String> {
     if let Some(t) = template {
         let mut vars = Map::new();
         vars.insert("output".into(), Value::String(output.trim_end_matches('\n').to_owned()));

@@ -21,8 +21,8 @@ mod status;
 mod ticket;
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Mutex;
-use std::time::Instant;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -37,6 +37,7 @@ pub use ticket::{Answers, DEFAULT_TICKET_TTL, Deferred, KeyFileError, Pending, T
 
 use crate::audit::{self, Entry};
 use crate::catalog::Catalog;
+use crate::native::{CancelToken, NativeCall, NativeOutput, NativeTool, Progress, Report};
 use crate::output;
 use crate::runner::{self, RunOutcome, SpawnError, Stream};
 use crate::sandbox::Enforcement;
@@ -108,6 +109,7 @@ pub struct Call<'a> {
     answers: Option<&'a Answers<'a>>,
     principal: Option<&'a str>,
     on_status: Option<&'a (dyn Fn(Status<'_>) + Sync)>,
+    cancel: Option<&'a CancelToken>,
     test: bool,
 }
 
@@ -124,6 +126,7 @@ impl<'a> Call<'a> {
             answers: None,
             principal: None,
             on_status: None,
+            cancel: None,
             test: false,
         }
     }
@@ -166,6 +169,15 @@ impl<'a> Call<'a> {
     /// (secrets masked) to `on_status`.
     pub fn on_status(mut self, on_status: &'a (dyn Fn(Status<'_>) + Sync)) -> Self {
         self.on_status = Some(on_status);
+        self
+    }
+
+    /// Cancel the call when `token` is cancelled (from another thread): a process tool's
+    /// whole process group is killed, a native tool's own token is set and the call
+    /// returns at once. Either way the result is a [`Failure::Cancelled`] (audited as
+    /// `cancelled`); a token cancelled before the tool starts runs nothing.
+    pub fn cancel_token(mut self, token: &'a CancelToken) -> Self {
+        self.cancel = Some(token);
         self
     }
 
@@ -238,8 +250,9 @@ impl<'a> Call<'a> {
         // are known, and whatever failed after (a missing working directory named by a
         // secret, a sandbox that could not be set up) shows none of them.
         let approval = Approval { approver: self.approver, answers: self.answers, defer, principal: self.principal };
-        let result = steps(catalog, self.name, self.input, context, approval, mode, &on_status, &mut record)
-            .map_err(|e| e.masked(&record.secrets));
+        let result =
+            steps(catalog, self.name, self.input, context, approval, mode, &on_status, self.cancel, &mut record)
+                .map_err(|e| e.masked(&record.secrets));
         if matches!(mode, Mode::Run | Mode::Test) {
             on_status(Status::Phase(Phase::Complete));
         }
@@ -276,6 +289,7 @@ impl Record<'_> {
                 let outcome = match &r.failure {
                     None => "ok",
                     Some(Failure::Timeout(_)) => "timeout",
+                    Some(Failure::Cancelled) => "cancelled",
                     Some(_) => "failed",
                 };
                 (r.exit_code, Some(r.duration_ms), outcome, r.error.clone())
@@ -319,6 +333,7 @@ fn steps<'c>(
     approval: Approval<'_>,
     mode: Mode,
     on_status: &(dyn Fn(Status<'_>) + Sync),
+    cancel: Option<&CancelToken>,
     record: &mut Record<'c>,
 ) -> Result<Outcome, ToolError> {
     let tool = catalog.get(name)?;
@@ -401,7 +416,7 @@ fn steps<'c>(
         }
     };
     on_status(Status::Phase(Phase::Execute));
-    execute(tool, &plan, &args.resolved, context, on_status).map(Outcome::Ran)
+    execute(tool, &plan, &args.resolved, context, on_status, cancel).map(Outcome::Ran)
 }
 
 fn denied(tool: &Tool, reason: Denial) -> ToolError {
@@ -415,7 +430,11 @@ fn execute(
     args: &serde_json::Map<String, Value>,
     context: &Context,
     on_status: &(dyn Fn(Status<'_>) + Sync),
+    cancel: Option<&CancelToken>,
 ) -> Result<ToolResult, ToolError> {
+    if cancel.is_some_and(CancelToken::is_cancelled) {
+        return Ok(shape_ran(tool, plan, Ran::cancelled(Duration::ZERO), context));
+    }
     let maskers = [Mutex::new(Masker::new(&plan.secrets)), Mutex::new(Masker::new(&plan.secrets))];
     let on_chunk = |stream: Stream, chunk: &[u8]| {
         if plan.secrets.is_empty() {
@@ -446,15 +465,46 @@ fn execute(
                     source: std::io::Error::new(std::io::ErrorKind::NotFound, message),
                 }));
             }
-            let on_spawn = |process: &runner::Process| on_status(Status::Spawned { pid: process.pid(), process });
+            // The caller's token kills the group: attached once the process exists (at once
+            // if it is cancelled already), forgotten once the run is over.
+            let hook = Mutex::new(None);
+            let on_spawn = |process: &runner::Process| {
+                if let Some(token) = cancel {
+                    let process = process.clone();
+                    *hook.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = token.on_cancel(move || {
+                        process.kill();
+                    });
+                }
+                on_status(Status::Spawned { pid: process.pid(), process });
+            };
             let confined = runner::confine(invocation, plan.enforcement.as_ref()).map_err(|source| {
                 let program = invocation.argv.first().cloned().unwrap_or_default();
                 spawn_error(SpawnError::Start { program, source })
             })?;
             let invocation = confined.as_ref().unwrap_or(invocation);
-            runner::run_observed(invocation, on_spawn, on_chunk).map(|out| (out, None)).map_err(spawn_error)?
+            let ran = runner::run_observed(invocation, on_spawn, on_chunk);
+            if let Some(token) = cancel {
+                token.forget(hook.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner));
+            }
+            let out = ran.map_err(spawn_error)?;
+            // Killed by the caller's token (not by its timeout, not exited on its own).
+            let cancelled = !out.timed_out && out.exit_code.is_none() && cancel.is_some_and(CancelToken::is_cancelled);
+            Ran { out, native_error: None, json: None, cancelled }
         }
-        (Target::Native, Body::Native(native)) => run_native(&**native, args, plan.max_output_bytes, &on_chunk),
+        (Target::Native, Body::Native(native)) => {
+            let call = NativeCall {
+                tool: tool.name().to_owned(),
+                args: args.clone(),
+                values: context.values().clone(),
+                agent: context.agent().map(|a| a.id.clone()),
+                workspace: context.workspace(),
+                mode: context.mode().map(str::to_owned),
+                cancel: CancelToken::new(),
+                report: None,
+            };
+            let on_progress = |progress: &Progress| on_status(Status::Progress(progress));
+            run_native(native, call, plan, cancel, &on_chunk, &on_progress)
+        }
         (Target::Native, _) => unreachable!("only native tools plan a native target"),
     };
     for (i, stream) in [Stream::Stdout, Stream::Stderr].into_iter().enumerate() {
@@ -463,34 +513,124 @@ fn execute(
             on_status(Status::Output { stream, chunk: &rest });
         }
     }
-    Ok(shape(tool, plan, ran, context))
+    Ok(shape_ran(tool, plan, ran, context))
 }
 
-/// Run a native tool on this thread, as if it were a process: its text is stdout
-/// (capped at `max_output_bytes`), an error or a panic is its failure.
+/// What ran, for [`shape_ran`].
+struct Ran {
+    out: RunOutcome,
+    /// A native tool's error (or panic).
+    native_error: Option<String>,
+    /// A native tool's JSON result, kept as it is (`out.stdout` holds its text).
+    json: Option<Value>,
+    /// The caller cancelled the call.
+    cancelled: bool,
+}
+
+impl Ran {
+    /// Nothing ran, or nothing of it is kept: what `duration` of waiting ended with.
+    fn empty(duration: Duration) -> RunOutcome {
+        RunOutcome {
+            exit_code: None,
+            signal: None,
+            stdout: Vec::new(),
+            stdout_total_bytes: 0,
+            stdout_truncated: false,
+            stderr: Vec::new(),
+            stderr_total_bytes: 0,
+            timed_out: false,
+            duration,
+        }
+    }
+
+    fn cancelled(duration: Duration) -> Self {
+        Self { out: Self::empty(duration), native_error: None, json: None, cancelled: true }
+    }
+}
+
+/// Run a native tool on a thread of its own, as if it were a process: its text (or its
+/// JSON's) is stdout (capped at `max_output_bytes`), an error or a panic is its failure.
+/// The caller waits for it until the plan's timeout or the caller's token; then the tool's
+/// token is set and the call ends (the thread, which packs cannot kill, runs on alone).
 fn run_native(
-    native: &dyn crate::native::NativeTool,
-    args: &serde_json::Map<String, Value>,
-    max_output_bytes: u64,
+    native: &Arc<dyn NativeTool>,
+    mut call: NativeCall,
+    plan: &Plan,
+    cancel: Option<&CancelToken>,
     on_chunk: &(dyn Fn(Stream, &[u8]) + Sync),
-) -> (RunOutcome, Option<String>) {
+    on_progress: &dyn Fn(&Progress),
+) -> Ran {
     let start = Instant::now();
-    let chunk = |bytes: &[u8]| on_chunk(Stream::Stdout, bytes);
-    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| native.execute_with_status(args, &chunk)));
-    let (stdout, error) = match outcome {
-        Ok(Ok(text)) => (text.into_bytes(), None),
-        Ok(Err(e)) => (Vec::new(), Some(e.to_string())),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "no message".to_owned());
-            (Vec::new(), Some(format!("the tool panicked: {what}")))
+    let (heard, hear) = mpsc::channel();
+    call.report = Some(heard.clone());
+    let token = call.cancel.clone();
+    let done = heard.clone();
+    let tool = Arc::clone(native);
+    let spawned = std::thread::Builder::new().name(format!("packs-native-{}", call.tool)).spawn(move || {
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| tool.run(&call)));
+        let outcome = match outcome {
+            Ok(Ok(output)) => Ok(output),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "no message".to_owned());
+                Err(format!("the tool panicked: {what}"))
+            }
+        };
+        let _ = done.send(Report::Done(outcome));
+    });
+    if let Err(e) = spawned {
+        let out = Ran::empty(start.elapsed());
+        return Ran {
+            out,
+            native_error: Some(format!("its thread could not start: {e}")),
+            json: None,
+            cancelled: false,
+        };
+    }
+    let hook = cancel.and_then(|c| {
+        let heard = heard.clone();
+        c.on_cancel(move || drop(heard.send(Report::Cancelled)))
+    });
+    drop(heard);
+    let deadline = start + plan.timeout;
+    let outcome = loop {
+        match hear.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Report::Output(chunk)) => on_chunk(Stream::Stdout, &chunk),
+            Ok(Report::Progress(progress)) => on_progress(&progress),
+            Ok(Report::Done(outcome)) => break Some(outcome),
+            Ok(Report::Cancelled) => break None,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                token.cancel();
+                if let Some(c) = cancel {
+                    c.forget(hook);
+                }
+                let mut out = Ran::empty(start.elapsed());
+                out.timed_out = true;
+                return Ran { out, native_error: None, json: None, cancelled: false };
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Some(Err("the tool's thread ended without a result".to_owned()));
+            }
         }
     };
+    if let Some(c) = cancel {
+        c.forget(hook);
+    }
+    let Some(outcome) = outcome else {
+        token.cancel();
+        return Ran::cancelled(start.elapsed());
+    };
+    let (stdout, json, error) = match outcome {
+        Ok(NativeOutput::Text(text)) => (text.into_bytes(), None, None),
+        Ok(NativeOutput::Json(value)) => (value.to_string().into_bytes(), Some(value), None),
+        Err(e) => (Vec::new(), None, Some(e)),
+    };
     let total = stdout.len() as u64;
-    let keep = usize::try_from(max_output_bytes).unwrap_or(usize::MAX).min(stdout.len());
+    let keep = usize::try_from(plan.max_output_bytes).unwrap_or(usize::MAX).min(stdout.len());
     let out = RunOutcome {
         exit_code: error.is_none().then_some(0),
         signal: None,
@@ -502,16 +642,18 @@ fn run_native(
         timed_out: false,
         duration: start.elapsed(),
     };
-    (out, error)
+    Ran { out, native_error: error, json, cancelled: false }
 }
 
 /// Turn what ran into a result: check the exit, shape stdout, mask secrets everywhere.
-fn shape(
-    tool: &Tool,
-    plan: &Plan,
-    (mut out, native_error): (RunOutcome, Option<String>),
-    context: &Context,
-) -> ToolResult {
+#[cfg(test)]
+fn shape(tool: &Tool, plan: &Plan, (out, native_error): (RunOutcome, Option<String>), context: &Context) -> ToolResult {
+    shape_ran(tool, plan, Ran { out, native_error, json: None, cancelled: false }, context)
+}
+
+/// [`shape`], with a native tool's JSON value and the caller's cancellation.
+fn shape_ran(tool: &Tool, plan: &Plan, ran: Ran, context: &Context) -> ToolResult {
+    let Ran { mut out, native_error, json, cancelled } = ran;
     // Masked before anything is shaped or cut: a secret cut at the edge of what was kept
     // (or by `max_chars` later) never shows its beginning or its end.
     if !plan.secrets.is_empty() {
@@ -548,7 +690,9 @@ fn shape(
         json: None,
     };
     let allowed = || policy.allowed_exit_codes.clone();
-    let failure = if let Some(message) = native_error {
+    let failure = if cancelled {
+        Some(Failure::Cancelled)
+    } else if let Some(message) = native_error {
         Some(Failure::Native(message))
     } else if out.timed_out {
         Some(Failure::Timeout(plan.timeout))
@@ -558,10 +702,15 @@ fn shape(
             (None, Some(signal)) => Failure::Signal { signal, allowed: allowed() },
             (None, None) => Failure::Abnormal { allowed: allowed() },
         })
-    } else if out.stdout_truncated && spec.format.is_json() {
+    } else if out.stdout_truncated && (spec.format.is_json() || json.is_some()) {
         Some(Failure::OutputTooLarge(policy.max_output_bytes))
     } else {
-        match output::shape(spec, tool.output_template(), &out.stdout, context.values()) {
+        let shaped = match json {
+            // A native tool's value as it is: not printed and parsed again.
+            Some(value) => output::shape_value(spec, tool.output_template(), value, context.values()),
+            None => output::shape(spec, tool.output_template(), &out.stdout, context.values()),
+        };
+        match shaped {
             Ok(shaped) => {
                 result.ok = true;
                 // The parsed value travels with the result while it is what `output` holds.
@@ -1099,6 +1248,37 @@ mod tests {
     }
 
     #[test]
+    fn a_native_tools_json_value_is_masked_in_every_string_and_capped() {
+        let mut catalog = Catalog::default();
+        catalog.register(Native { len: 0, max_output_bytes: 40 }).unwrap();
+        let ctx = Context::new();
+        let tool = catalog.get("native").unwrap();
+        let args = arguments::prepare(tool, Value::Null, &ctx).unwrap();
+        let mut plan = Plan::new(tool, &args, &ctx, false).unwrap();
+        plan.secrets = Secrets::new(&["hunter22".to_owned()]);
+        let ran = |value: Value| {
+            let text = value.to_string();
+            let keep = text.len().min(40);
+            let out = RunOutcome {
+                exit_code: Some(0),
+                stdout: text.as_bytes()[..keep].to_vec(),
+                stdout_total_bytes: text.len() as u64,
+                stdout_truncated: keep < text.len(),
+                ..Ran::empty(Duration::ZERO)
+            };
+            Ran { out, native_error: None, json: Some(value), cancelled: false }
+        };
+        // The value itself is masked (not text parsed from masked stdout): mask_json's work.
+        let r = shape_ran(tool, &plan, ran(json!({"k": ["x hunter22"], "n": 1})), &ctx);
+        assert!(r.ok, "{r:?}");
+        assert_eq!(r.json, Some(json!({"k": ["x ***"], "n": 1})));
+        assert!(!r.output.contains("hunter22") && !r.display.contains("hunter22"), "{r:?}");
+        let r = shape_ran(tool, &plan, ran(json!({"k": "0123456789".repeat(5)})), &ctx);
+        assert_eq!((r.ok, r.truncated, r.json), (false, true, None));
+        assert_eq!(r.failure, Some(Failure::OutputTooLarge(40)));
+    }
+
+    #[test]
     fn shaping_masks_a_secret_the_tool_escaped_in_json_in_the_parsed_value_too() {
         let (dir, catalog) = pack(&[json!({"name": "json", "description": "d", "command": "true",
             "output": {"format": "json"}})]);
@@ -1170,6 +1350,7 @@ mod tests {
                 Status::Phase(p) => format!("{p:?}"),
                 Status::Spawned { .. } => "spawned".to_owned(),
                 Status::Output { chunk, .. } => format!("out:{}", String::from_utf8_lossy(chunk)),
+                Status::Progress(p) => format!("progress:{p:?}"),
             };
             heard.lock().unwrap().push(entry);
         };

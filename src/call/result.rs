@@ -96,13 +96,18 @@ pub enum Failure {
     /// A native tool reported an error.
     #[error("{0}")]
     Native(String),
+    /// The caller cancelled the call (its token, or the async entry's future dropped): a
+    /// process tool's group was killed, a native tool's token set.
+    #[error("the call was cancelled")]
+    Cancelled,
 }
 
 impl Failure {
-    /// `timeout` or `execution`.
+    /// `timeout`, `cancelled` or `execution`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Timeout(_) => "timeout",
+            Self::Cancelled => "cancelled",
             _ => "execution",
         }
     }

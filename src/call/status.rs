@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::native::Progress;
 use crate::runner::{Process, Stream};
 
 /// The phases of a call, in order.
@@ -19,7 +20,7 @@ pub enum Phase {
 }
 
 /// What a status callback hears about a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub enum Status<'a> {
     /// A phase begins.
@@ -38,4 +39,6 @@ pub enum Status<'a> {
         /// The bytes.
         chunk: &'a [u8],
     },
+    /// A native tool reported how far it has got (its phase, percent, time left).
+    Progress(&'a Progress),
 }

@@ -3,15 +3,17 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use packs::formats::{ExportFormat, export};
 use packs::{
-    Agent, ApproveAll, AuditLog, Call, Catalog, Context, Denial, DenyAll, Failure, NativeError, NativeTool,
-    NativeToolError, OutputSpec, Policy, SearchPath, Status, ToolError, ToolKind,
+    Agent, ApproveAll, AsyncCall, AuditLog, Call, CancelToken, Catalog, Context, Denial, DenyAll, Failure, NativeCall,
+    NativeError, NativeOutput, NativeTool, NativeToolError, OutputSpec, Policy, Progress, SearchPath, Status,
+    ToolError, ToolKind,
 };
 use serde_json::{Map, Value, json};
 
-use crate::common::{Packs, printf_tool};
+use crate::common::{Packs, alive, printf_tool};
 
 /// A configurable native tool that counts its runs.
 struct Echo {
@@ -266,4 +268,308 @@ fn native_tools_are_pinned_and_locked_through_the_library() {
     assert_eq!(changed.tools().count(), 0);
     let e = changed.get("echo_word").unwrap_err().to_string();
     assert!(e.contains("refused by the lock file") && e.contains("policy"), "{e}");
+}
+
+/// A native tool written against the whole contract (`run`): context, progress, output,
+/// cancellation, JSON out. `behave` is what it does.
+struct Contract {
+    policy: Policy,
+    behave: fn(&NativeCall) -> Result<NativeOutput, NativeError>,
+}
+
+impl NativeTool for Contract {
+    fn name(&self) -> &str {
+        "contract"
+    }
+    fn description(&self) -> &str {
+        "A tool of the whole contract"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}})
+    }
+    fn policy(&self) -> Policy {
+        self.policy.clone()
+    }
+    fn run(&self, call: &NativeCall) -> Result<NativeOutput, NativeError> {
+        (self.behave)(call)
+    }
+}
+
+fn contract(behave: fn(&NativeCall) -> Result<NativeOutput, NativeError>) -> Catalog {
+    let mut catalog = Catalog::default();
+    catalog.register(Contract { policy: Policy::default().with_read_only(true), behave }).unwrap();
+    catalog
+}
+
+#[test]
+fn a_native_tool_sees_the_calls_context_and_its_progress_reaches_on_status() {
+    let catalog = contract(|call| {
+        call.progress(Progress::new("index").percent(40.0).eta(Duration::from_secs(3)).message("4 of 10"));
+        call.output(b"working\n");
+        call.progress(Progress::new("index").percent(250.0));
+        Ok(json!({
+            "tool": call.tool(),
+            "n": call.args()["n"],
+            "url": call.value("url"),
+            "mode": call.mode(),
+            "workspace": call.workspace(),
+            "cancelled": call.is_cancelled(),
+        })
+        .into())
+    });
+    let workspace = tempfile::tempdir().unwrap();
+    let mut context = Context::new().with_mode("Coding").with_workspace(workspace.path().to_owned());
+    context.set("url", "https://example.org/page").unwrap();
+    let heard = Mutex::new(Vec::new());
+    let on_status = |s: Status<'_>| {
+        heard.lock().unwrap().push(match s {
+            Status::Phase(p) => format!("{p:?}"),
+            Status::Progress(p) => {
+                format!("{}:{:?}:{:?}:{:?}", p.phase.as_deref().unwrap(), p.percent, p.eta, p.message)
+            }
+            Status::Output { chunk, .. } => format!("out:{}", String::from_utf8_lossy(chunk)),
+            _ => "other".to_owned(),
+        });
+    };
+    let r = Call::new("contract", json!({"n": 7})).context(&context).on_status(&on_status).run(&catalog).unwrap();
+    assert!(r.ok, "{r:?}");
+    assert_eq!(
+        r.json,
+        Some(json!({"tool": "contract", "n": 7, "url": "https://example.org/page", "mode": "Coding",
+                    "workspace": workspace.path(), "cancelled": false}))
+    );
+    assert_eq!(
+        heard.into_inner().unwrap(),
+        [
+            "Validate",
+            "Authorize",
+            "Execute",
+            r#"index:Some(40.0):Some(3s):Some("4 of 10")"#,
+            "out:working\n",
+            "index:Some(100.0):None:None",
+            "Complete"
+        ]
+    );
+}
+
+#[test]
+fn a_native_tools_json_result_is_kept_as_it_is_not_printed_and_parsed_again() {
+    // Nested deeper than serde_json's parser accepts (128): printed and parsed again, it
+    // would be a failure ("recursion limit exceeded").
+    fn deep() -> Value {
+        (0..200).fold(json!("bottom"), |inner, _| json!([inner]))
+    }
+    assert!(serde_json::from_str::<Value>(&deep().to_string()).is_err(), "a round trip would fail");
+    let catalog = contract(|_| Ok(NativeOutput::Json(deep())));
+    let r = Call::new("contract", Value::Null).run(&catalog).unwrap();
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.json, Some(deep()));
+    assert_eq!(r.output, deep().to_string());
+}
+
+#[test]
+fn a_native_tools_json_result_over_max_output_bytes_is_a_failure() {
+    let mut catalog = Catalog::default();
+    catalog
+        .register(Contract {
+            policy: Policy::default().with_read_only(true).with_max_output_bytes(20),
+            behave: |_| Ok(json!({"k": "0123456789012345678901234567890123456789"}).into()),
+        })
+        .unwrap();
+    let r = Call::new("contract", Value::Null).run(&catalog).unwrap();
+    assert!(!r.ok && r.truncated, "{r:?}");
+    assert_eq!(r.failure, Some(Failure::OutputTooLarge(20)));
+    assert_eq!(r.json, None);
+    assert_eq!(r.output, r#"{"k":"01234567890123"#);
+}
+
+#[test]
+fn a_native_tool_that_ignores_cancellation_still_ends_at_its_timeout() {
+    static TOKEN: Mutex<Option<CancelToken>> = Mutex::new(None);
+    let mut catalog = Catalog::default();
+    catalog
+        .register(Contract {
+            policy: Policy::default().with_read_only(true).with_timeout_secs(1),
+            behave: |call| {
+                *TOKEN.lock().unwrap() = Some(call.cancel_token().clone());
+                std::thread::sleep(Duration::from_secs(4)); // never looks at its token
+                Ok("too late".into())
+            },
+        })
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let context = Context::new().with_audit(AuditLog::open(&log).unwrap());
+    let start = Instant::now();
+    let r = Call::new("contract", Value::Null).context(&context).run(&catalog).unwrap();
+    assert!(start.elapsed() < Duration::from_secs(4), "the call did not wait for the tool");
+    assert!(!r.ok && r.timed_out, "{r:?}");
+    assert_eq!(r.failure, Some(Failure::Timeout(Duration::from_secs(1))));
+    assert_eq!(r.error_json()["error"]["kind"], "timeout");
+    let token = TOKEN.lock().unwrap().clone().expect("the tool ran");
+    assert!(token.is_cancelled(), "the tool's token is set at its timeout");
+    let line: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().lines().last().unwrap()).unwrap();
+    assert_eq!(line["outcome"], "timeout");
+}
+
+#[test]
+fn a_call_cancelled_by_its_token_ends_cancelled_and_the_tool_sees_it() {
+    static SAW: Mutex<Option<bool>> = Mutex::new(None);
+    let catalog = contract(|call| {
+        call.progress(Progress::new("wait"));
+        let cancelled = call.cancel_token().wait_timeout(Duration::from_secs(60));
+        *SAW.lock().unwrap() = Some(cancelled);
+        Ok("stopped".into())
+    });
+    let token = CancelToken::new();
+    // Cancelled from the status callback once the tool is running (any thread may cancel).
+    let on_status = |s: Status<'_>| {
+        if matches!(s, Status::Progress(_)) {
+            token.cancel();
+        }
+    };
+    let start = Instant::now();
+    let r = Call::new("contract", Value::Null).cancel_token(&token).on_status(&on_status).run(&catalog).unwrap();
+    assert!(start.elapsed() < Duration::from_secs(60));
+    assert!(!r.ok, "{r:?}");
+    assert_eq!(r.failure, Some(Failure::Cancelled));
+    assert_eq!(
+        (r.error_json()["error"]["kind"].as_str(), r.failure.as_ref().unwrap().retryable()),
+        (Some("cancelled"), false)
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while SAW.lock().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(*SAW.lock().unwrap(), Some(true), "the tool's own token was set");
+    // A token cancelled already: nothing runs.
+    let r = Call::new("contract", Value::Null).cancel_token(&token).run(&catalog).unwrap();
+    assert_eq!(r.failure, Some(Failure::Cancelled));
+}
+
+#[test]
+fn dropping_an_async_call_kills_the_tools_whole_process_group() {
+    let packs = Packs::new().manifest(
+        "forks",
+        json!({"name": "forks", "description": "Starts a grandchild, says its pid and waits",
+               "command": {"program": "sh", "args": ["-c", "sleep 300 & echo $!; wait"]}}),
+    );
+    let catalog = Arc::new(Catalog::load(&SearchPath::dirs([packs.path()])));
+    let log = packs.join("audit.jsonl");
+    let context = Arc::new(Context::new().with_audit(AuditLog::open(&log).unwrap()));
+    let pids: Arc<Mutex<(Option<u32>, Option<u32>)>> = Arc::default();
+    let heard = Arc::clone(&pids);
+    let call = AsyncCall::new("forks", Value::Null).context(context).on_status(move |s| match s {
+        Status::Spawned { pid, .. } => heard.lock().unwrap().0 = Some(pid),
+        Status::Output { chunk, .. } => heard.lock().unwrap().1 = String::from_utf8_lossy(chunk).trim().parse().ok(),
+        _ => {}
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let (child, grandchild) = runtime.block_on(async {
+        let mut running = std::pin::pin!(call.run(catalog));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(ended) = tokio::time::timeout(Duration::from_millis(20), &mut running).await {
+                panic!("the call ended on its own: {ended:?}");
+            }
+            if let (Some(child), Some(grandchild)) = *pids.lock().unwrap() {
+                break (child, grandchild);
+            }
+            assert!(Instant::now() < deadline, "the tool did not start: {:?}", pids.lock().unwrap());
+        }
+        // `running` is dropped here.
+    });
+    assert!(child != grandchild);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while (alive(child) || alive(grandchild)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(child), "the tool's process {child} outlived the dropped future");
+    assert!(!alive(grandchild), "its grandchild {grandchild} outlived the dropped future");
+    // The call went on to its end on the blocking pool: audited as cancelled.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let outcome = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(line) = text.lines().last() {
+            break serde_json::from_str::<Value>(line).unwrap()["outcome"].clone();
+        }
+        assert!(Instant::now() < deadline, "the call was not audited");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(outcome, "cancelled");
+    drop(runtime);
+}
+
+#[test]
+fn dropping_an_async_call_sets_a_native_tools_token() {
+    static SAW: Mutex<Option<bool>> = Mutex::new(None);
+    let catalog = Arc::new(contract(|call| {
+        call.progress(Progress::new("wait"));
+        let cancelled = call.cancel_token().wait_timeout(Duration::from_secs(60));
+        *SAW.lock().unwrap() = Some(cancelled);
+        Ok("stopped".into())
+    }));
+    let started = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let heard = Arc::clone(&started);
+    let call = AsyncCall::new("contract", Value::Null).on_status(move |s| {
+        if matches!(s, Status::Progress(_)) {
+            heard.store(true, Ordering::SeqCst);
+        }
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    runtime.block_on(async {
+        let mut running = std::pin::pin!(call.run(catalog));
+        while !started.load(Ordering::SeqCst) {
+            assert!(tokio::time::timeout(Duration::from_millis(20), &mut running).await.is_err());
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while SAW.lock().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(*SAW.lock().unwrap(), Some(true), "the tool's token was set when the future was dropped");
+}
+
+#[test]
+fn a_tool_written_for_execute_alone_still_works_and_one_with_neither_fails_clearly() {
+    struct Neither;
+    impl NativeTool for Neither {
+        fn name(&self) -> &str {
+            "neither"
+        }
+        fn description(&self) -> &str {
+            "d"
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type": "object"})
+        }
+    }
+    let mut catalog = catalog_with(Echo::new("echo_word"));
+    catalog.register(Neither).unwrap();
+    let r = Call::new("echo_word", json!({"word": "hi"})).run(&catalog).unwrap();
+    assert_eq!((r.ok, r.output.as_str(), r.json.as_ref()), (true, "said hi", None));
+    let r = Call::new("neither", Value::Null).run(&catalog).unwrap();
+    assert_eq!(
+        r.failure,
+        Some(Failure::Native("the native tool `neither` implements neither `run` nor `execute`".into()))
+    );
+    // Outside the pipeline, a tool is tested with a call of its own.
+    let call = NativeCall::new(Map::from_iter([("word".to_owned(), json!("yo"))]));
+    assert_eq!(Echo::new("echo_word").run(&call).unwrap(), NativeOutput::Text("said yo".into()));
+}
+
+#[test]
+fn the_async_example_runs_two_calls_at_once_and_cancels_one() {
+    let exe = std::env::current_exe().unwrap();
+    let example = exe.parent().and_then(|deps| deps.parent()).unwrap().join("examples/async_agent");
+    let out = std::process::Command::new(&example)
+        .env("PACKS_CACHE_DIR", "")
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", example.display()));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains(r#"count_up: {"counted":10,"agent":null,"url":"https://example.org/"}"#), "{stdout}");
+    assert!(stdout.contains("wait_then_say: the call was cancelled (cancelled)"), "{stdout}");
+    assert!(stderr.contains("count_up: 100%") && stderr.contains("wait_then_say: started"), "{stderr}");
 }
