@@ -448,7 +448,7 @@ mod tests {
             }
             assert!(matches!(&events[..], [Event::Call(c)] if c.arguments.is_ok()), "{first}: {events:?}");
             let (parsed, _) = s.finish_events(schema_of).unwrap();
-            assert_eq!(parsed, super::parse(&format!("{first}")));
+            assert_eq!(parsed, super::parse(first));
             parse_every_way(&format!("{first}{second}"), super::super::raw::Family::Llama3, schema_of);
         }
     }

@@ -812,7 +812,9 @@ fn a_streamed_call_runs_before_the_rest_of_the_response_is_written() {
 /// FunctionGemma's at `<end_function_call>`.
 #[test]
 fn llama_gpt_oss_and_functiongemma_calls_run_while_the_response_is_still_written() {
-    let cases: [(&str, &[&[u8]], &[u8]); 4] = [
+    /// The format, the pieces written before the first result is read, the rest.
+    type Case<'a> = (&'a str, &'a [&'a [u8]], &'a [u8]);
+    let cases: [Case<'_>; 4] = [
         (
             "llama3",
             &[b"{\"name\": \"echo_words\", \"parameters\": {\"words\": \"one }\"", b"}}"],
