@@ -454,9 +454,10 @@ struct Tried {
 /// [`parse`] gives for the whole text, and the events sent, joined, are that parse.
 ///
 /// Families read as blocks (`qwen3`, `qwen3-xml`, `gemma4`, `mistral`, `glm`, `kimi`,
-/// `deepseek`) send calls as they end; `llama3`, `gpt-oss` and `functiongemma` send
-/// everything at the end. The work is linear in the text: a block is parsed again only
-/// when a marker that could end it arrives, and at most four times its length in all.
+/// `deepseek`) and families read unit by unit (`llama3`, `gpt-oss`, `functiongemma`) send
+/// calls as they end. The work is linear in the text: a block (or a unit) is parsed again
+/// only when a marker (or a closing character) that could end it arrives, and at most four
+/// times its length in all.
 #[derive(Debug, Clone)]
 pub struct Stream {
     family: Family,
