@@ -7,6 +7,7 @@
 
 use serde_json::{Map, Number, Value};
 
+use super::raw::{Builder, Cursor, SchemaOf, Units, held_in};
 use crate::tool::Tool;
 
 /// The token that wraps string values.
@@ -66,18 +67,22 @@ pub struct CallError {
 /// Every call in `text`, in order, each parsed on its own: a malformed call is an error
 /// in its place and the calls around it still parse.
 ///
-/// - When the text holds `<start_function_call>`, only the wrapped blocks are read: each
+/// - From the first `<start_function_call>` on, only the wrapped blocks are read: each
 ///   must hold exactly one `call:NAME{…}`; a start tag with no end tag (before the next
 ///   start tag or the end of the text) is an incomplete call.
-/// - Otherwise a bare `call:NAME{` counts only at the start of a line (after spaces), so
-///   prose such as "place a call: 555" or "recall:x" is not a call.
+/// - Before it (or in text without one), a bare `call:NAME{` counts only at the start of a
+///   line (after spaces), so prose such as "place a call: 555" or "recall:x" is not a call.
+///   (So a call is decided by the text before it: a stream sends it as soon as it ends.)
 ///
 /// `schema_of` gives a tool's parameters schema by name; values are typed by it (a bare
 /// `TRUE` is `true` for a boolean and the text `"TRUE"` for a string, `555` is the text
 /// `"555"` for a string, `<escape>5<escape>` is `5` for an integer). A tool it does not know
 /// gets the default typing: `true`, `false`, `null` and numbers typed, other words text.
 pub fn scan_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<Result<Call, CallError>> {
-    if text.contains(START_CALL) { wrapped_calls(text, schema_of) } else { bare_calls(text, schema_of) }
+    let first = text.find(START_CALL).unwrap_or(text.len());
+    let mut found = bare_calls(&text[..first], schema_of);
+    found.extend(wrapped_calls(text, schema_of));
+    found
 }
 
 /// Every call in `text`, all of which must parse (manifest examples; `packs lint`). Values
@@ -90,39 +95,180 @@ pub fn parse_calls(text: &str) -> Result<Vec<Call>, ParseError> {
 }
 
 /// FunctionGemma text as a [`raw::Parsed`](super::raw::Parsed): the calls of
-/// [`scan_calls`], and as content the text outside the `<start_function_call>` blocks (or,
-/// with no block, outside the bare calls that parsed). FunctionGemma has no reasoning.
+/// [`scan_calls`], and as content the text outside the `<start_function_call>` blocks and
+/// the bare calls that parsed. FunctionGemma has no reasoning. Read unit by unit (a line,
+/// a bare call, a block): a call is sent at its closing `}` (bare) or its
+/// `<end_function_call>`.
 pub fn parse(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> super::raw::Parsed {
-    let text = super::raw::strip_end(text, &["<end_of_turn>"]);
-    let mut b = super::raw::Builder::default();
-    let found = scan_calls(text, schema_of);
-    let mut pos = 0;
-    if text.contains(START_CALL) {
-        while let Some(rel) = text[pos..].find(START_CALL) {
-            let open = pos + rel;
-            b.text(&text[pos..open]);
-            let body = open + START_CALL.len();
-            let next_start = text[body..].find(START_CALL).map_or(text.len(), |i| body + i);
-            pos = text[body..next_start].find(END_CALL).map_or(next_start, |i| body + i + END_CALL.len());
+    super::raw::run_units(text, &UNITS, schema_of)
+}
+
+/// FunctionGemma read unit by unit.
+pub(crate) const UNITS: Units = Units { end_of_turn: &["<end_of_turn>"], held: &[START_CALL], step };
+
+/// At the start of a line, before any `<start_function_call>`.
+const LINE: u8 = 0;
+/// Inside a line that is content, before any `<start_function_call>`.
+const IN_LINE: u8 = 1;
+/// From the first `<start_function_call>` on.
+const WRAPPED: u8 = 2;
+/// At a `<start_function_call>`.
+const BLOCK: u8 = 3;
+
+fn add(b: &mut Builder, call: Result<Call, CallError>) {
+    match call {
+        Ok(c) => b.call(c.name, None, Ok(c.args)),
+        Err(e) => b.call(
+            e.name,
+            None,
+            Err(super::raw::CallError { message: e.message, offset: e.offset, incomplete: e.incomplete }),
+        ),
+    }
+}
+
+/// The next unit from `c.pos`.
+fn step(text: &str, c: &mut Cursor, schema_of: SchemaOf<'_>, b: &mut Builder) -> bool {
+    let pos = c.pos;
+    if c.mode == BLOCK {
+        let body = pos + START_CALL.len();
+        let next = c.find(0, text, body, &[START_CALL]).map(|(i, _)| i);
+        let end = c.find(1, text, body, &[END_CALL]).map(|(i, _)| i).filter(|e| next.is_none_or(|n| *e < n));
+        match (end, next) {
+            (Some(end), _) => {
+                add(b, wrapped_block(text, body, end, schema_of));
+                c.pos = end + END_CALL.len();
+            }
+            (None, None) if !c.eof => return false,
+            (None, next) => {
+                let stop = next.unwrap_or(text.len());
+                add(b, Err(cut_block(text, body, stop)));
+                c.pos = stop;
+            }
         }
+        c.mode = WRAPPED;
+        return true;
+    }
+    // Searched from `pos`, which never goes back (a block's search starts past its tag).
+    let first = c.find(0, text, pos, &[START_CALL]).map(|(i, _)| i);
+    if c.mode == WRAPPED {
+        let Some(open) = first else {
+            let end = if c.eof { text.len() } else { pos + held_in(&text[pos..], UNITS.end_of_turn, UNITS.held) };
+            b.text(&text[pos..end]);
+            c.pos = end;
+            return end > pos;
+        };
+        b.text(&text[pos..open]);
+        c.pos = open;
+        c.mode = BLOCK;
+        return true;
+    }
+    // Before any start tag: lines, and bare calls at their start.
+    let (region, whole) = match first {
+        Some(f) => (f, true),
+        None => (text.len(), c.eof),
+    };
+    if pos >= region {
+        if first.is_some() {
+            c.mode = BLOCK;
+            return true;
+        }
+        return false;
+    }
+    if c.mode == IN_LINE {
+        let line = &text[pos..region];
+        let end = match line.find('\n') {
+            Some(i) => {
+                c.mode = LINE;
+                pos + i + 1
+            }
+            None if whole => region,
+            None => pos + held_in(line, UNITS.end_of_turn, UNITS.held),
+        };
+        b.text(&text[pos..end]);
+        c.pos = end;
+        return end > pos;
+    }
+    let line = &text[pos..region];
+    let start = pos + (line.len() - line.trim_start_matches(|ch: char| ch.is_whitespace() && ch != '\n').len());
+    let head = &text[start..region];
+    let bare = match head.strip_prefix("call:") {
+        Some(after) => {
+            let name = leading_ident(after);
+            let rest = &after[name.len()..];
+            let tail = rest.trim_start_matches(|ch: char| ch.is_whitespace() && ch != '\n');
+            if !whole && (tail.is_empty() || name.len() == after.len()) {
+                return false;
+            }
+            !name.is_empty() && tail.starts_with('{')
+        }
+        None if !whole && "call:".starts_with(head) => return false,
+        None => false,
+    };
+    c.mode = IN_LINE;
+    if !bare {
+        return true;
+    }
+    match one_call(&text[..region], start, true, schema_of) {
+        Ok(call) => {
+            // The call's text is not content; the rest of its line is.
+            b.text(&text[pos..start]);
+            c.pos = call.span.end;
+            add(b, Ok(call));
+        }
+        Err(e) if e.incomplete && !whole => {
+            c.mode = LINE;
+            c.waiting = Some(pos);
+            return false;
+        }
+        Err(e) => add(b, Err(e)),
+    }
+    true
+}
+
+/// The error of a block whose end tag does not come before `stop`.
+fn cut_block(text: &str, body: usize, stop: usize) -> CallError {
+    let block = &text[body..stop];
+    let name = block.trim_start().strip_prefix("call:").map(leading_ident).unwrap_or_default();
+    CallError {
+        name: name.to_owned(),
+        offset: body - START_CALL.len(),
+        message: format!("incomplete call: `{START_CALL}` has no `{END_CALL}` (the output was cut off?)"),
+        incomplete: true,
+    }
+}
+
+/// The call of the block from `body` to its end tag at `end`.
+fn wrapped_block(
+    text: &str,
+    body: usize,
+    end: usize,
+    schema_of: &dyn Fn(&str) -> Option<Value>,
+) -> Result<Call, CallError> {
+    // Parse inside the block only: nothing may reach past its end tag.
+    let block = &text[..end];
+    let start = body + (block[body..].len() - block[body..].trim_start().len());
+    if block[start..].starts_with("call:") {
+        one_call(block, start, false, schema_of).and_then(|c| {
+            let rest = &block[c.span.end..];
+            if rest.trim().is_empty() {
+                Ok(c)
+            } else {
+                Err(CallError {
+                    name: c.name,
+                    offset: c.span.end,
+                    message: format!("unexpected text after the call, before `{END_CALL}`"),
+                    incomplete: false,
+                })
+            }
+        })
     } else {
-        for c in found.iter().flatten() {
-            b.text(&text[pos..c.span.start]);
-            pos = c.span.end;
-        }
+        Err(CallError {
+            name: String::new(),
+            offset: start,
+            message: format!("expected `call:NAME{{…}}` after `{START_CALL}`"),
+            incomplete: false,
+        })
     }
-    b.text(&text[pos..]);
-    for c in found {
-        match c {
-            Ok(c) => b.call(c.name, None, Ok(c.args)),
-            Err(e) => b.call(
-                e.name,
-                None,
-                Err(super::raw::CallError { message: e.message, offset: e.offset, incomplete: e.incomplete }),
-            ),
-        }
-    }
-    b.finish()
 }
 
 fn wrapped_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<Result<Call, CallError>> {
@@ -133,45 +279,13 @@ fn wrapped_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<R
         let next_start = text[open..].find(START_CALL).map(|i| open + i);
         // The end tag is looked for only up to the next start tag: linear in the text.
         let window = &text[open..next_start.unwrap_or(text.len())];
-        let end = window.find(END_CALL).map(|i| open + i);
-        let Some(end) = end else {
+        let Some(end) = window.find(END_CALL).map(|i| open + i) else {
             // Cut off: read the name for the report, run nothing.
-            let block = &text[open..next_start.unwrap_or(text.len())];
-            let name = block.trim_start().strip_prefix("call:").map(leading_ident).unwrap_or_default();
-            found.push(Err(CallError {
-                name: name.to_owned(),
-                offset: open - START_CALL.len(),
-                message: format!("incomplete call: `{START_CALL}` has no `{END_CALL}` (the output was cut off?)"),
-                incomplete: true,
-            }));
+            found.push(Err(cut_block(text, open, next_start.unwrap_or(text.len()))));
             pos = next_start.unwrap_or(text.len());
             continue;
         };
-        // Parse inside the block only: nothing may reach past its end tag.
-        let block = &text[..end];
-        let start = open + (block[open..].len() - block[open..].trim_start().len());
-        found.push(if block[start..].starts_with("call:") {
-            one_call(block, start, false, schema_of).and_then(|c| {
-                let rest = &block[c.span.end..];
-                if rest.trim().is_empty() {
-                    Ok(c)
-                } else {
-                    Err(CallError {
-                        name: c.name,
-                        offset: c.span.end,
-                        message: format!("unexpected text after the call, before `{END_CALL}`"),
-                        incomplete: false,
-                    })
-                }
-            })
-        } else {
-            Err(CallError {
-                name: String::new(),
-                offset: start,
-                message: format!("expected `call:NAME{{…}}` after `{START_CALL}`"),
-                incomplete: false,
-            })
-        });
+        found.push(wrapped_block(text, open, end, schema_of));
         pos = end + END_CALL.len();
     }
     found
@@ -743,6 +857,8 @@ fn esc(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::raw::Family;
+    use super::super::raw::tests::parse_every_way;
     use super::*;
     use serde_json::json;
 
@@ -765,10 +881,15 @@ mod tests {
     }
 
     #[test]
-    fn when_tags_are_present_only_tagged_calls_count() {
-        let text = "call:ignored{}\n<start_function_call>call:a{n:1}<end_function_call> see call:b{}";
+    fn from_the_first_tag_on_only_tagged_calls_count() {
+        // A bare call before the first tag counts (what comes later cannot undo a call a
+        // stream already ran); after it, only tagged calls do.
+        let text = "call:first{}\n<start_function_call>call:a{n:1}<end_function_call>\ncall:b{}";
         let calls = parse_calls(text).unwrap();
-        assert_eq!(calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["a"]);
+        assert_eq!(calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["first", "a"]);
+        let p = parse_every_way(text, Family::Functiongemma, &|_| None);
+        assert_eq!(p.tool_calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["first", "a"]);
+        assert_eq!(p.content.as_deref(), Some("call:b{}"));
     }
 
     #[test]

@@ -21,7 +21,7 @@
 use serde_json::Value;
 
 use super::qwen3_xml::skip_ws;
-use super::raw::{Builder, CallError, Parsed, cut_at, error, json_at};
+use super::raw::{Builder, CallError, Cursor, Live, Parsed, SchemaOf, Units, cut_at, error, json_at, run_units};
 
 /// Starts a message.
 pub(crate) const START: &str = "<|start|>";
@@ -40,39 +40,70 @@ pub(crate) const TO_FUNCTIONS: &str = "to=functions.";
 
 /// Parse gpt-oss text (see the module's documentation).
 pub(crate) fn parse(text: &str) -> Parsed {
-    let mut b = Builder::default();
-    if !text.contains(MESSAGE) && !text.contains(CHANNEL) && !text.contains(TO_FUNCTIONS) {
+    run_units(text, &UNITS, &|_| None)
+}
+
+/// The ends of a body.
+const BODY_ENDS: &[&str] = &[END, CALL, RETURN, START];
+
+/// gpt-oss read message by message: a call is sent at its `<|call|>` (or the end token
+/// that follows its JSON), a body's text as it comes.
+pub(crate) const UNITS: Units = Units { end_of_turn: &[], held: BODY_ENDS, step };
+
+/// The next message from `c.pos`.
+fn step(text: &str, c: &mut Cursor, _: SchemaOf<'_>, b: &mut Builder) -> bool {
+    let pos = c.pos;
+    if pos >= text.len() {
+        return false;
+    }
+    if c.eof && pos == 0 && !text.contains(MESSAGE) && !text.contains(CHANNEL) && !text.contains(TO_FUNCTIONS) {
         b.text(text);
-        return b.finish();
+        c.pos = text.len();
+        return true;
     }
-    let mut content = false;
-    let mut pos = 0;
-    while pos < text.len() {
-        let Some(message) = text[pos..].find(MESSAGE).map(|i| pos + i) else {
-            header_cut(text, pos, &mut b);
-            break;
-        };
-        let header = Header::read(&text[pos..message]);
-        let body = message + MESSAGE.len();
-        match header.recipient {
-            Some(recipient) => pos = call(text, body, recipient, &mut b),
-            None => {
-                let end = body_end(text, body);
-                let part = &text[body..end];
-                if header.channel == "analysis" {
-                    b.reasoning(part);
-                } else if !part.trim().is_empty() {
-                    if content {
-                        b.text("\n\n");
-                    }
-                    b.text(part.trim());
-                    content = true;
-                }
-                pos = past_end(text, end);
-            }
+    let Some((message, _)) = c.find(0, text, pos, &[MESSAGE]) else {
+        if !c.eof {
+            return false;
         }
+        header_cut(text, pos, b);
+        c.pos = text.len();
+        return true;
+    };
+    let header = Header::read(&text[pos..message]);
+    let body = message + MESSAGE.len();
+    if let Some(recipient) = header.recipient {
+        return match call(text, body, recipient, c, b) {
+            Some(resume) => {
+                c.pos = resume;
+                true
+            }
+            None => {
+                c.waiting = Some(pos);
+                false
+            }
+        };
     }
-    b.finish()
+    let end = match c.find(1, text, body, BODY_ENDS) {
+        Some((end, _)) => end,
+        None if c.eof => text.len(),
+        None => {
+            let kind = if header.channel == "analysis" { Live::Reasoning } else { Live::Content };
+            c.live = Some((kind, body));
+            return false;
+        }
+    };
+    let part = &text[body..end];
+    if header.channel == "analysis" {
+        b.reasoning(part);
+    } else if !part.trim().is_empty() {
+        if c.wrote {
+            b.text("\n\n");
+        }
+        b.text(part.trim());
+        c.wrote = true;
+    }
+    c.pos = past_end(text, end);
+    true
 }
 
 /// A message's header: its channel's name and its recipient.
@@ -108,20 +139,31 @@ fn header_cut(text: &str, pos: usize, b: &mut Builder) {
     }
 }
 
-/// The call whose body starts at `body`, to `recipient`; where reading goes on.
-fn call(text: &str, body: usize, recipient: &str, b: &mut Builder) -> usize {
+/// The call whose body starts at `body`, to `recipient`; where reading goes on, or None
+/// when the text so far does not decide it.
+fn call(text: &str, body: usize, recipient: &str, c: &mut Cursor, b: &mut Builder) -> Option<usize> {
     let name = function_name(recipient);
     let not_a_function = |at: usize| -> CallError {
         error(format!("`{recipient}` is a built-in tool, not a function: it is not run"), at, false)
+    };
+    // Where the body that starts at `from` ends, past its end token.
+    let past = |c: &mut Cursor, from: usize| match c.find(1, text, from, BODY_ENDS) {
+        Some((end, _)) => Some(past_end(text, end)),
+        None => c.eof.then_some(text.len()),
     };
     match json_at(text, body) {
         Ok((v, end)) => {
             let tag = skip_ws(text, end);
             let ends = [CALL, END, RETURN, START];
+            if !c.eof && ends.iter().any(|e| e.len() > text.len() - tag && e.starts_with(&text[tag..])) {
+                // The end token is still to come (or to be whole).
+                return None;
+            }
             if tag < text.len() && !ends.iter().any(|e| text[tag..].starts_with(e)) {
+                let resume = past(c, tag)?;
                 let cut = cut_at(text, tag, CALL) || cut_at(text, tag, END);
                 b.call(name, None, Err(error(format!("expected `{CALL}` after the call's JSON"), tag, cut)));
-                return past_end(text, body_end(text, tag));
+                return Some(resume);
             }
             let result = match v {
                 _ if !recipient.starts_with("functions.") => Err(not_a_function(body)),
@@ -129,16 +171,18 @@ fn call(text: &str, body: usize, recipient: &str, b: &mut Builder) -> usize {
                 _ => Err(error(format!("the arguments of `{name}` are not a JSON object"), body, false)),
             };
             b.call(name, None, result);
-            past_end(text, tag)
+            Some(past_end(text, tag))
         }
+        Err(e) if e.incomplete && !c.eof => None,
         Err(e) if !recipient.starts_with("functions.") => {
+            let resume = if e.incomplete { text.len() } else { past(c, body)? };
             b.call(name, None, Err(if e.incomplete { e } else { not_a_function(body) }));
-            past_end(text, body_end(text, body))
+            Some(resume)
         }
         Err(e) => {
-            let resume = if e.incomplete { text.len() } else { past_end(text, body_end(text, body)) };
+            let resume = if e.incomplete { text.len() } else { past(c, body)? };
             b.call(name, None, Err(e));
-            resume
+            Some(resume)
         }
     }
 }
@@ -147,12 +191,6 @@ fn call(text: &str, body: usize, recipient: &str, b: &mut Builder) -> usize {
 /// itself.
 fn function_name(recipient: &str) -> String {
     recipient.strip_prefix("functions.").unwrap_or(recipient).to_owned()
-}
-
-/// Where the body starting at `from` ends: the first `<|end|>`, `<|call|>`, `<|return|>` or
-/// `<|start|>`, else the end of the text.
-fn body_end(text: &str, from: usize) -> usize {
-    [END, CALL, RETURN, START].iter().filter_map(|t| text[from..].find(t)).min().map_or(text.len(), |i| from + i)
 }
 
 /// Past the end token at `at` (`<|start|>` is kept: it opens the next message).

@@ -22,6 +22,7 @@ pub(crate) mod llama3;
 pub mod mcp;
 pub(crate) mod mistral;
 pub mod openai;
+pub(crate) mod python;
 pub(crate) mod qwen3;
 pub(crate) mod qwen3_xml;
 pub mod raw;

@@ -142,8 +142,9 @@ pub fn parse(text: &str, family: Family, schema_of: SchemaOf<'_>) -> Parsed {
 /// DeepSeek's `<｜tool▁calls▁begin｜>` or `<｜DSML｜function_calls>`; Gemma 4's `<|tool_call>`
 /// or `<|channel>`; `<tool_call>` followed by `<function=` (qwen3-xml), by `{` or nothing
 /// (qwen3), or by a name (glm); Mistral's `[TOOL_CALLS]` or `[THINK]`; Llama's
-/// `<|python_tag|>`; FunctionGemma's `<start_function_call>`; `<think>` or `</think>`
-/// (qwen3); text that starts with `{"name"` or `{"type": "function"` (llama3).
+/// `<|python_tag|>` or `<|python_start|>`; FunctionGemma's `<start_function_call>`; `<think>` or `</think>`
+/// (qwen3); text that starts with `{"name"` or `{"type"` (a JSON call) or `[NAME(` (a
+/// pythonic list of calls) (llama3).
 pub fn detect(text: &str) -> Option<Family> {
     use super::{deepseek, gpt_oss, kimi};
     if [gpt_oss::CHANNEL, gpt_oss::MESSAGE, gpt_oss::TO_FUNCTIONS].iter().any(|m| text.contains(m)) {
@@ -171,7 +172,7 @@ pub fn detect(text: &str) -> Option<Family> {
     if text.contains(super::mistral::TOOL_CALLS) || text.contains(super::mistral::THINK_START) {
         return Some(Family::Mistral);
     }
-    if text.contains(super::llama3::PYTHON_TAG) {
+    if text.contains(super::llama3::PYTHON_TAG) || text.contains(super::llama3::PYTHON_START) {
         return Some(Family::Llama3);
     }
     if text.contains(super::functiongemma::START_CALL) {
@@ -180,7 +181,7 @@ pub fn detect(text: &str) -> Option<Family> {
     if text.contains(super::qwen3::THINK_END) || text.contains(super::qwen3::THINK_START) {
         return Some(Family::Qwen3);
     }
-    super::llama3::starts_like_a_call(text).then_some(Family::Llama3)
+    (super::llama3::starts_like_a_call(text) || super::llama3::starts_like_a_list(text)).then_some(Family::Llama3)
 }
 
 /// What a stream has found for certain, as soon as it is certain.
@@ -345,6 +346,80 @@ fn spec_of(family: Family) -> Option<&'static Spec> {
     })
 }
 
+/// The layout of `family`, when it is read unit by unit.
+fn units_of(family: Family) -> Option<&'static Units> {
+    Some(match family {
+        Family::Llama3 => &super::llama3::UNITS,
+        Family::GptOss => &super::gpt_oss::UNITS,
+        Family::Functiongemma => &super::functiongemma::UNITS,
+        _ => return None,
+    })
+}
+
+/// How a family is read unit by unit (a call, a message, a line of text...) where its
+/// layout is not a prelude and blocks: `step` reads the next unit that the text so far
+/// decides, so the whole parse ([`run_units`], the text ended) and the incremental one
+/// ([`Stream`], more may come) are the same steps.
+pub(crate) struct Units {
+    /// The end-of-turn tokens the text may still end with (dropped there).
+    pub(crate) end_of_turn: &'static [&'static str],
+    /// The markers whose start, at the end of the text so far, holds text back.
+    pub(crate) held: &'static [&'static str],
+    /// Read the next unit from `c.pos` into `b` and move `c` past it: true when it did;
+    /// false when the text so far does not decide it (when `c.eof`: only when all is read).
+    pub(crate) step: fn(text: &str, c: &mut Cursor, schema_of: SchemaOf<'_>, b: &mut Builder) -> bool,
+}
+
+/// What a body of text being read is, while its end has not come.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Live {
+    Content,
+    Reasoning,
+}
+
+/// Where a family read unit by unit stands.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Cursor {
+    /// The text before this offset is read.
+    pub(crate) pos: usize,
+    /// The family's own state (what the next unit may be).
+    pub(crate) mode: u8,
+    /// Whether a part of the content was written (a family that joins its parts).
+    pub(crate) wrote: bool,
+    /// The text is whole: nothing more will come.
+    pub(crate) eof: bool,
+    /// The family's marker searches (each always with the same markers).
+    pub(crate) markers: [Markers; 2],
+    /// A unit begun at this offset waits for its end, which only a closing character
+    /// (`>`, `}`, `)`, `]`) or a line's end can bring: it is tried again when one arrives.
+    pub(crate) waiting: Option<usize>,
+    /// A body of text from this offset whose end has not come (sent as it comes).
+    pub(crate) live: Option<(Live, usize)>,
+}
+
+impl Cursor {
+    /// The first of `markers` at or after `from`, by the search `i` (which must always be
+    /// given the same markers).
+    pub(crate) fn find(
+        &mut self,
+        i: usize,
+        text: &str,
+        from: usize,
+        markers: &[&'static str],
+    ) -> Option<(usize, &'static str)> {
+        self.markers[i].first(text, from, markers)
+    }
+}
+
+/// The whole parse of a family read unit by unit.
+pub(crate) fn run_units(text: &str, units: &Units, schema_of: SchemaOf<'_>) -> Parsed {
+    let text = strip_end(text, units.end_of_turn);
+    let mut c = Cursor { eof: true, ..Cursor::default() };
+    let mut b = Builder::default();
+    while (units.step)(text, &mut c, schema_of, &mut b) {}
+    b.finish()
+}
+
 /// Where a stream stands in a family's layout.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
@@ -354,6 +429,8 @@ enum Phase {
     Thinking { inner: usize },
     /// Among blocks: text up to `pos` is read.
     Blocks,
+    /// Unit by unit.
+    Units,
     /// The text is not UTF-8, or the family is read at the end only.
     Whole,
 }
@@ -377,9 +454,10 @@ struct Tried {
 /// [`parse`] gives for the whole text, and the events sent, joined, are that parse.
 ///
 /// Families read as blocks (`qwen3`, `qwen3-xml`, `gemma4`, `mistral`, `glm`, `kimi`,
-/// `deepseek`) send calls as they end; `llama3`, `gpt-oss` and `functiongemma` send
-/// everything at the end. The work is linear in the text: a block is parsed again only
-/// when a marker that could end it arrives, and at most four times its length in all.
+/// `deepseek`) and families read unit by unit (`llama3`, `gpt-oss`, `functiongemma`) send
+/// calls as they end. The work is linear in the text: a block (or a unit) is parsed again
+/// only when a marker (or a closing character) that could end it arrives, and at most four
+/// times its length in all.
 #[derive(Debug, Clone)]
 pub struct Stream {
     family: Family,
@@ -395,6 +473,8 @@ pub struct Stream {
     tried: Option<Tried>,
     /// The start markers among blocks.
     markers: Markers,
+    /// Where a family read unit by unit stands.
+    cursor: Cursor,
     sent_content: usize,
     sent_reasoning: usize,
     sent_calls: usize,
@@ -410,6 +490,7 @@ impl Stream {
         let phase = match spec {
             Some(s) if s.think.is_some() => Phase::Prelude,
             Some(_) => Phase::Blocks,
+            None if units_of(family).is_some() => Phase::Units,
             None => Phase::Whole,
         };
         Self {
@@ -423,6 +504,7 @@ impl Stream {
             scanned: 0,
             tried: None,
             markers: Markers::default(),
+            cursor: Cursor::default(),
             sent_content: 0,
             sent_reasoning: 0,
             sent_calls: 0,
@@ -484,11 +566,14 @@ impl Stream {
     /// Bytes read so far by the stream's scans and tries (linear in the text).
     #[doc(hidden)]
     pub fn work(&self) -> usize {
-        self.work + self.markers.work
+        self.work + self.markers.work + self.cursor.markers.iter().map(|m| m.work).sum::<usize>()
     }
 
     /// Read what the text up to its current end makes certain.
     fn advance(&mut self, schema_of: SchemaOf<'_>) {
+        if self.phase == Phase::Units {
+            return self.units(schema_of);
+        }
         let Some(spec) = spec_of(self.family) else { return };
         let think = spec.think.iter().flat_map(|(o, c)| [*o, *c]);
         let longest = spec
@@ -503,7 +588,7 @@ impl Stream {
             .unwrap_or(0);
         loop {
             match self.phase {
-                Phase::Whole => return,
+                Phase::Whole | Phase::Units => return,
                 Phase::Prelude => {
                     let (open, close) = spec.think.expect("a prelude has a thought");
                     let from = floor_char(&self.text, self.scanned);
@@ -553,6 +638,47 @@ impl Stream {
                     }
                 }
             }
+        }
+    }
+
+    /// The units the text so far decides.
+    fn units(&mut self, schema_of: SchemaOf<'_>) {
+        let Some(units) = units_of(self.family) else { return };
+        let t = &self.text[..];
+        if let (Some(start), Some(tried)) = (self.cursor.waiting, &mut self.tried) {
+            // Only a closing character that came since could end the unit; past the
+            // budget, only when the unit has doubled since.
+            let seen = std::mem::replace(&mut tried.seen, t.len());
+            self.work += t.len() - seen;
+            let arrived = t.as_bytes()[seen..].iter().any(|b| b"}])>\n".contains(b));
+            let within = tried.work <= 4 * (t.len() - start) || t.len() - start >= 2 * (tried.len - start);
+            if !arrived || !within {
+                return;
+            }
+        }
+        loop {
+            let from = self.cursor.waiting.unwrap_or(self.cursor.pos);
+            self.cursor.waiting = None;
+            self.cursor.live = None;
+            let stepped = (units.step)(t, &mut self.cursor, schema_of, &mut self.b);
+            // A unit read, or tried and waiting, was read to the text's end at most; a step
+            // that waits on nothing read only the few bytes it decides by (and its marker
+            // searches, counted by them).
+            let read = t.len() - from;
+            if stepped || self.cursor.waiting.is_some() {
+                self.work += read;
+            }
+            if stepped {
+                self.tried = None;
+                continue;
+            }
+            if let Some(start) = self.cursor.waiting {
+                let work = self.tried.filter(|_| start == from).map_or(0, |t| t.work) + read;
+                self.tried = Some(Tried { len: t.len(), work, seen: t.len() });
+            } else {
+                self.tried = None;
+            }
+            return;
         }
     }
 
@@ -614,9 +740,9 @@ impl Stream {
         // Only what was not sent is copied: copying all the text so far at each push
         // would make a long stream quadratic.
         let mut out = Vec::new();
-        let (content, reasoning, calls): (&str, [&str; 3], &[ToolCall]) = match whole {
+        let (content, reasoning, calls): ([&str; 3], [&str; 3], &[ToolCall]) = match whole {
             Some(p) => (
-                p.content.as_deref().unwrap_or_default(),
+                [p.content.as_deref().unwrap_or_default(), "", ""],
                 [p.reasoning_content.as_deref().unwrap_or_default(), "", ""],
                 &p.tool_calls,
             ),
@@ -632,11 +758,23 @@ impl Stream {
                     }
                     reasoning[2] = live;
                 }
-                (self.b.content.trim(), reasoning, &self.b.calls)
+                let mut content = [self.b.content.trim(), "", ""];
+                if let (Phase::Units, Some((kind, start))) = (self.phase, self.cursor.live) {
+                    // The body so far, but what could start a marker that ends it.
+                    let units = units_of(self.family).expect("units have a layout");
+                    let live = &self.text[start..];
+                    let live = live[..held_in(live, units.end_of_turn, units.held)].trim();
+                    let parts = if kind == Live::Content { &mut content } else { &mut reasoning };
+                    if !live.is_empty() && !parts[0].is_empty() {
+                        parts[1] = "\n\n";
+                    }
+                    parts[2] = live;
+                }
+                (content, reasoning, &self.b.calls)
             }
         };
-        if let Some(new) = tail_of(&[content], self.sent_content) {
-            self.sent_content = content.len();
+        if let Some(new) = tail_of(&content, self.sent_content) {
+            self.sent_content = content.iter().map(|r| r.len()).sum();
             self.work += new.len();
             out.push(Event::Content(new));
         }
@@ -672,7 +810,7 @@ fn tail_of(parts: &[&str], mut from: usize) -> Option<String> {
 }
 
 /// The largest char boundary at or before `i`.
-fn floor_char(text: &str, mut i: usize) -> usize {
+pub(crate) fn floor_char(text: &str, mut i: usize) -> usize {
     i = i.min(text.len());
     while !text.is_char_boundary(i) {
         i -= 1;
@@ -684,14 +822,22 @@ fn floor_char(text: &str, mut i: usize) -> usize {
 /// suffix that could be the start of a marker or of an end-of-turn token, or at a whole
 /// end-of-turn token that only whitespace follows.
 fn held_from(tail: &str, spec: &Spec) -> usize {
+    let think = spec.think.iter().flat_map(|(o, c)| [*o, *c]);
+    let markers: Vec<&str> = spec.starts.iter().copied().chain(think).collect();
+    held_in(tail, spec.end_of_turn, &markers)
+}
+
+/// Where the text `tail` stops being certain: at a suffix that could be the start of one of
+/// `markers` or `end_of_turn`, or at a whole end-of-turn token that only whitespace follows.
+pub(crate) fn held_in(tail: &str, end_of_turn: &[&str], markers: &[&str]) -> usize {
     let mut held = tail.len();
     let trimmed = tail.trim_end();
-    for t in spec.end_of_turn {
+    for t in end_of_turn {
         if trimmed.ends_with(t) {
             held = held.min(trimmed.len() - t.len());
         }
     }
-    for m in spec.starts.iter().chain(spec.end_of_turn).chain(spec.think.iter().flat_map(|(o, c)| [o, c])) {
+    for m in markers.iter().chain(end_of_turn) {
         for k in (1..m.len()).rev() {
             if m.is_char_boundary(k) && tail.ends_with(&m[..k]) {
                 held = held.min(tail.len() - k);
@@ -1055,6 +1201,89 @@ pub(crate) mod tests {
             events.extend(rest);
             assert_eq!(joined(&events), parsed, "{family:?}");
             assert_eq!(parsed.tool_calls.len(), 500, "{family:?}");
+        }
+    }
+
+    /// Two calls of each family read unit by unit, and what a stream must have sent once the
+    /// first (and its end) came.
+    const UNIT_CALLS: &[(Family, &str, &str)] = &[
+        (
+            Family::Llama3,
+            "{\"name\": \"f\", \"parameters\": {\"a\": 1}}",
+            "; {\"name\": \"f\", \"parameters\": {\"a\": 2}}",
+        ),
+        (Family::Llama3, "<|python_tag|>[f(a=1)", ", f(a=2)]<|eom_id|>"),
+        (
+            Family::GptOss,
+            "<|channel|>analysis<|message|>Two lookups.<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\": 1}<|call|>",
+            "<|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\": 2}<|call|>",
+        ),
+        (
+            Family::Functiongemma,
+            "<start_function_call>call:f{a:1}<end_function_call>",
+            "<start_function_call>call:f{a:2}<end_function_call>",
+        ),
+        (Family::Functiongemma, "Looking.\ncall:f{a:1}", "\ncall:f{a:2}"),
+    ];
+
+    #[test]
+    fn llama3_gpt_oss_and_functiongemma_send_each_call_before_the_next_is_pushed() {
+        let schema_of: SchemaOf<'_> = &|_| None;
+        for (family, first, second) in UNIT_CALLS {
+            let mut s = Stream::new(*family);
+            let mut events = Vec::new();
+            // A byte at a time: the call is sent by the push of its last byte.
+            for (i, b) in first.bytes().enumerate() {
+                let sent = s.push(&[b], schema_of);
+                assert!(calls_in(&sent) == 0 || i + 1 == first.len(), "{family:?}: sent at byte {i} of {first}");
+                events.extend(sent);
+            }
+            assert_eq!(calls_in(&events), 1, "{family:?}: {first}: {events:?}");
+            events.extend(s.push(second.as_bytes(), schema_of));
+            let (parsed, rest) = s.finish_events(schema_of).unwrap();
+            events.extend(rest);
+            assert_eq!(joined(&events), parsed, "{family:?}");
+            let args: Vec<_> = parsed.tool_calls.iter().map(|c| c.arguments.clone().unwrap()["a"].clone()).collect();
+            assert_eq!(args, [1, 2], "{family:?}");
+            parse_every_way(&format!("{first}{second}"), *family, schema_of);
+        }
+        // gpt-oss's reasoning and content are sent as they come, before their message ends.
+        let mut s = Stream::new(Family::GptOss);
+        assert_eq!(s.push(b"<|channel|>analysis<|message|>Let me <|e", schema_of), [Event::Reasoning("Let me".into())]);
+        let sent = s.push(b"nd|><|start|>assistant<|channel|>final<|message|>It is 12", schema_of);
+        assert_eq!(sent, [Event::Content("It is 12".into())]);
+    }
+
+    #[test]
+    fn unit_families_read_long_calls_and_many_calls_in_linear_work() {
+        let schema_of: SchemaOf<'_> = &|_| None;
+        let value = "a}])> ".repeat(1 << 13);
+        let json = serde_json::to_string(&value).unwrap();
+        let cases = [
+            (Family::Llama3, format!("<|python_tag|>{{\"name\": \"f\", \"parameters\": {{\"a\": {json}}}}}")),
+            (Family::Llama3, format!("[f(a={json})]")),
+            (Family::GptOss, format!("<|channel|>commentary to=functions.f<|message|>{{\"a\": {json}}}<|call|>")),
+            (
+                Family::Functiongemma,
+                format!("<start_function_call>call:f{{a:<escape>{value}<escape>}}<end_function_call>"),
+            ),
+            (Family::Functiongemma, format!("call:f{{a:<escape>{value}<escape>}}")),
+        ];
+        for (family, text) in cases {
+            for text in [text.clone(), (0..300).map(|i| format!("{text}\nStep {i}.\n")).collect::<String>()] {
+                let mut s = Stream::new(family);
+                for piece in text.as_bytes().chunks(7) {
+                    s.push(piece, schema_of);
+                }
+                assert!(s.work() < 16 * text.len(), "{family:?}: {} bytes read for {}", s.work(), text.len());
+                let (parsed, _) = s.finish_events(schema_of).unwrap();
+                assert_eq!(parsed, parse(&text, family, schema_of), "{family:?}");
+                assert!(
+                    parsed.tool_calls.iter().all(|c| c.arguments.is_ok()),
+                    "{family:?}: {:?}",
+                    parsed.tool_calls.first()
+                );
+            }
         }
     }
 

@@ -736,17 +736,17 @@ fn raw_text_cut_off_calls_are_errors_the_model_reads() {
     call("It is 12 degrees.", &["--format", "qwen3"]).success().stdout_eq("").stderr_eq("packs: no tool calls\n");
 }
 
-/// `packs call --stream` runs a call as soon as it is whole: its result is read from stdout
-/// while the rest of the response has not been written yet (reading it is the sync, not a
-/// delay), and the later calls follow at the end, in order.
-#[test]
-fn a_streamed_call_runs_before_the_rest_of_the_response_is_written() {
+/// `packs call --stream --format FORMAT` fed `before` (each piece written and flushed), then
+/// `after` once the first result was read: that first result, read from stdout while the
+/// rest of the response has not been written yet (reading it is the sync, not a delay), and
+/// the results that follow at the end, in order.
+fn stream_first_result_then_rest(format: &str, before: &[&[u8]], after: &[u8]) -> (Value, Vec<Value>) {
     use std::io::{BufRead, BufReader, Write};
     let t = tools();
     let mut child = std::process::Command::new(crate::common::PACKS)
         .args(["--packs"])
         .arg(t.path())
-        .args(["call", "--stream", "--format", "qwen3"])
+        .args(["call", "--stream", "--format", format])
         .env("HOME", t.path())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -765,28 +765,90 @@ fn a_streamed_call_runs_before_the_rest_of_the_response_is_written() {
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
     });
-    // The first call, split inside its end tag, then the rest of the tag.
-    stdin.write_all(b"<think>\nEcho.\n</think>\n\nSure.\n<tool_call>\n{\"name\": \"echo_words\", \"arguments\": {\"words\": \"one </tool_call>\"}}\n</tool_").unwrap();
-    stdin.flush().unwrap();
-    stdin.write_all(b"call>\nand then").unwrap();
-    stdin.flush().unwrap();
+    for piece in before {
+        stdin.write_all(piece).unwrap();
+        stdin.flush().unwrap();
+    }
     let mut first = String::new();
     stdout.read_line(&mut first).unwrap();
     done.send(()).unwrap();
     watchdog.join().unwrap();
-    let first: Value = serde_json::from_str(&first).expect("the first call's result, before the end of input");
+    // A result in JSON, or in FunctionGemma's own form (kept as a JSON string).
+    let line = |l: &str| serde_json::from_str(l).unwrap_or_else(|_| Value::String(l.trim_end().to_owned()));
+    assert!(!first.is_empty(), "{format}: the first call's result, before the end of input");
+    let first = line(&first);
+    stdin.write_all(after).unwrap();
+    drop(stdin);
+    let rest: Vec<Value> = stdout.lines().map(|l| line(&l.unwrap())).collect();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{format}");
+    (first, rest)
+}
+
+/// `packs call --stream` runs a call as soon as it is whole, before the rest of the response
+/// is written; the later calls follow at the end, in order.
+#[test]
+fn a_streamed_call_runs_before_the_rest_of_the_response_is_written() {
+    // The first call, split inside its end tag, then the rest of the tag.
+    let (first, rest) = stream_first_result_then_rest(
+        "qwen3",
+        &[
+            b"<think>\nEcho.\n</think>\n\nSure.\n<tool_call>\n{\"name\": \"echo_words\", \"arguments\": {\"words\": \"one </tool_call>\"}}\n</tool_",
+            b"call>\nand then",
+        ],
+        // The rest: a second call, and one cut off at the end.
+        b"\n<tool_call>\n{\"name\": \"count\", \"arguments\": {\"n\": 2}}\n</tool_call>\n<tool_call>\n{\"name\": \"count\", \"argu",
+    );
     assert_eq!(first["role"], "tool");
     assert_eq!(first["name"], "echo_words");
     assert!(first["content"].as_str().unwrap().contains("one </tool_call>"), "{first}");
-    // The rest: a second call, and one cut off at the end.
-    stdin.write_all(b"\n<tool_call>\n{\"name\": \"count\", \"arguments\": {\"n\": 2}}\n</tool_call>\n<tool_call>\n{\"name\": \"count\", \"argu").unwrap();
-    drop(stdin);
-    let rest: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(&l.unwrap()).unwrap()).collect();
-    let status = child.wait().unwrap();
-    assert!(status.success());
     assert_eq!(rest.len(), 2, "{rest:?}");
     assert_eq!(rest[0]["name"], "count");
     assert!(rest[1]["content"].as_str().unwrap().contains("incomplete call"), "{}", rest[1]);
+}
+
+/// The families read unit by unit run their first call before the input ends too: Llama's
+/// JSON and pythonic calls at their closing bracket, gpt-oss's at `<|call|>`,
+/// FunctionGemma's at `<end_function_call>`.
+#[test]
+fn llama_gpt_oss_and_functiongemma_calls_run_while_the_response_is_still_written() {
+    /// The format, the pieces written before the first result is read, the rest.
+    type Case<'a> = (&'a str, &'a [&'a [u8]], &'a [u8]);
+    let cases: [Case<'_>; 4] = [
+        (
+            "llama3",
+            &[b"{\"name\": \"echo_words\", \"parameters\": {\"words\": \"one }\"", b"}}"],
+            b"; {\"name\": \"count\", \"parameters\": {\"n\": 2}}<|eot_id|>",
+        ),
+        ("llama3", &[b"[echo_words(words='one )", b"')"], b", count(n=2)]<|eot|>"),
+        (
+            "gpt-oss",
+            &[
+                b"<|channel|>analysis<|message|>Echo.<|end|><|start|>assistant<|channel|>commentary to=functions.echo_words <|constrain|>json<|message|>{\"words\": \"one <|call|>\"}<|ca",
+                b"ll|>",
+            ],
+            b"<|start|>assistant<|channel|>commentary to=functions.count <|constrain|>json<|message|>{\"n\": 2}<|call|>",
+        ),
+        (
+            "functiongemma",
+            &[b"<start_function_call>call:echo_words{words:<escape>one }<escape>}<end_function", b"_call>"],
+            b"<start_function_call>call:count{n:2}<end_function_call>",
+        ),
+    ];
+    for (format, before, after) in cases {
+        let (first, rest) = stream_first_result_then_rest(format, before, after);
+        if let Value::String(response) = &first {
+            // FunctionGemma's response form (the echoed words' newline ends the first line).
+            assert!(response.starts_with("<start_function_response>response:echo_words{"), "{response}");
+            assert!(response.contains("one }"), "{response}");
+            assert!(rest.last().and_then(Value::as_str).unwrap().contains("response:count{"), "{rest:?}");
+            continue;
+        }
+        assert_eq!(rest.len(), 1, "{format}: {rest:?}");
+        assert_eq!(first["name"], "echo_words", "{format}: {first}");
+        assert!(first["content"].as_str().unwrap().contains("one "), "{format}: {first}");
+        assert_eq!(rest[0]["name"], "count", "{format}: {rest:?}");
+    }
 }
 
 #[test]
