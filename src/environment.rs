@@ -38,9 +38,8 @@ static FROZEN: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock:
 /// once started; a program embedding the library that does must not call this.
 pub(crate) fn freeze() {
     FROZEN.get_or_init(|| {
-        let mut env: Vec<(String, String)> = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect();
+        let mut env: Vec<(String, String)> =
+            std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
         env.sort();
         env
     });

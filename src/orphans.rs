@@ -111,12 +111,13 @@ pub(crate) fn anything_to_sweep() -> bool {
         return false;
     }
     #[cfg(target_os = "linux")]
-    {
+    let listed = {
         let mut byte = [0u8; 1];
-        return main_children().is_none_or(|file| !matches!(std::os::unix::fs::FileExt::read_at(file, &mut byte, 0), Ok(0)));
-    }
+        main_children().is_none_or(|file| !matches!(std::os::unix::fs::FileExt::read_at(file, &mut byte, 0), Ok(0)))
+    };
     #[cfg(not(target_os = "linux"))]
-    false
+    let listed = false;
+    listed
 }
 
 /// The main thread's `children` file, opened once and read again from its start by each
@@ -126,8 +127,7 @@ pub(crate) fn anything_to_sweep() -> bool {
 #[cfg(target_os = "linux")]
 fn main_children() -> Option<&'static std::fs::File> {
     static FILE: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
-    FILE.get_or_init(|| std::fs::File::open(format!("/proc/self/task/{}/children", std::process::id())).ok())
-        .as_ref()
+    FILE.get_or_init(|| std::fs::File::open(format!("/proc/self/task/{}/children", std::process::id())).ok()).as_ref()
 }
 
 /// Packs' children that a call may have left: those of its main thread, or (on kernels
