@@ -22,7 +22,7 @@ write ruleset built per call, a read ruleset built once, signals and abstract Un
 scoped, `setpgid`, `no_new_privs`, a seccomp filter); it reports its calls per second and its
 own CPU per call. `ratio` is serve's throughput over the spawner's (target >= 0.90 with the
 sandbox on). The spawner has no client to answer; the driver is in C so that serve's client
-costs a few microseconds per call, not the 0.1 ms a Python client costs on the same two cores.
+costs a few microseconds per call, not the 0.07 ms a Python client cost on the same two cores.
 Each figure is the median of its rounds. Targets: cpu <= 0.10 ms unconfined, <= 0.15 ms
 confined.
 """
