@@ -4,7 +4,9 @@
  *     cc -O2 -pthread -o spawner benches/spawner.c && ./spawner THREADS CALLS PROGRAM
  *
  * Each of THREADS threads spawns PROGRAM (an absolute path), waits for it, and again, until
- * CALLS children ran in all; it prints the calls per second. Per child, as packs does: a private
+ * CALLS children ran in all; it prints the calls per second and its own CPU time per call in
+ * milliseconds (user + system of its threads, the children excluded: what `packs serve`'s CPU per
+ * call is compared with). Per child, as packs does: a private
  * directory made in /dev/shm and removed after, a Landlock ruleset handling every write right with
  * that directory and /dev/null and /dev/zero granted, signals and abstract Unix sockets scoped
  * (ABI 6), built in the parent; a read ruleset built once (root readable, as a stand-in for the
@@ -26,6 +28,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -155,6 +158,10 @@ int main(int argc, char **argv) {
     for (int i = 0; i < threads; i++) pthread_join(ids[i], NULL);
     clock_gettime(CLOCK_MONOTONIC, &end);
     double secs = (double)(end.tv_sec - start.tv_sec) + (double)(end.tv_nsec - start.tv_nsec) / 1e9;
-    printf("%.1f\n", (double)calls / secs);
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    double cpu = (double)usage.ru_utime.tv_sec + (double)usage.ru_stime.tv_sec +
+                 ((double)usage.ru_utime.tv_usec + (double)usage.ru_stime.tv_usec) / 1e6;
+    printf("%.1f %.4f\n", (double)calls / secs, cpu / (double)calls * 1000);
     return 0;
 }

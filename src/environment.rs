@@ -11,14 +11,38 @@ pub(crate) const NON_INTERACTIVE_ENV: &[(&str, &str)] =
 /// The whole environment of a tool: [`BASE_ENV`] and `LC_*` from packs' own environment,
 /// the `passthrough` names, the non-interactive defaults, then `extra` (the manifest's `env`).
 pub(crate) fn minimal_env(passthrough: &[String], extra: Vec<(String, String)>) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .filter(|(k, _)| BASE_ENV.contains(&k.as_str()) || k.starts_with("LC_") || passthrough.iter().any(|p| p == k))
-        .collect();
-    env.sort();
+    let wanted = |k: &str| BASE_ENV.contains(&k) || k.starts_with("LC_") || passthrough.iter().any(|p| p == k);
+    let mut env: Vec<(String, String)> = match FROZEN.get() {
+        // Sorted already.
+        Some(frozen) => frozen.iter().filter(|(k, _)| wanted(k)).cloned().collect(),
+        None => {
+            let mut env: Vec<(String, String)> = std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .filter(|(k, _)| wanted(k))
+                .collect();
+            env.sort();
+            env
+        }
+    };
     env.extend(NON_INTERACTIVE_ENV.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
     env.extend(extra);
     env
+}
+
+/// packs' environment as [`freeze`] read it (its UTF-8 variables, sorted).
+static FROZEN: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+
+/// From now on [`minimal_env`] takes packs' variables from a copy read here, once, instead
+/// of copying the whole environment (a lock and two allocations per variable) for every
+/// call. For a long-lived server (`packs serve`): packs never changes its own environment
+/// once started; a program embedding the library that does must not call this.
+pub(crate) fn freeze() {
+    FROZEN.get_or_init(|| {
+        let mut env: Vec<(String, String)> =
+            std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
+        env.sort();
+        env
+    });
 }
 
 /// Whether `name` can name a variable: not empty, without `=` or a NUL byte.

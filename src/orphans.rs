@@ -103,6 +103,33 @@ fn reap(pid: libc::pid_t, flags: libc::c_int) {
     }
 }
 
+/// Whether a sweep could find anything: packs adopted its tools' leftovers and its main
+/// thread has a child (or its children cannot be read, so a sweep must look). The common case,
+/// no child at all, costs one `pread` of one byte, without the lock a sweep holds.
+pub(crate) fn anything_to_sweep() -> bool {
+    if !ADOPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        return false;
+    }
+    #[cfg(target_os = "linux")]
+    let listed = {
+        let mut byte = [0u8; 1];
+        main_children().is_none_or(|file| !matches!(std::os::unix::fs::FileExt::read_at(file, &mut byte, 0), Ok(0)))
+    };
+    #[cfg(not(target_os = "linux"))]
+    let listed = false;
+    listed
+}
+
+/// The main thread's `children` file, opened once and read again from its start by each
+/// sweep (a `seq_file`: a read at offset 0 lists the children as they are now), where
+/// opening, reading and closing it cost three system calls per call; `None` on kernels
+/// without these files.
+#[cfg(target_os = "linux")]
+fn main_children() -> Option<&'static std::fs::File> {
+    static FILE: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    FILE.get_or_init(|| std::fs::File::open(format!("/proc/self/task/{}/children", std::process::id())).ok()).as_ref()
+}
+
 /// Packs' children that a call may have left: those of its main thread, or (on kernels
 /// without `children` files) a scan of `/proc` for processes whose parent is packs.
 ///
@@ -114,8 +141,18 @@ fn reap(pid: libc::pid_t, flags: libc::c_int) {
 #[cfg(target_os = "linux")]
 fn children() -> Vec<u32> {
     let me = std::process::id();
-    if let Ok(text) = std::fs::read_to_string(format!("/proc/self/task/{me}/children")) {
-        return text.split_whitespace().filter_map(|p| p.parse::<u32>().ok()).collect();
+    if let Some(file) = main_children() {
+        let mut text = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match std::os::unix::fs::FileExt::read_at(file, &mut buf, text.len() as u64) {
+                Ok(0) => break,
+                Ok(n) => text.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        return String::from_utf8_lossy(&text).split_whitespace().filter_map(|p| p.parse::<u32>().ok()).collect();
     }
     let mut pids = Vec::new();
     let mut found_file = false;

@@ -45,6 +45,9 @@ struct State {
     workers: usize,
     idle: usize,
     running: usize,
+    /// Threads in [`Pool::wait_idle`]: a job's end wakes them only when there are some (a
+    /// wake-up is a system call per job, whether anyone waits or not).
+    waiting: usize,
     closed: bool,
 }
 
@@ -93,7 +96,9 @@ impl Pool {
         let mut state = self.shared.lock();
         while state.running + state.queue.len() > 0 {
             let Some(left) = deadline.checked_duration_since(Instant::now()) else { return false };
+            state.waiting += 1;
             state = self.shared.done.wait_timeout(state, left).unwrap_or_else(PoisonError::into_inner).0;
+            state.waiting -= 1;
         }
         true
     }
@@ -125,7 +130,9 @@ fn work(shared: &Shared) {
             let _ = catch_unwind(AssertUnwindSafe(job));
             state = shared.lock();
             state.running -= 1;
-            shared.done.notify_all();
+            if state.waiting > 0 {
+                shared.done.notify_all();
+            }
             continue;
         }
         if state.closed {

@@ -326,7 +326,8 @@ pub(crate) fn run_observed(
         cmd
     };
     let start = Instant::now();
-    let spawning = SPAWNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Shared: tools start side by side; a sweep of leftovers waits for them to be registered.
+    let spawning = SPAWNING.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     RUNNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let spawned = match found.as_deref().filter(|_| direct) {
         #[cfg(target_os = "linux")]
@@ -646,10 +647,15 @@ impl Reaper {
         let status = self.child.wait();
         live().retain(|p| *p != self.process);
         RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-        // No tool may be between its spawn and its registration while leftovers are reaped.
-        let _spawning = SPAWNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let tracked = live().iter().map(Process::pid).collect();
-        crate::orphans::end(&self.tag, &tracked);
+        // Nothing to look at (packs has no child but the tools it waits for): no sweep, and
+        // no lock. A leftover of this call was made packs' child when its parent exited,
+        // before that exit was seen here.
+        if crate::orphans::anything_to_sweep() {
+            // No tool may be between its spawn and its registration while leftovers are reaped.
+            let _spawning = SPAWNING.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let tracked = live().iter().map(Process::pid).collect();
+            crate::orphans::end(&self.tag, &tracked);
+        }
         status
     }
 }
@@ -705,9 +711,9 @@ fn child_env(inv: &Invocation, tag: &str) -> Vec<(OsString, OsString)> {
     env.into_iter().collect()
 }
 
-/// Held from a tool's spawn until it is registered in [`LIVE`], and while leftovers are
-/// reaped: an exited tool not yet registered must not be reaped as a leftover.
-static SPAWNING: Mutex<()> = Mutex::new(());
+/// Held (shared) from a tool's spawn until it is registered in [`LIVE`], and (alone) while
+/// leftovers are reaped: an exited tool not yet registered must not be reaped as a leftover.
+static SPAWNING: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
 /// The `polled` marker of the interrupt pipe in a run's poll set.
 const INTERRUPT_SLOT: usize = usize::MAX;

@@ -248,6 +248,8 @@ pub fn serve(options: HttpOptions) -> Result<(), StartError> {
     }
     let mut serve_options = options.serve.clone();
     serve_options.yes = false; // nobody at this end to approve for the client
+    // The tools get packs' variables from one copy of its environment, not a new one per call.
+    crate::environment::freeze();
     let server = Server::new(serve_options, seal);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -280,6 +280,9 @@ impl Server {
     /// it is current (the catalog is then [`Server::settle`]d in the background), else load
     /// the catalog now, as [`Server::new`] does.
     pub(crate) fn start(options: Options, seal: Seal) -> (Arc<Self>, Startup) {
+        // A server's tools get packs' variables from one copy of its environment, not a new
+        // one per call.
+        crate::environment::freeze();
         let snapshot = match (&options.snapshot, &options.search.describe_cache) {
             (Some(inputs), Some(cache)) if options.locked.is_none() => {
                 // The read-only hints and the sandbox notes follow what this kernel confines

@@ -344,17 +344,22 @@ fn what_a_tool_leaves_outside_its_group_ends_with_the_call() {
         assert!(!alive(pid), "{tool}: the process that left the group ({pid}) outlived the call");
     }
     // The same through `packs serve`, whose calls run on worker threads: a leftover is given
-    // to packs' main thread, whose children the sweep reads.
-    let pidfile = dir.path().join("served");
-    let requests = [
+    // to packs' main thread, whose children the sweep reads (one descriptor kept open and
+    // read again from its start: two calls of one server, each sweep must see its own).
+    let pidfiles = [dir.path().join("served-1"), dir.path().join("served-2")];
+    let mut requests = vec![
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "leaves", "arguments": {"f": pidfile.to_str().unwrap()}}}),
     ];
+    for (id, pidfile) in (2..).zip(&pidfiles) {
+        requests.push(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "leaves", "arguments": {"f": pidfile.to_str().unwrap()}}}));
+    }
     let stdin: String = requests.iter().map(|r| format!("{r}\n")).collect();
     Test::new().packs_dir(&packs).args(["serve", "--yes"]).stdin(stdin).run().success();
-    let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
-    assert!(!alive(pid), "serve: the process that left the group ({pid}) outlived the call");
+    for pidfile in &pidfiles {
+        let pid: u32 = std::fs::read_to_string(pidfile).unwrap().trim().parse().unwrap();
+        assert!(!alive(pid), "serve: the process that left the group ({pid}) outlived the call");
+    }
 }
 
 #[test]
