@@ -184,19 +184,26 @@ pub(crate) fn default_list() -> &'static [PathBuf] {
 /// entry at a time and never the name itself, so a store created later (`aws configure`
 /// while `packs serve` runs) is unreadable at once, and denied when the rules are rebuilt
 /// (which resolves the list again: a missing directory may come back as a link).
+///
+/// The default list names two dozen paths under one home, most of them missing: each
+/// existing directory is resolved once (`realpath` costs a `readlink` per component), and a
+/// missing path costs one `lstat` (one that cannot be `lstat`ed cannot be resolved either).
 pub(crate) fn resolve(paths: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = paths.iter().filter_map(|p| resolve_one(p)).collect();
+    let mut known = std::collections::HashMap::new();
+    let mut out: Vec<PathBuf> = paths.iter().filter_map(|p| resolve_one(p, &mut known)).collect();
     out.sort();
     out.dedup();
     out
 }
 
-fn resolve_one(path: &Path) -> Option<PathBuf> {
+/// `path` resolved as [`resolve`] says; `known` holds the paths resolved so far (`None`:
+/// missing or unresolvable).
+fn resolve_one(path: &Path, known: &mut std::collections::HashMap<PathBuf, Option<PathBuf>>) -> Option<PathBuf> {
     let path = std::path::absolute(path).ok()?;
     let mut missing = Vec::new();
     let mut existing = path.as_path();
     loop {
-        if let Ok(real) = std::fs::canonicalize(existing) {
+        if let Some(real) = real_path(existing, known) {
             let mut out = real;
             for part in missing.iter().rev() {
                 match part {
@@ -212,6 +219,29 @@ fn resolve_one(path: &Path) -> Option<PathBuf> {
         missing.push(existing.components().next_back()?);
         existing = existing.parent()?;
     }
+}
+
+/// `path` (absolute) with its links resolved, as `canonicalize` gives it, from what is
+/// known: an entry that is not a link is its parent resolved and its name, so only links
+/// (and `.`/`..`) cost a `realpath`. `None`: it does not exist or cannot be reached.
+fn real_path(path: &Path, known: &mut std::collections::HashMap<PathBuf, Option<PathBuf>>) -> Option<PathBuf> {
+    if let Some(real) = known.get(path) {
+        return real.clone();
+    }
+    let real = match (std::fs::symlink_metadata(path), path.parent(), path.file_name()) {
+        (Err(_), _, _) => None,
+        // The root.
+        (Ok(_), None, _) => Some(path.to_owned()),
+        (Ok(meta), Some(parent), Some(name))
+            if !meta.file_type().is_symlink()
+                && path.components().next_back() == Some(std::path::Component::Normal(name)) =>
+        {
+            real_path(parent, known).map(|p| p.join(name))
+        }
+        (Ok(_), _, _) => std::fs::canonicalize(path).ok(),
+    };
+    known.insert(path.to_owned(), real.clone());
+    real
 }
 
 /// The directories walked to grant read rights around `denied` (each one's ancestors), and
