@@ -228,6 +228,8 @@ fn real_path(path: &Path, known: &mut std::collections::HashMap<PathBuf, Option<
     if let Some(real) = known.get(path) {
         return real.clone();
     }
+    #[cfg(test)]
+    tests::LOOKUPS.with(|n| n.set(n.get() + 1));
     let real = match (std::fs::symlink_metadata(path), path.parent(), path.file_name()) {
         (Err(_), _, _) => None,
         // The root.
@@ -238,7 +240,11 @@ fn real_path(path: &Path, known: &mut std::collections::HashMap<PathBuf, Option<
         {
             real_path(parent, known).map(|p| p.join(name))
         }
-        (Ok(_), _, _) => std::fs::canonicalize(path).ok(),
+        (Ok(_), _, _) => {
+            #[cfg(test)]
+            tests::REALPATHS.with(|n| n.set(n.get() + 1));
+            std::fs::canonicalize(path).ok()
+        }
     };
     known.insert(path.to_owned(), real.clone());
     real
@@ -278,6 +284,42 @@ fn look(dir: &Path) -> Option<Stamp> {
 mod tests {
     use super::*;
     use crate::grants::{Grant, grants};
+
+    thread_local! {
+        /// `lstat`s made by [`real_path`] on this thread.
+        pub(super) static LOOKUPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        /// `realpath`s made by [`real_path`] on this thread.
+        pub(super) static REALPATHS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    #[test]
+    fn the_default_list_costs_one_lookup_per_path_and_a_realpath_per_link_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let home = root.join("home");
+        std::fs::create_dir_all(home.join(".config/gh")).unwrap();
+        std::fs::create_dir_all(root.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(root.join("elsewhere"), home.join(".ssh")).unwrap();
+        let list = defaults(Some(&home));
+        LOOKUPS.with(|n| n.set(0));
+        REALPATHS.with(|n| n.set(0));
+        let got = resolve(&list);
+        // Each path of the list, its missing parents (`.docker`, `.local`, `.local/share`,
+        // `.cargo`) and the directories above the home once each; one `realpath`: the link.
+        let distinct: std::collections::BTreeSet<&Path> = list.iter().flat_map(|p| p.ancestors()).collect();
+        assert!(
+            LOOKUPS.with(std::cell::Cell::get) <= distinct.len(),
+            "{} > {}",
+            LOOKUPS.with(std::cell::Cell::get),
+            distinct.len()
+        );
+        assert_eq!(REALPATHS.with(std::cell::Cell::get), 1);
+        // The same answer as resolving each path on its own.
+        assert!(got.contains(&root.join("elsewhere")), "the link resolved: {got:?}");
+        assert!(got.contains(&home.join(".config/gh")));
+        assert!(got.contains(&home.join(".local/share/keyrings")), "a missing path is kept: {got:?}");
+        assert_eq!(got.len(), list.len());
+    }
 
     #[test]
     fn the_defaults_are_under_home_and_nothing_without_one() {
