@@ -184,19 +184,26 @@ pub(crate) fn default_list() -> &'static [PathBuf] {
 /// entry at a time and never the name itself, so a store created later (`aws configure`
 /// while `packs serve` runs) is unreadable at once, and denied when the rules are rebuilt
 /// (which resolves the list again: a missing directory may come back as a link).
+///
+/// The default list names two dozen paths under one home, most of them missing: each
+/// existing directory is resolved once (`realpath` costs a `readlink` per component), and a
+/// missing path costs one `lstat` (one that cannot be `lstat`ed cannot be resolved either).
 pub(crate) fn resolve(paths: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = paths.iter().filter_map(|p| resolve_one(p)).collect();
+    let mut known = std::collections::HashMap::new();
+    let mut out: Vec<PathBuf> = paths.iter().filter_map(|p| resolve_one(p, &mut known)).collect();
     out.sort();
     out.dedup();
     out
 }
 
-fn resolve_one(path: &Path) -> Option<PathBuf> {
+/// `path` resolved as [`resolve`] says; `known` holds the paths resolved so far (`None`:
+/// missing or unresolvable).
+fn resolve_one(path: &Path, known: &mut std::collections::HashMap<PathBuf, Option<PathBuf>>) -> Option<PathBuf> {
     let path = std::path::absolute(path).ok()?;
     let mut missing = Vec::new();
     let mut existing = path.as_path();
     loop {
-        if let Ok(real) = std::fs::canonicalize(existing) {
+        if let Some(real) = real_path(existing, known) {
             let mut out = real;
             for part in missing.iter().rev() {
                 match part {
@@ -212,6 +219,35 @@ fn resolve_one(path: &Path) -> Option<PathBuf> {
         missing.push(existing.components().next_back()?);
         existing = existing.parent()?;
     }
+}
+
+/// `path` (absolute) with its links resolved, as `canonicalize` gives it, from what is
+/// known: an entry that is not a link is its parent resolved and its name, so only links
+/// (and `.`/`..`) cost a `realpath`. `None`: it does not exist or cannot be reached.
+fn real_path(path: &Path, known: &mut std::collections::HashMap<PathBuf, Option<PathBuf>>) -> Option<PathBuf> {
+    if let Some(real) = known.get(path) {
+        return real.clone();
+    }
+    #[cfg(test)]
+    tests::LOOKUPS.with(|n| n.set(n.get() + 1));
+    let real = match (std::fs::symlink_metadata(path), path.parent(), path.file_name()) {
+        (Err(_), _, _) => None,
+        // The root.
+        (Ok(_), None, _) => Some(path.to_owned()),
+        (Ok(meta), Some(parent), Some(name))
+            if !meta.file_type().is_symlink()
+                && path.components().next_back() == Some(std::path::Component::Normal(name)) =>
+        {
+            real_path(parent, known).map(|p| p.join(name))
+        }
+        (Ok(_), _, _) => {
+            #[cfg(test)]
+            tests::REALPATHS.with(|n| n.set(n.get() + 1));
+            std::fs::canonicalize(path).ok()
+        }
+    };
+    known.insert(path.to_owned(), real.clone());
+    real
 }
 
 /// The directories walked to grant read rights around `denied` (each one's ancestors), and
@@ -248,6 +284,42 @@ fn look(dir: &Path) -> Option<Stamp> {
 mod tests {
     use super::*;
     use crate::grants::{Grant, grants};
+
+    thread_local! {
+        /// `lstat`s made by [`real_path`] on this thread.
+        pub(super) static LOOKUPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        /// `realpath`s made by [`real_path`] on this thread.
+        pub(super) static REALPATHS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    #[test]
+    fn the_default_list_costs_one_lookup_per_path_and_a_realpath_per_link_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let home = root.join("home");
+        std::fs::create_dir_all(home.join(".config/gh")).unwrap();
+        std::fs::create_dir_all(root.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(root.join("elsewhere"), home.join(".ssh")).unwrap();
+        let list = defaults(Some(&home));
+        LOOKUPS.with(|n| n.set(0));
+        REALPATHS.with(|n| n.set(0));
+        let got = resolve(&list);
+        // Each path of the list, its missing parents (`.docker`, `.local`, `.local/share`,
+        // `.cargo`) and the directories above the home once each; one `realpath`: the link.
+        let distinct: std::collections::BTreeSet<&Path> = list.iter().flat_map(|p| p.ancestors()).collect();
+        assert!(
+            LOOKUPS.with(std::cell::Cell::get) <= distinct.len(),
+            "{} > {}",
+            LOOKUPS.with(std::cell::Cell::get),
+            distinct.len()
+        );
+        assert_eq!(REALPATHS.with(std::cell::Cell::get), 1);
+        // The same answer as resolving each path on its own.
+        assert!(got.contains(&root.join("elsewhere")), "the link resolved: {got:?}");
+        assert!(got.contains(&home.join(".config/gh")));
+        assert!(got.contains(&home.join(".local/share/keyrings")), "a missing path is kept: {got:?}");
+        assert_eq!(got.len(), list.len());
+    }
 
     #[test]
     fn the_defaults_are_under_home_and_nothing_without_one() {

@@ -557,10 +557,7 @@ mod imp {
     use std::path::Path;
     use std::sync::Arc;
 
-    use landlock::{
-        ABI, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-        RulesetCreatedAttr, Scope,
-    };
+    use landlock::{ABI, AccessFs, BitFlags, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope};
     use seccompiler::{
         BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
     };
@@ -692,10 +689,8 @@ mod imp {
         if unix {
             ruleset = ruleset.scope(Scope::AbstractUnixSocket).map_err(error)?;
         }
-        let mut ruleset = ruleset.create().map_err(error)?;
-        let Some((dirs, tmpdir)) = writes else {
-            return Option::<OwnedFd>::from(ruleset).ok_or_else(|| std::io::Error::other("Landlock gave no ruleset"));
-        };
+        let ruleset = created(ruleset.create().map_err(error)?)?;
+        let Some((dirs, tmpdir)) = writes else { return Ok(ruleset) };
         let file_access = access & (AccessFs::WriteFile | AccessFs::Truncate);
         let places = dirs.iter().map(|d| (d.as_path(), false)).chain(tmpdir.map(|t| (t, true)));
         for (dir, private) in places {
@@ -713,16 +708,62 @@ mod imp {
                     crate::grants::Grant::Tree(path) => (path, access),
                     crate::grants::Grant::File(path) => (path, file_access),
                 };
-                let fd = PathFd::new(path).map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))?;
-                ruleset = ruleset.add_rule(PathBeneath::new(fd, rights)).map_err(error)?;
+                let fd = open_path(path).map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))?;
+                add_rule(&ruleset, &fd, rights)?;
             }
         }
         for device in DEVICES {
-            if let Ok(fd) = PathFd::new(device) {
-                ruleset = ruleset.add_rule(PathBeneath::new(fd, file_access)).map_err(error)?;
+            if let Ok(fd) = open_path(Path::new(device)) {
+                add_rule(&ruleset, &fd, file_access)?;
             }
         }
+        Ok(ruleset)
+    }
+
+    /// A created ruleset as its descriptor, which [`add_rule`] adds rules to.
+    fn created(ruleset: landlock::RulesetCreated) -> std::io::Result<OwnedFd> {
         Option::<OwnedFd>::from(ruleset).ok_or_else(|| std::io::Error::other("Landlock gave no ruleset"))
+    }
+
+    /// `path` opened as a location only (`O_PATH`), as a rule names it.
+    fn open_path(path: &Path) -> std::io::Result<OwnedFd> {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(path).map(OwnedFd::from)
+    }
+
+    /// Allow `rights` beneath `fd` in `ruleset`: one `landlock_add_rule`. The caller knows
+    /// whether `fd` is a directory (a grant's kind, or its own `fstat`) and passes a file only
+    /// rights a file can have; the landlock crate's `add_rule` makes an `fstat` per rule to
+    /// learn it, which a read ruleset of dozens of rules paid at every cold build. `rights`
+    /// must be handled by the ruleset (the kernel refuses the rule otherwise, as it refuses
+    /// directory rights on a file: the call fails, it is not run less confined).
+    fn add_rule(ruleset: &OwnedFd, fd: &OwnedFd, rights: BitFlags<AccessFs>) -> std::io::Result<()> {
+        /// `struct landlock_path_beneath_attr` (linux/landlock.h).
+        #[repr(C, packed)]
+        struct PathBeneathAttr {
+            allowed_access: u64,
+            parent_fd: i32,
+        }
+        /// `LANDLOCK_RULE_PATH_BENEATH`.
+        const PATH_BENEATH: libc::c_int = 1;
+        let attr = PathBeneathAttr { allowed_access: rights.bits(), parent_fd: fd.as_raw_fd() };
+        // SAFETY: landlock_add_rule reads one path-beneath attribute from a live stack value;
+        // both descriptors are open for the duration of the call.
+        let done = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                ruleset.as_raw_fd(),
+                PATH_BENEATH,
+                std::ptr::from_ref(&attr),
+                0u32,
+            )
+        };
+        if done == 0 {
+            Ok(())
+        } else {
+            let e = std::io::Error::last_os_error();
+            Err(std::io::Error::other(format!("cannot add a Landlock rule: {e}")))
+        }
     }
 
     // ---- Reads (docs/SANDBOX.md, "Credential stores"): a ruleset of its own, kept per process.
@@ -772,17 +813,18 @@ mod imp {
         let access = read_access(abi);
         let error =
             |e: landlock::RulesetError| std::io::Error::other(format!("cannot build the Landlock read ruleset: {e}"));
-        let mut ruleset = Ruleset::default()
-            .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(access)
-            .map_err(error)?
-            .create()
-            .map_err(error)?;
+        let ruleset = created(
+            Ruleset::default()
+                .set_compatibility(CompatLevel::HardRequirement)
+                .handle_access(access)
+                .map_err(error)?
+                .create()
+                .map_err(error)?,
+        )?;
         // Listing (names, not contents) and linking everywhere; reading and executing around
         // the denied paths.
-        let root = PathFd::new("/").map_err(|e| std::io::Error::other(format!("/: {e}")))?;
-        ruleset =
-            ruleset.add_rule(PathBeneath::new(root, access & (AccessFs::ReadDir | AccessFs::Refer))).map_err(error)?;
+        let root = open_path(Path::new("/")).map_err(|e| std::io::Error::other(format!("/: {e}")))?;
+        add_rule(&ruleset, &root, access & (AccessFs::ReadDir | AccessFs::Refer))?;
         let file = AccessFs::ReadFile | AccessFs::Execute;
         for grant in crate::grants::grants(Path::new("/"), denied) {
             let (path, rights) = match &grant {
@@ -790,10 +832,10 @@ mod imp {
                 crate::grants::Grant::File(path) => (path, file),
             };
             // An entry that went away, or that this user cannot reach: not granted.
-            let Ok(fd) = PathFd::new(path) else { continue };
-            ruleset = ruleset.add_rule(PathBeneath::new(fd, rights)).map_err(error)?;
+            let Ok(fd) = open_path(path) else { continue };
+            add_rule(&ruleset, &fd, rights)?;
         }
-        Option::<OwnedFd>::from(ruleset).ok_or_else(|| std::io::Error::other("Landlock gave no ruleset"))
+        Ok(ruleset)
     }
 
     /// The narrowed reads of `policy.readable`: reading, listing and executing only beneath
@@ -809,12 +851,14 @@ mod imp {
         let access = read_access(abi);
         let error =
             |e: landlock::RulesetError| std::io::Error::other(format!("cannot build the Landlock read ruleset: {e}"));
-        let mut ruleset = Ruleset::default()
-            .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(access)
-            .map_err(error)?
-            .create()
-            .map_err(error)?;
+        let ruleset = created(
+            Ruleset::default()
+                .set_compatibility(CompatLevel::HardRequirement)
+                .handle_access(access)
+                .map_err(error)?
+                .create()
+                .map_err(error)?,
+        )?;
         let homes = crate::reads::resolve(crate::reads::homes());
         let path_dirs = crate::reads::path_dirs(std::env::var_os("PATH").as_deref(), &homes, denied);
         let system = crate::reads::SYSTEM_READABLE.iter().map(Path::new);
@@ -827,12 +871,17 @@ mod imp {
             .chain(system);
         for place in all {
             // A place that does not exist (yet) is not granted: nothing beneath it reads.
-            let Ok(fd) = PathFd::new(place) else { continue };
-            let is_dir = std::fs::metadata(place).is_ok_and(|m| m.is_dir());
+            let Ok(fd) = open_path(place) else { continue };
+            // The descriptor's own type (one `fstat`), not the path's looked up again.
+            // SAFETY: fstat on an open descriptor into a zeroed stat buffer it fills.
+            let is_dir = unsafe {
+                let mut stat: libc::stat = std::mem::zeroed();
+                libc::fstat(fd.as_raw_fd(), &raw mut stat) == 0 && stat.st_mode & libc::S_IFMT == libc::S_IFDIR
+            };
             let rights = if is_dir { access } else { access & (AccessFs::ReadFile | AccessFs::Execute) };
-            ruleset = ruleset.add_rule(PathBeneath::new(fd, rights)).map_err(error)?;
+            add_rule(&ruleset, &fd, rights)?;
         }
-        Option::<OwnedFd>::from(ruleset).ok_or_else(|| std::io::Error::other("Landlock gave no ruleset"))
+        Ok(ruleset)
     }
 
     /// The bit that marks an x32 system call on x86_64.
