@@ -71,6 +71,21 @@ fn response(family: Family) -> (String, usize) {
     (text, n)
 }
 
+/// Llama's pythonic form (3.2, 4): one list of about [`SIZE`] bytes of calls, and their number.
+fn pythonic() -> (String, usize) {
+    let mut text = String::from("[");
+    let mut n = 0;
+    while text.len() < SIZE {
+        if n > 0 {
+            text.push_str(", ");
+        }
+        text.push_str(&format!("get_weather(location='Paris {n}', days=3)"));
+        n += 1;
+    }
+    text.push(']');
+    (text, n)
+}
+
 fn schema_of(_: &str) -> Option<Value> {
     Some(serde_json::json!({"type": "object", "properties": {
         "location": {"type": "string"}, "days": {"type": "integer"}}}))
@@ -113,18 +128,19 @@ fn parse(c: &mut Criterion) {
     g.bench_function("baseline/serde_json", |b| b.iter(|| serde_json::from_str::<Value>(black_box(&doc)).unwrap()));
     g.bench_function("baseline/memchr", |b| b.iter(|| memchr::memchr_iter(b'<', black_box(doc.as_bytes())).count()));
 
-    for &family in Family::ALL {
-        let (text, n) = response(family);
+    let cases = Family::ALL.iter().map(|&f| (f.as_str().to_owned(), f, response(f)));
+    for (label, family, (text, n)) in cases.chain([("llama3-pythonic".to_owned(), Family::Llama3, pythonic())]) {
+        let family: Family = family;
         // The bench measures real work: every call is found, whole and streamed.
         let whole = raw::parse(&text, family, &schema_of);
-        assert_eq!(whole.tool_calls.len(), n, "{family}: calls found");
-        assert!(whole.tool_calls.iter().all(|c| c.arguments.is_ok()), "{family}: every call reads");
-        assert_eq!(stream(&text, family), n, "{family}: calls streamed");
+        assert_eq!(whole.tool_calls.len(), n, "{label}: calls found");
+        assert!(whole.tool_calls.iter().all(|c| c.arguments.is_ok()), "{label}: every call reads");
+        assert_eq!(stream(&text, family), n, "{label}: calls streamed");
         g.throughput(Throughput::Bytes(text.len() as u64));
-        g.bench_with_input(BenchmarkId::new("whole", family.as_str()), &text, |b, t| {
+        g.bench_with_input(BenchmarkId::new("whole", &label), &text, |b, t| {
             b.iter(|| raw::parse(black_box(t), family, &schema_of))
         });
-        g.bench_with_input(BenchmarkId::new("stream16", family.as_str()), &text, |b, t| {
+        g.bench_with_input(BenchmarkId::new("stream16", &label), &text, |b, t| {
             b.iter(|| stream(black_box(t), family))
         });
     }
