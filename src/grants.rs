@@ -22,42 +22,131 @@ pub(crate) enum Grant {
     File(PathBuf),
 }
 
-/// The grants that let a tool write everything under `place` but the `protected` paths
-/// and what is beneath them. `place` and `protected` are absolute, with links resolved
-/// (a grant follows links, and the kernel checks the resolved path). A place that holds no
-/// protected path is one [`Grant::Tree`]; a place inside a protected path gets nothing.
-/// Symbolic links among the entries are left out: a grant on one would reach its target.
-pub(crate) fn grants(place: &Path, protected: &[PathBuf]) -> Vec<Grant> {
-    if protected.iter().any(|p| place.starts_with(p)) {
-        return Vec::new();
-    }
-    if !protected.iter().any(|p| p.starts_with(place)) {
-        return vec![Grant::Tree(place.to_owned())];
-    }
-    let mut out = Vec::new();
-    open_up(place, protected, &mut out);
-    out
+/// A grant and the descriptor (`O_PATH`) of what was opened and checked for it: the rule is
+/// added on this descriptor, never on the path looked up again.
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+pub(crate) struct Opened {
+    pub(crate) grant: Grant,
+    pub(crate) fd: std::os::fd::OwnedFd,
 }
 
-/// Grant every entry of `dir` (which holds a protected path below it) but the protected
-/// ones, opening up the directories on the way to them.
-fn open_up(dir: &Path, protected: &[PathBuf], out: &mut Vec<Grant>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Ok(kind) = entry.file_type() else { continue };
-        if kind.is_symlink() || protected.contains(&path) {
+/// The grants that let a tool write everything under `place` but the `protected` paths
+/// and what is beneath them. `place` and `protected` are absolute, with links resolved
+/// (the kernel checks the resolved path). A place that holds no protected path is one
+/// [`Grant::Tree`]; a place inside a protected path gets nothing.
+///
+/// Nothing is looked up by its path twice: `place` is opened without following a link on
+/// the way (a link swapped into it since it was resolved fails the call), each directory
+/// opened up is read through its descriptor, and each entry is opened relative to it with
+/// `O_NOFOLLOW` and checked before it is granted (a directory opened `O_DIRECTORY`, anything
+/// else with an `fstat` of its descriptor). An entry that is (or became,
+/// since it was listed) a symbolic link, whose kind changed since it was listed, or that went
+/// away is not granted: a grant on a link would reach its target, and a directory swapped in
+/// for a listed file (the pack directory) would get the file's rights on all beneath it. That
+/// costs the tool only that entry's write right, and refusing the whole call instead would
+/// let anyone who can rename in the workspace deny every call.
+#[cfg(target_os = "linux")]
+pub(crate) fn grants(place: &Path, protected: &[PathBuf]) -> std::io::Result<Vec<Opened>> {
+    if protected.iter().any(|p| place.starts_with(p)) {
+        return Ok(Vec::new());
+    }
+    let fd = open::place(place)?;
+    if !protected.iter().any(|p| p.starts_with(place)) {
+        return Ok(vec![Opened { grant: Grant::Tree(place.to_owned()), fd }]);
+    }
+    let mut out = Vec::new();
+    open_up(&fd, place, protected, &mut out);
+    Ok(out)
+}
+
+/// Grant every entry of `dir` (open as `fd`, which holds a protected path below it) but the
+/// protected ones, opening up the directories on the way to them.
+#[cfg(target_os = "linux")]
+fn open_up(fd: &std::os::fd::OwnedFd, dir: &Path, protected: &[PathBuf], out: &mut Vec<Opened>) {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(mut entries) = open::listing(fd) else { return };
+    while let Some(Ok(entry)) = entries.read() {
+        let name = entry.file_name();
+        if name == c"." || name == c".." {
             continue;
         }
-        if kind.is_dir() {
-            if protected.iter().any(|p| p.starts_with(&path)) {
-                open_up(&path, protected, out);
-            } else {
-                out.push(Grant::Tree(path));
-            }
-        } else {
-            out.push(Grant::File(path));
+        let path = dir.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
+        let listed = entry.file_type();
+        if listed == rustix::fs::FileType::Symlink || protected.contains(&path) {
+            continue;
         }
+        let Some((is_dir, entry_fd)) = open::entry(fd, name, listed) else { continue };
+        if !is_dir {
+            out.push(Opened { grant: Grant::File(path), fd: entry_fd });
+        } else if protected.iter().any(|p| p.starts_with(&path)) {
+            open_up(&entry_fd, &path, protected, out);
+        } else {
+            out.push(Opened { grant: Grant::Tree(path), fd: entry_fd });
+        }
+    }
+}
+
+/// Opening without following links: what [`grants`] grants is what these opened.
+#[cfg(target_os = "linux")]
+mod open {
+    use std::ffi::CStr;
+    use std::os::fd::{AsFd, OwnedFd};
+    use std::path::{Component, Path};
+
+    use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+
+    const LOCATION: OFlags = OFlags::PATH.union(OFlags::NOFOLLOW).union(OFlags::CLOEXEC);
+
+    /// The directory `place` (absolute, links resolved) as an `O_PATH` descriptor, opened
+    /// with no link followed on the way (`openat2`'s `RESOLVE_NO_SYMLINKS`, one system
+    /// call; component by component where a filter refuses `openat2`).
+    pub(super) fn place(place: &Path) -> std::io::Result<OwnedFd> {
+        let flags = LOCATION | OFlags::DIRECTORY;
+        match rustix::fs::openat2(rustix::fs::CWD, place, flags, Mode::empty(), ResolveFlags::NO_SYMLINKS) {
+            Err(e) if e == rustix::io::Errno::NOSYS || e == rustix::io::Errno::PERM => walk(place),
+            done => Ok(done?),
+        }
+    }
+
+    /// [`place`] one component at a time, each `O_NOFOLLOW` relative to the one before.
+    pub(super) fn walk(place: &Path) -> std::io::Result<OwnedFd> {
+        let flags = LOCATION | OFlags::DIRECTORY;
+        let mut fd = None::<OwnedFd>;
+        for part in place.components() {
+            fd = Some(match (part, &fd) {
+                (Component::RootDir, None) => rustix::fs::openat(rustix::fs::CWD, "/", flags, Mode::empty())?,
+                (Component::Normal(name), Some(dir)) => rustix::fs::openat(dir, name, flags, Mode::empty())?,
+                _ => {
+                    let e = format!("{}: not an absolute path without `.` or `..`", place.display());
+                    return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, e));
+                }
+            });
+        }
+        fd.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "an empty path"))
+    }
+
+    /// The directory `dir` opened for reading its entries (`"."` relative to it: no lookup
+    /// by path).
+    pub(super) fn listing(dir: impl AsFd) -> std::io::Result<rustix::fs::Dir> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        Ok(rustix::fs::Dir::new(rustix::fs::openat(dir, c".", flags, Mode::empty())?)?)
+    }
+
+    /// The entry `name` of the directory `dir`, listed as `listed`: opened without following
+    /// it, and whether it is a directory, or `None` when it is gone, is a link, or is not of
+    /// the kind it was listed as. A directory is opened `O_DIRECTORY` (a link or anything else
+    /// fails); anything else is checked with an `fstat` of what was opened, which also gives
+    /// the kind the listing did not say (`DT_UNKNOWN`).
+    pub(super) fn entry(dir: impl AsFd, name: &CStr, listed: FileType) -> Option<(bool, OwnedFd)> {
+        if listed == FileType::Directory {
+            let fd = rustix::fs::openat(dir, name, LOCATION | OFlags::DIRECTORY, Mode::empty()).ok()?;
+            return Some((true, fd));
+        }
+        let fd = rustix::fs::openat(dir, name, LOCATION, Mode::empty()).ok()?;
+        let kind = FileType::from_raw_mode(rustix::fs::fstat(&fd).ok()?.st_mode);
+        let is_dir = kind == FileType::Directory;
+        (kind != FileType::Symlink && (listed == FileType::Unknown || !is_dir)).then_some((is_dir, fd))
     }
 }
 
@@ -82,7 +171,20 @@ pub(crate) fn resolved(paths: &[PathBuf]) -> Vec<PathBuf> {
 mod tests {
     use super::*;
 
+    /// The grants of [`grants`], without their descriptors.
+    #[cfg(target_os = "linux")]
+    fn granted(place: &Path, protected: &[PathBuf]) -> Vec<Grant> {
+        grants(place, protected).unwrap().into_iter().map(|o| o.grant).collect()
+    }
+
+    /// The device and inode a descriptor or path names.
+    #[cfg(target_os = "linux")]
+    fn identity(stat: &rustix::fs::Stat) -> (u64, u64) {
+        (stat.st_dev, stat.st_ino)
+    }
+
     #[test]
+    #[cfg(target_os = "linux")]
     fn a_place_is_granted_whole_unless_it_holds_a_protected_path() {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
@@ -94,12 +196,12 @@ mod tests {
         }
         std::os::unix::fs::symlink("/etc", root.join("etc-link")).unwrap();
         // Nothing protected inside: the whole place.
-        assert_eq!(grants(&root.join("src"), &[root.join("packs")]), [Grant::Tree(root.join("src"))]);
+        assert_eq!(granted(&root.join("src"), &[root.join("packs")]), [Grant::Tree(root.join("src"))]);
         // Inside a protected path: nothing.
-        assert_eq!(grants(&root.join("packs/tools.d"), &[root.join("packs")]), []);
+        assert_eq!(granted(&root.join("packs/tools.d"), &[root.join("packs")]), []);
         // A workspace holding the pack directory, the agents, the lock file: everything else.
         let protected = [root.join("packs"), root.join("agents/a/agent.toml"), root.join("packs.lock")];
-        let mut got = grants(&root, &protected);
+        let mut got = granted(&root, &protected);
         got.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
         let mut want = vec![
             Grant::Tree(root.join("src")),
@@ -120,5 +222,114 @@ mod tests {
         std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
         let got = resolved(&[root.join("link"), root.join("real/audit.jsonl"), root.join("no/such/dir")]);
         assert_eq!(got, [root.join("real"), root.join("real/audit.jsonl")]);
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn an_entry_that_is_a_link_when_opened_is_not_granted_whatever_it_was_listed_as() {
+        use rustix::fs::FileType;
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("outside")).unwrap();
+        std::fs::write(root.join("outside/target.txt"), "x").unwrap();
+        std::fs::create_dir_all(root.join("ws/packs")).unwrap();
+        std::fs::create_dir_all(root.join("ws/src")).unwrap();
+        std::fs::write(root.join("ws/README.md"), "x").unwrap();
+        std::os::unix::fs::symlink(root.join("outside/target.txt"), root.join("ws/file-link")).unwrap();
+        std::os::unix::fs::symlink(root.join("outside"), root.join("ws/dir-link")).unwrap();
+        let ws = open::place(&root.join("ws")).unwrap();
+        // What a listing said before a link was swapped in: a file, a directory, or nothing.
+        for listed in [FileType::RegularFile, FileType::Directory, FileType::Unknown] {
+            assert!(open::entry(&ws, c"file-link", listed).is_none(), "listed as {listed:?}");
+            assert!(open::entry(&ws, c"dir-link", listed).is_none(), "listed as {listed:?}");
+        }
+        // A kind that changed since the listing: the pack directory where a file was listed.
+        assert!(open::entry(&ws, c"packs", FileType::RegularFile).is_none());
+        assert!(open::entry(&ws, c"README.md", FileType::Directory).is_none());
+        assert!(open::entry(&ws, c"gone", FileType::RegularFile).is_none());
+        // What is what it was listed as is opened itself.
+        let (is_dir, fd) = open::entry(&ws, c"README.md", FileType::RegularFile).unwrap();
+        assert!(!is_dir);
+        let readme = rustix::fs::stat(root.join("ws/README.md")).unwrap();
+        assert_eq!(identity(&rustix::fs::fstat(&fd).unwrap()), identity(&readme));
+        assert!(open::entry(&ws, c"src", FileType::Unknown).unwrap().0);
+        // And no grant of the workspace lands on the links' targets.
+        let outside =
+            [root.join("outside"), root.join("outside/target.txt")].map(|p| identity(&rustix::fs::stat(&p).unwrap()));
+        let got = grants(&root.join("ws"), &[root.join("ws/packs")]).unwrap();
+        assert_eq!(got.len(), 2, "src and README.md: {got:?}");
+        for opened in &got {
+            assert!(!outside.contains(&identity(&rustix::fs::fstat(&opened.fd).unwrap())), "{opened:?}");
+        }
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_place_with_a_link_on_the_way_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("real/ws")).unwrap();
+        std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
+        for open in [open::place, open::walk] {
+            assert!(open(&root.join("real/ws")).is_ok());
+            assert!(open(&root.join("link/ws")).is_err(), "a link on the way");
+            assert!(open(&root.join("link")).is_err(), "a link at the end");
+        }
+        assert!(open::walk(Path::new("relative")).is_err());
+        assert!(open::walk(&root.join("real/../real/ws")).is_err());
+        assert!(grants(&root.join("link/ws"), &[]).is_err());
+    }
+
+    /// The race of the review: an entry of an opened-up workspace exchanged with a link to a
+    /// file outside (`renameat2(RENAME_EXCHANGE)`) in a loop while grants are built.
+    #[test]
+    #[cfg(target_os = "linux")]
+    #[ignore = "a stress test: about two seconds of a racing thread"]
+    fn a_link_exchanged_in_while_grants_are_built_never_gets_a_grant() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("outside")).unwrap();
+        std::fs::write(root.join("outside/target.txt"), "x").unwrap();
+        std::fs::create_dir_all(root.join("ws/packs")).unwrap();
+        for f in ["a", "b", "c", "entry"] {
+            std::fs::write(root.join("ws").join(f), "x").unwrap();
+        }
+        std::os::unix::fs::symlink(root.join("outside/target.txt"), root.join("ws/link")).unwrap();
+        let target = identity(&rustix::fs::stat(root.join("outside/target.txt")).unwrap());
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let racer = {
+            let (stop, ws) = (std::sync::Arc::clone(&stop), root.join("ws"));
+            std::thread::spawn(move || {
+                let mut swaps = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let flags = rustix::fs::RenameFlags::EXCHANGE;
+                    rustix::fs::renameat_with(
+                        rustix::fs::CWD,
+                        ws.join("entry"),
+                        rustix::fs::CWD,
+                        ws.join("link"),
+                        flags,
+                    )
+                    .unwrap();
+                    swaps += 1;
+                }
+                swaps
+            })
+        };
+        let (mut rounds, mut linked_listed) = (0, 0);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while std::time::Instant::now() < until {
+            for opened in grants(&root.join("ws"), &[root.join("ws/packs")]).unwrap() {
+                let stat = rustix::fs::fstat(&opened.fd).unwrap();
+                assert_ne!(identity(&stat), target, "a grant on the link's target: {opened:?}");
+                assert_ne!(rustix::fs::FileType::from_raw_mode(stat.st_mode), rustix::fs::FileType::Symlink);
+                linked_listed += usize::from(opened.grant == Grant::File(root.join("ws/link")));
+            }
+            rounds += 1;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let swaps = racer.join().unwrap();
+        assert!(swaps > 100 && rounds > 100, "{swaps} swaps, {rounds} rounds");
+        eprintln!("{rounds} rounds, {swaps} swaps, `link` granted as the regular file {linked_listed} times");
     }
 }

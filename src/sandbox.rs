@@ -703,12 +703,15 @@ mod imp {
                 std::fs::canonicalize(dir)?
             };
             // The place, or (when packs' own configuration lies inside it) all of it but that.
-            for grant in crate::grants::grants(&real, protected) {
-                let (path, rights) = match &grant {
-                    crate::grants::Grant::Tree(path) => (path, access),
-                    crate::grants::Grant::File(path) => (path, file_access),
+            // Each opened without following links and checked (`grants::grants`): the rule
+            // names what was checked, not the path looked up again.
+            let granted = crate::grants::grants(&real, protected)
+                .map_err(|e| std::io::Error::other(format!("{}: {e}", real.display())))?;
+            for crate::grants::Opened { grant, fd } in granted {
+                let rights = match grant {
+                    crate::grants::Grant::Tree(_) => access,
+                    crate::grants::Grant::File(_) => file_access,
                 };
-                let fd = open_path(path).map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))?;
                 add_rule(&ruleset, &fd, rights)?;
             }
         }
@@ -826,13 +829,15 @@ mod imp {
         let root = open_path(Path::new("/")).map_err(|e| std::io::Error::other(format!("/: {e}")))?;
         add_rule(&ruleset, &root, access & (AccessFs::ReadDir | AccessFs::Refer))?;
         let file = AccessFs::ReadFile | AccessFs::Execute;
-        for grant in crate::grants::grants(Path::new("/"), denied) {
-            let (path, rights) = match &grant {
-                crate::grants::Grant::Tree(path) => (path, access),
-                crate::grants::Grant::File(path) => (path, file),
+        // An entry that went away, that this user cannot reach, or that is or became a link:
+        // not granted (`grants::grants` opens each without following it).
+        let granted =
+            crate::grants::grants(Path::new("/"), denied).map_err(|e| std::io::Error::other(format!("/: {e}")))?;
+        for crate::grants::Opened { grant, fd } in granted {
+            let rights = match grant {
+                crate::grants::Grant::Tree(_) => access,
+                crate::grants::Grant::File(_) => file,
             };
-            // An entry that went away, or that this user cannot reach: not granted.
-            let Ok(fd) = open_path(path) else { continue };
             add_rule(&ruleset, &fd, rights)?;
         }
         Ok(ruleset)

@@ -33,6 +33,7 @@ pub use result::{Failure, ToolResult};
 use rules::decide;
 pub use rules::{ApprovalReason, ApprovalRequest, ApproveAll, Approver, Decision, Denial, DenyAll};
 pub use status::{Phase, Status};
+pub(crate) use ticket::Issuer;
 pub use ticket::{Answers, DEFAULT_TICKET_TTL, Deferred, KeyFileError, Pending, TicketError, Tickets};
 
 use crate::audit::{self, Entry};

@@ -6,7 +6,8 @@
 //! survives a restart and opens in every replica that holds the file. It binds the tool, the
 //! digest of the validated arguments as canonical JSON, the digest of what would run as the
 //! person is shown it (argv, working directory, variables, stdin, secrets masked), the agent
-//! and an expiry. It is used once: spending it creates a file named by its nonce, with
+//! and an expiry, and the front-end that issued it ([`Issuer`]: a ticket of `packs call` does
+//! not answer `packs serve`, nor the reverse). It is used once: spending it creates a file named by its nonce, with
 //! `O_EXCL`, in the directory beside the key (`KEY.used/`), so a second process presenting it
 //! is refused too; entries are named by their expiry and pruned once it passed.
 
@@ -45,6 +46,28 @@ pub struct Tickets {
     key: PathBuf,
     used: PathBuf,
     ttl: Duration,
+    issuer: Issuer,
+}
+
+/// The front-end that issues tickets and the only one they answer: the same key file may
+/// serve both, and a ticket a model got from one must not approve a call made through the
+/// other (another client, another principal, another person asked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Issuer {
+    /// `packs call --defer-approval`, and the library's `Call::run_deferred` (the default).
+    Call,
+    /// `packs serve`'s stateless (2026-07-28) approvals.
+    Serve,
+}
+
+impl Issuer {
+    /// The claim sealed in the ticket (`"i"`).
+    fn claim(self) -> &'static str {
+        match self {
+            Issuer::Call => "call",
+            Issuer::Serve => "serve",
+        }
+    }
 }
 
 /// Why a key file could not be used.
@@ -114,6 +137,15 @@ pub enum TicketError {
         /// The agent of the call.
         agent: Option<String>,
     },
+    /// It was issued by another front-end (`packs call` and `packs serve` share a key file
+    /// but not their tickets), or by a packs that put no issuer in it.
+    #[error("the ticket was issued by {}, not by {presented_to} (a ticket answers only the front-end that issued it)", issuer_words(issued_by.as_deref()))]
+    OtherIssuer {
+        /// The front-end that issued it (`call`, `serve`), if it says.
+        issued_by: Option<String>,
+        /// The front-end it was presented to.
+        presented_to: String,
+    },
     /// It was issued to another client of a server (an MCP bearer token or JWT subject),
     /// or to none. The other client is not named: its identity is not this caller's to see.
     #[error("the ticket was issued to another client of this server")]
@@ -149,6 +181,10 @@ pub enum TicketError {
         /// Why the call of that tool closest to it did not match.
         reason: Option<Box<TicketError>>,
     },
+}
+
+fn issuer_words(issuer: Option<&str>) -> String {
+    issuer.map_or_else(|| "an earlier packs, which named no front-end".to_owned(), |i| format!("`packs {i}`"))
 }
 
 fn agent_words(agent: Option<&str>) -> String {
@@ -212,6 +248,8 @@ struct Claims {
     agent: Option<String>,
     /// The server client it was issued to (absent: none, as `packs call` issues them).
     principal: Option<String>,
+    /// The front-end that issued it (absent in tickets of an earlier packs).
+    issuer: Option<String>,
     arguments: String,
     command: String,
     /// Milliseconds since the epoch.
@@ -240,6 +278,11 @@ impl Claims {
             principal: match v.get("p") {
                 None | Some(Value::Null) => None,
                 Some(Value::String(p)) => Some(p.clone()),
+                Some(_) => return None,
+            },
+            issuer: match v.get("i") {
+                None => None,
+                Some(Value::String(i)) => Some(i.clone()),
                 Some(_) => return None,
             },
             arguments: s("a")?,
@@ -368,7 +411,20 @@ impl Tickets {
         if !meta.is_dir() {
             return Err(io(&used)(std::io::Error::other("the used-ticket record must be a directory")));
         }
-        Ok(Tickets { seal: Seal::derived_for(LABEL, &secret), key: key.to_owned(), used, ttl: DEFAULT_TICKET_TTL })
+        Ok(Tickets {
+            seal: Seal::derived_for(LABEL, &secret),
+            key: key.to_owned(),
+            used,
+            ttl: DEFAULT_TICKET_TTL,
+            issuer: Issuer::Call,
+        })
+    }
+
+    /// Tickets issued from now on name `issuer`, and only tickets that name it are honoured.
+    #[must_use]
+    pub(crate) fn issued_by(mut self, issuer: Issuer) -> Self {
+        self.issuer = issuer;
+        self
     }
 
     /// Tickets issued from now on expire `ttl` after they are issued.
@@ -394,6 +450,7 @@ impl Tickets {
             "t": presented.tool,
             "g": presented.agent,
             "p": presented.principal,
+            "i": self.issuer.claim(),
             "a": presented.arguments,
             "c": presented.command,
             "x": millis(expires),
@@ -409,8 +466,16 @@ impl Tickets {
         }
     }
 
+    /// The claims of `token`, when this key sealed it and this front-end issued it.
     fn open_ticket(&self, token: &str) -> Result<Claims, TicketError> {
-        self.seal.open(token.trim()).as_ref().and_then(Claims::from).ok_or(TicketError::Forged)
+        let claims = self.seal.open(token.trim()).as_ref().and_then(Claims::from).ok_or(TicketError::Forged)?;
+        if claims.issuer.as_deref() != Some(self.issuer.claim()) {
+            return Err(TicketError::OtherIssuer {
+                issued_by: claims.issuer,
+                presented_to: format!("`packs {}`", self.issuer.claim()),
+            });
+        }
+        Ok(claims)
     }
 
     /// Spend a ticket whose claims matched: refused when expired or used before.
@@ -793,6 +858,45 @@ mod tests {
         let expired = tickets.clone().ttl(Duration::ZERO).issue(&call, req, "");
         let answer = Answers::new(&tickets).deny(&expired.ticket).take(&call);
         assert!(matches!(answer, Some(Err(TicketError::Expired { .. }))), "{answer:?}");
+    }
+
+    #[test]
+    fn a_ticket_answers_only_the_front_end_that_issued_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("k");
+        let (call_side, serve_side) =
+            (Tickets::open(&key).unwrap(), Tickets::open(&key).unwrap().issued_by(Issuer::Serve));
+        let req = request(&["deploy"]);
+        let call = Presented::new("deploy", None, &Map::new(), &req);
+        for (issuer, presented_to, from, to) in
+            [("call", "serve", &call_side, &serve_side), ("serve", "call", &serve_side, &call_side)]
+        {
+            let pending = from.issue(&call, req.clone(), "");
+            let refused = Answers::only(to, &pending.ticket, true).take(&call);
+            let want = TicketError::OtherIssuer {
+                issued_by: Some(issuer.to_owned()),
+                presented_to: format!("`packs {presented_to}`"),
+            };
+            assert_eq!(refused, Some(Err(want.clone())));
+            assert_eq!(
+                want.to_string(),
+                format!(
+                    "the ticket was issued by `packs {issuer}`, not by `packs {presented_to}` (a ticket answers only \
+                     the front-end that issued it)"
+                )
+            );
+            // Not spent by the refusal: its own front-end still takes it, once.
+            assert_eq!(Answers::only(from, &pending.ticket, true).take(&call), Some(Ok(true)));
+        }
+        // A ticket that names no front-end (an earlier packs sealed it) answers neither.
+        let secret = std::fs::read(&key).unwrap();
+        let seal = Seal::derived_for(LABEL, secret.trim_ascii());
+        let unnamed = seal.seal(&json!({"k": "ticket", "t": "deploy", "g": null, "a": call.arguments,
+            "c": call.command, "x": millis(SystemTime::now()) + 60_000, "n": "ab"}));
+        for tickets in [&call_side, &serve_side] {
+            let refused = Answers::only(tickets, &unnamed, true).take(&call);
+            assert!(matches!(refused, Some(Err(TicketError::OtherIssuer { issued_by: None, .. }))), "{refused:?}");
+        }
     }
 
     #[test]

@@ -16,7 +16,8 @@ const MIN_TOKEN: usize = 16;
 /// context its calls run with.
 #[derive(Debug, Clone)]
 pub(crate) struct Client {
-    /// `AGENT_ID#LINE` for a token from the file (two tokens of one agent stay apart).
+    /// `AGENT_ID#DIGEST` for a token from the file: [`principal`], the same for a token
+    /// wherever it stands in the file and on every replica, another for a rotated token.
     pub(crate) principal: String,
     /// The base context with the agent's rules.
     pub(crate) context: Arc<Context>,
@@ -103,7 +104,7 @@ impl Tokens {
                     c
                 }
             };
-            let client = Client { principal: format!("{agent}#{n}"), context };
+            let client = Client { principal: principal(agent, &hash), context };
             entries.push((hash, client));
         }
         if entries.is_empty() {
@@ -124,6 +125,16 @@ impl Tokens {
         }
         found
     }
+}
+
+/// The principal of the token whose SHA-256 is `hash`, acting for `agent`: the agent and the
+/// first 16 hex digits of the digest (two tokens of one agent stay apart; the token itself is
+/// never in it). Approval tickets are bound to it, so it must not depend on the token's line:
+/// replicas whose files list the tokens in another order honour each other's tickets, and a
+/// client given a rotated token on the same line does not inherit the old client's.
+fn principal(agent: &str, hash: &[u8; 32]) -> String {
+    let hex: String = hash[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{agent}#{hex}")
 }
 
 /// Why `token` cannot be used, if it cannot: too short to be safe from guessing, or not
@@ -221,8 +232,21 @@ mod tests {
         std::fs::write(agents.join("ops/agent.toml"), "").unwrap();
         let ok = write(dir.path(), "ok", "# clients\n\n0123456789abcdef0123 ops\nfedcba9876543210fedc ops\n");
         let tokens = Tokens::read(&ok, &agents, &Context::new()).unwrap();
-        assert_eq!(tokens.check("0123456789abcdef0123").unwrap().principal, "ops#3");
-        assert_eq!(tokens.check("fedcba9876543210fedc").unwrap().principal, "ops#4");
+        let (first, second) = ("0123456789abcdef0123", "fedcba9876543210fedc");
+        let principal_of = |tokens: &Tokens, token: &str| tokens.check(token).unwrap().principal.clone();
+        let p1 = principal_of(&tokens, first);
+        // The agent and 16 hex digits of the token's SHA-256, never the token.
+        let sha = crate::digest::sha256(first.as_bytes());
+        assert_eq!(p1, format!("ops#{}", &sha["sha256:".len()..][..16]));
+        assert!(!p1.contains(first));
+        assert_ne!(principal_of(&tokens, second), p1, "two tokens of one agent stay apart");
+        // The same in a file that lists them in another order; another for a rotated token.
+        let reordered = write(dir.path(), "reordered", &format!("{second} ops\n{first} ops\n"));
+        let reordered = Tokens::read(&reordered, &agents, &Context::new()).unwrap();
+        assert_eq!(principal_of(&reordered, first), p1);
+        let rotated = write(dir.path(), "rotated", "# clients\n\n0123456789abcdef0124 ops\n");
+        let rotated = Tokens::read(&rotated, &agents, &Context::new()).unwrap();
+        assert_ne!(principal_of(&rotated, "0123456789abcdef0124"), p1);
         assert!(tokens.check("0123456789abcdef012").is_none());
         assert!(tokens.check("").is_none());
         let err = |text: &str| {

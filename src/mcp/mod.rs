@@ -300,7 +300,9 @@ impl Server {
         (Self::new(options, seal), Startup::Store(snapshot))
     }
 
-    fn with(options: Options, seal: Seal, current: Current) -> Arc<Self> {
+    fn with(mut options: Options, seal: Seal, current: Current) -> Arc<Self> {
+        // The server's tickets are its own: `packs call`'s do not answer it, nor the reverse.
+        options.approvals = options.approvals.map(|t| t.issued_by(crate::call::Issuer::Serve));
         Arc::new(Server {
             catalog: Mutex::new(current),
             loaded: Condvar::new(),

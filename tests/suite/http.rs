@@ -589,6 +589,11 @@ fn a_metrics_token_that_is_also_a_clients_is_refused_at_start() {
 /// A stateless-era `tools/call` of `careful` with `w`, from a client that answers forms, and
 /// when given, the retry's ticket and answer; its result.
 fn careful_call(addr: SocketAddr, w: &str, retry: Option<(&str, bool)>) -> Value {
+    careful_call_as(addr, "", w, retry)
+}
+
+/// [`careful_call`] with extra header lines (a client's `Authorization`).
+fn careful_call_as(addr: SocketAddr, extra: &str, w: &str, retry: Option<(&str, bool)>) -> Value {
     let mut params = json!({"name": "careful", "arguments": {"w": w}, "_meta": {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
@@ -598,10 +603,114 @@ fn careful_call(addr: SocketAddr, w: &str, retry: Option<(&str, bool)>) -> Value
         params["inputResponses"] = json!({"approve": {"action": "accept", "content": {"approve": yes}}});
     }
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
-    let headers = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: careful\r\n";
-    let r = post(addr, headers, &body);
+    let headers = format!("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: careful\r\n{extra}");
+    let r = post(addr, &headers, &body);
     assert_eq!(r.status, 200, "{}", r.body);
     r.json()["result"].clone()
+}
+
+/// The tool that needs a person's approval, in a directory of its own.
+fn careful() -> Packs {
+    tools().manifest(
+        "careful",
+        json!({"name": "careful", "description": "d",
+        "parameters": {"w": {"type": "string"}}, "command": "echo ran {{w}}",
+        "policy": {"confirm_before_run": true}}),
+    )
+}
+
+/// A ticket is bound to the client's token, not to the token's line in the file: replicas
+/// whose files list the same tokens in another order honour each other's tickets, and a
+/// client given a rotated token on the same line does not inherit the old client's.
+#[test]
+fn a_ticket_follows_the_token_and_not_its_line_in_the_token_file() {
+    const ONE: &str = "one-token-0123456789abcdef";
+    const TWO: &str = "two-token-0123456789abcdef";
+    const ROTATED: &str = "rotated-token-0123456789abcdef";
+    let state = tempfile::tempdir().unwrap();
+    let key = state.path().join("approval.key");
+    let serve = |lines: &str| {
+        let packs = careful().file("agents/ops/agent.toml", "").file("tokens", lines);
+        let (agents, tokens) = (packs.join("agents"), packs.join("tokens"));
+        let tokens = tokens.to_str().unwrap().to_owned();
+        start_with(
+            packs,
+            &["--approval-key", key.to_str().unwrap(), "--token-file", &tokens],
+            &[("PACKS_AGENTS", agents.as_path())],
+        )
+    };
+    let a = serve(&format!("{ONE} ops\n{TWO} ops\n"));
+    let b = serve(&format!("# the same clients, listed the other way round\n{TWO} ops\n{ONE} ops\n"));
+    let rotated = serve(&format!("{ROTATED} ops\n{TWO} ops\n"));
+    let auth = |token: &str| format!("Authorization: Bearer {token}\r\n");
+    let text = |r: &Value| r["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    let ticket = |r: &Value| r["requestState"].as_str().unwrap_or_else(|| panic!("no ticket: {r}")).to_owned();
+    // Asked on A by ONE, answered on B by ONE: it runs.
+    let asked = ticket(&careful_call_as(a.addr, &auth(ONE), "x", None));
+    let ran = careful_call_as(b.addr, &auth(ONE), "x", Some((&asked, true)));
+    assert_eq!((text(&ran), &ran["isError"]), ("ran x\n".to_owned(), &json!(false)), "{ran}");
+    // Nor does the principal carry the token: TWO on B cannot use ONE's ticket.
+    let asked = ticket(&careful_call_as(a.addr, &auth(ONE), "y", None));
+    let stolen = careful_call_as(b.addr, &auth(TWO), "y", Some((&asked, true)));
+    assert!(text(&stolen).contains("issued to another client of this server"), "{stolen}");
+    // ONE's token rotated: the new client on ONE's line does not get ONE's ticket.
+    let inherited = careful_call_as(rotated.addr, &auth(ROTATED), "y", Some((&asked, true)));
+    assert!(text(&inherited).contains("issued to another client of this server"), "{inherited}");
+    assert!(!text(&inherited).contains(ONE) && !text(&stolen).contains(ONE), "{inherited} {stolen}");
+}
+
+/// `packs call --defer-approval` and `packs serve` may share a key file, never their
+/// tickets: each refuses the other's, saying why, in the audit log too.
+#[test]
+fn a_ticket_of_packs_call_does_not_answer_packs_serve_nor_the_reverse() {
+    let state = tempfile::tempdir().unwrap();
+    let (key, log) = (state.path().join("approval.key"), state.path().join("audit.jsonl"));
+    let s = start(careful(), &["--approval-key", key.to_str().unwrap(), "--log", log.to_str().unwrap()]);
+    let call_side = careful();
+    let response = json!({"choices": [{"message": {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "careful", "arguments": "{\"w\": \"one\"}"}}]}}]})
+    .to_string();
+    let packs_call = |args: &[&str]| {
+        Test::new()
+            .packs_dir(call_side.path())
+            .arg("--log")
+            .arg(&log)
+            .args(["call", "--approval-key"])
+            .arg(&key)
+            .args(args)
+            .stdin(response.as_str())
+            .run()
+    };
+    // A ticket of `packs call`, presented to serve's stateless retry.
+    let out = packs_call(&["--defer-approval"]);
+    let content: Value = serde_json::from_str(out.json()[0]["content"].as_str().unwrap()).unwrap();
+    let from_call = content["pending"]["ticket"].as_str().unwrap().to_owned();
+    let refused = careful_call(s.addr, "one", Some((&from_call, true)));
+    let text = refused["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    assert!(refused["isError"] == true, "{refused}");
+    assert!(
+        text.contains(
+            "the ticket was issued by `packs call`, not by `packs serve` (a ticket answers only the front-end"
+        ),
+        "{refused}"
+    );
+    // A ticket of serve, presented to `packs call --approve`.
+    let from_serve = careful_call(s.addr, "one", None)["requestState"].as_str().unwrap().to_owned();
+    let out = packs_call(&["--approve", &from_serve]);
+    out.code(3).stderr_contains(
+        "packs: approval ticket refused: the ticket was issued by `packs serve`, not by `packs call` (a ticket \
+         answers only the front-end that issued it)",
+    );
+    // Both refusals are in the audit log, and neither ticket ran its call.
+    let audit = std::fs::read_to_string(&log).unwrap();
+    let refusals: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["error"].as_str().is_some_and(|m| m.contains("a ticket answers only the front-end")))
+        .collect();
+    assert_eq!(refusals.len(), 2, "{audit}");
+    assert!(refusals.iter().all(|e| e["decision"] == "denied"), "{audit}");
+    assert!(!audit.contains("\"approved\""), "{audit}");
 }
 
 #[test]
