@@ -454,10 +454,12 @@ mod tests {
     #[test]
     fn a_value_a_block_writes_first_is_refused_when_the_block_reads_what_the_call_gave() {
         let (_dir, catalog, ctx) = pack(&[json!({"name": "b", "description": "d",
-            "parameters": {"v": {"type": "string"}},
-            "command": {"program": "echo", "args": ["{{#if (eq v \"-n\")}}{{v}}{{/if}}"]}})]);
-        let e = Call::new("b", json!({"v": "-n"})).context(&ctx).dry_run(&catalog).unwrap_err();
-        assert_eq!(fields(e), ["v"]);
+            "parameters": {"vs": {"type": "array", "items": {"type": "string"}}},
+            "command": {"program": "echo", "args": ["{{#each vs}}{{this}}{{/each}}"]}})]);
+        let e = Call::new("b", json!({"vs": ["-n", "x"]})).context(&ctx).dry_run(&catalog).unwrap_err();
+        assert_eq!(fields(e), ["vs"]);
+        let planned = Call::new("b", json!({"vs": ["n", "-x"]})).context(&ctx).dry_run(&catalog).unwrap();
+        assert_eq!(planned.argv, ["echo", "n-x"]);
     }
 
     #[test]
@@ -498,9 +500,19 @@ mod tests {
 
     #[test]
     fn the_per_process_links_of_dev_are_refused_and_other_dev_paths_are_not() {
-        for magic in ["/dev/fd/0", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/proc/1/root"] {
-            let e = resolve(Path::new("/"), magic).unwrap_err();
-            assert!(e.contains("which the kernel resolves in the process that opens it"), "{magic}: {e}");
+        // Each is named itself, not by where its link (into `/proc`, on Linux) leads.
+        for (path, magic) in [
+            ("/dev/fd/0", "/dev/fd"),
+            ("/dev/stdin", "/dev/stdin"),
+            ("/dev/stdout", "/dev/stdout"),
+            ("/dev/stderr", "/dev/stderr"),
+            ("/proc/1/root", "/proc"),
+        ] {
+            let e = resolve(Path::new("/"), path).unwrap_err();
+            assert_eq!(
+                e,
+                format!("goes through {magic}, which the kernel resolves in the process that opens it; name the file itself")
+            );
         }
         assert_eq!(resolve(Path::new("/"), "/dev/null"), Ok(PathBuf::from("/dev/null")));
         assert_eq!(resolve(Path::new("/"), "/dev/stdinx"), Ok(PathBuf::from("/dev/stdinx")));
