@@ -259,4 +259,14 @@ mod tests {
         let secret = masked_io(std::io::Error::other("in /k3y"), &secrets);
         assert_eq!(secret.to_string(), "in /***");
     }
+
+    #[test]
+    fn without_secrets_an_error_is_returned_as_it_was() {
+        use std::os::unix::ffi::OsStrExt;
+        let file = PathBuf::from(std::ffi::OsStr::from_bytes(b"/packs/caf\xe9.tool.json"));
+        let failure = RenderFailure { field: "f".into(), template: "t".into(), message: "m".into() };
+        let render = ToolError::Render { file: file.clone(), failure };
+        let ToolError::Render { file: kept, .. } = render.masked(&Secrets::default()) else { panic!() };
+        assert_eq!(kept, file, "a path that is not UTF-8 is kept as it was, byte for byte");
+    }
 }
