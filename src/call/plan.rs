@@ -466,8 +466,7 @@ mod tests {
     fn stdin_may_hold_up_to_a_mebibyte_and_is_previewed_by_its_start() {
         let (_dir, catalog, ctx) = pack(&[json!({"name": "feed", "description": "d",
             "parameters": {"text": {"type": "string"}}, "command": {"program": "cat", "stdin": "{{text}}"}})]);
-        let planned =
-            Call::new("feed", json!({"text": "x".repeat(100_000)})).context(&ctx).dry_run(&catalog).unwrap();
+        let planned = Call::new("feed", json!({"text": "x".repeat(100_000)})).context(&ctx).dry_run(&catalog).unwrap();
         let stdin = planned.stdin.unwrap();
         assert_eq!((stdin.bytes, stdin.text.len(), stdin.cut), (100_000, STDIN_PREVIEW_CHARS, true));
         assert_eq!(stdin.summary(), format!("100000 bytes, starting {}", "x".repeat(200)));
@@ -511,7 +510,9 @@ mod tests {
             let e = resolve(Path::new("/"), path).unwrap_err();
             assert_eq!(
                 e,
-                format!("goes through {magic}, which the kernel resolves in the process that opens it; name the file itself")
+                format!(
+                    "goes through {magic}, which the kernel resolves in the process that opens it; name the file itself"
+                )
             );
         }
         assert_eq!(resolve(Path::new("/"), "/dev/null"), Ok(PathBuf::from("/dev/null")));

@@ -203,7 +203,8 @@ mod tests {
         assert_eq!(result("abc", "err").for_model(), "abc");
         let cut = ToolResult { truncated: true, stdout_kept_bytes: 3, stdout_bytes: 10, ..result("abc", "") };
         assert_eq!(cut.for_model(), "abc\n[packs: the output was cut: 3 of 10 bytes kept (policy.max_output_bytes)]\n");
-        let with = |output: &str, stderr: &str| ToolResult { include_stderr: true, ..result(output, stderr) }.for_model();
+        let with =
+            |output: &str, stderr: &str| ToolResult { include_stderr: true, ..result(output, stderr) }.for_model();
         assert_eq!(with("abc", "err"), "abc\n[stderr]\nerr");
         assert_eq!(with("abc\n", "err"), "abc\n[stderr]\nerr");
         assert_eq!(with("", "err"), "[stderr]\nerr");
