@@ -162,3 +162,53 @@ fn reject_nul_bytes(tool: &Tool, given: &Map<String, Value>) -> Result<(), ToolE
         .collect();
     if errors.is_empty() { Ok(()) } else { Err(ToolError::Validation { tool: tool.name().to_owned(), errors }) }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::catalog::{Catalog, SearchPath};
+
+    /// `args` prepared for the one tool `manifest` declares, in an empty context.
+    fn prepared(manifest: Value, args: Value) -> Result<Arguments, ToolError> {
+        let dir = tempfile::tempdir().unwrap();
+        let name = manifest["name"].as_str().unwrap().to_owned();
+        std::fs::write(dir.path().join(format!("{name}.tool.json")), manifest.to_string()).unwrap();
+        let catalog = Catalog::load(&SearchPath::dirs([dir.path()]));
+        assert!(!catalog.has_errors(), "{:?}", catalog.diagnostics);
+        prepare(catalog.get(&name).unwrap(), args, &Context::new())
+    }
+
+    fn field_errors(result: Result<Arguments, ToolError>) -> Vec<FieldError> {
+        match result {
+            Err(ToolError::Validation { errors, .. }) => errors,
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_unknown_argument_carries_the_schema_of_the_object_it_is_in_unless_that_is_the_tool() {
+        let opts = json!({"type": "object", "properties": {"k": {"type": "string"}}, "additionalProperties": false});
+        let tool = json!({"name": "t", "description": "d", "parameters": {"opts": {"type": "array", "items": opts}},
+                          "command": {"program": "echo", "args": ["{{json opts}}"]}});
+        let top = field_errors(prepared(tool.clone(), json!({"zzz": 1})));
+        assert_eq!((top[0].field.as_str(), &top[0].schema), ("zzz", &None), "{top:?}");
+        let nested = field_errors(prepared(tool, json!({"opts": [{"k": "a", "x": 1}]})));
+        assert_eq!(nested[0].field, "opts/0/x");
+        assert_eq!(nested[0].message, "unknown argument `x` in `opts/0`; `opts/0` takes: k");
+        assert_eq!(nested[0].schema.as_ref(), Some(&opts), "{nested:?}");
+    }
+
+    #[test]
+    fn a_nul_byte_in_an_objects_key_or_in_one_of_its_values_is_refused() {
+        let tool = json!({"name": "t", "description": "d", "parameters": {"opts": {"type": "object"}},
+                          "command": {"program": "echo", "args": ["{{json opts}}"]}});
+        for opts in [json!({"k": "a\u{0}"}), json!({"a\u{0}": "v"}), json!({"k": {"deep": ["\u{0}"]}})] {
+            let errors = field_errors(prepared(tool.clone(), json!({ "opts": opts })));
+            assert_eq!(errors[0].field, "opts", "{opts}");
+            assert!(errors[0].message.contains("NUL byte"), "{errors:?}");
+        }
+        assert!(prepared(tool, json!({"opts": {"k": "a", "n": 1}})).is_ok());
+    }
+}

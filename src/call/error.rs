@@ -230,4 +230,43 @@ mod tests {
         };
         assert!(!render.masked(&secrets).to_string().contains("k3y"));
     }
+
+    #[test]
+    fn an_errors_kind_and_retry_hint_follow_its_variant_and_its_json_carries_them() {
+        let invalid = ToolError::InvalidArguments { tool: "t".into(), message: "not an object".into() };
+        assert_eq!((invalid.kind(), invalid.retryable()), ("validation", true));
+        assert_eq!(
+            invalid.to_json(),
+            serde_json::json!({"error": {"kind": "validation", "message": "invalid arguments for `t`: not an object",
+                                         "retryable": true}})
+        );
+        let broken = ToolError::BrokenTool { tool: "t".into(), message: "bad schema".into() };
+        assert_eq!((broken.kind(), broken.retryable()), ("invalid_tool", false));
+        assert_eq!(broken.to_json()["error"]["message"], "tool `t` is broken: bad schema");
+        let validation = ToolError::Validation {
+            tool: "t".into(),
+            errors: vec![FieldError { field: "n".into(), message: "too big".into(), schema: None }],
+        };
+        assert_eq!(validation.to_json()["error"]["errors"], serde_json::json!([{"field": "n", "message": "too big"}]));
+    }
+
+    #[test]
+    fn an_os_error_without_a_secret_is_kept_as_it_was() {
+        let secrets = Secrets::new(&["k3y".to_owned()]);
+        let plain = std::io::Error::from_raw_os_error(libc::ENOENT);
+        let kept = masked_io(plain, &secrets);
+        assert_eq!(kept.raw_os_error(), Some(libc::ENOENT));
+        let secret = masked_io(std::io::Error::other("in /k3y"), &secrets);
+        assert_eq!(secret.to_string(), "in /***");
+    }
+
+    #[test]
+    fn without_secrets_an_error_is_returned_as_it_was() {
+        use std::os::unix::ffi::OsStrExt;
+        let file = PathBuf::from(std::ffi::OsStr::from_bytes(b"/packs/caf\xe9.tool.json"));
+        let failure = RenderFailure { field: "f".into(), template: "t".into(), message: "m".into() };
+        let render = ToolError::Render { file: file.clone(), failure };
+        let ToolError::Render { file: kept, .. } = render.masked(&Secrets::default()) else { panic!() };
+        assert_eq!(kept, file, "a path that is not UTF-8 is kept as it was, byte for byte");
+    }
 }

@@ -270,4 +270,12 @@ mod tests {
         let chunks = text.len().div_ceil(4096);
         assert!(scanned <= text.len() + chunks * s.longest(), "scanned {scanned} bytes of {}", text.len());
     }
+
+    #[test]
+    fn a_whole_secret_at_the_end_of_a_chunk_comes_out_at_once_when_no_longer_one_could_follow() {
+        // "xyz" is whole, and begins no other form: nothing waits for the next chunk.
+        let s = secrets(&["xyz", "abcdefgh"]);
+        assert_eq!(streamed(&s, &["1 xyz"]), ["1 ***", ""]);
+        assert_eq!(streamed(&s, &["1 xyz", " abc"]), ["1 ***", " ", "abc"]);
+    }
 }

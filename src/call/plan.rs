@@ -406,3 +406,116 @@ fn is_magic(path: &Path) -> bool {
         || path.starts_with("/dev/fd")
         || ["/dev/stdin", "/dev/stdout", "/dev/stderr"].iter().any(|p| path == Path::new(p))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::call::Call;
+    use crate::catalog::{Catalog, SearchPath};
+    use crate::sandbox::SandboxMode;
+
+    /// A pack directory holding `manifests`, loaded, and a context with it as workspace.
+    fn pack(manifests: &[Value]) -> (tempfile::TempDir, Catalog, Context) {
+        let dir = tempfile::tempdir().unwrap();
+        for m in manifests {
+            let name = m["name"].as_str().unwrap();
+            std::fs::write(dir.path().join(format!("{name}.tool.json")), m.to_string()).unwrap();
+        }
+        let catalog = Catalog::load(&SearchPath::dirs([dir.path()]));
+        assert!(!catalog.has_errors(), "{:?}", catalog.diagnostics);
+        let context = Context::new().with_sandbox(SandboxMode::Off).with_workspace(dir.path().to_owned());
+        (dir, catalog, context)
+    }
+
+    fn fields(e: ToolError) -> Vec<String> {
+        match e {
+            ToolError::Validation { errors, .. } => errors.into_iter().map(|e| e.field).collect(),
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_default_may_lead_with_a_dash_and_each_hostile_value_is_named_once() {
+        let (_dir, catalog, ctx) = pack(&[json!({"name": "ls", "description": "d",
+            "parameters": {"flag": {"type": "string", "default": "-l"}, "a": {"type": "string"},
+                           "tags": {"type": "array", "items": {"type": "string"}}},
+            "command": {"program": "ls", "args": ["{{flag}}", "{{a}}", "{{tags}}"]}})]);
+        let planned = Call::new("ls", json!({})).context(&ctx).dry_run(&catalog).unwrap();
+        assert_eq!(planned.argv, ["ls", "-l"]);
+        assert_eq!(planned.command_line(), "ls -l");
+        let e = Call::new("ls", json!({"tags": ["-a", "-b"]})).context(&ctx).dry_run(&catalog).unwrap_err();
+        assert_eq!(fields(e), ["tags"]);
+        let e = Call::new("ls", json!({"a": "-x", "tags": ["-a"]})).context(&ctx).dry_run(&catalog).unwrap_err();
+        assert_eq!(fields(e), ["a", "tags"]);
+    }
+
+    #[test]
+    fn a_value_a_block_writes_first_is_refused_when_the_block_reads_what_the_call_gave() {
+        let (_dir, catalog, ctx) = pack(&[json!({"name": "b", "description": "d",
+            "parameters": {"vs": {"type": "array", "items": {"type": "string"}}},
+            "command": {"program": "echo", "args": ["{{#each vs}}{{this}}{{/each}}"]}})]);
+        let e = Call::new("b", json!({"vs": ["-n", "x"]})).context(&ctx).dry_run(&catalog).unwrap_err();
+        assert_eq!(fields(e), ["vs"]);
+        let planned = Call::new("b", json!({"vs": ["n", "-x"]})).context(&ctx).dry_run(&catalog).unwrap();
+        assert_eq!(planned.argv, ["echo", "n-x"]);
+    }
+
+    #[test]
+    fn stdin_may_hold_up_to_a_mebibyte_and_is_previewed_by_its_start() {
+        let (_dir, catalog, ctx) = pack(&[json!({"name": "feed", "description": "d",
+            "parameters": {"text": {"type": "string"}}, "command": {"program": "cat", "stdin": "{{text}}"}})]);
+        let planned = Call::new("feed", json!({"text": "x".repeat(100_000)})).context(&ctx).dry_run(&catalog).unwrap();
+        let stdin = planned.stdin.unwrap();
+        assert_eq!((stdin.bytes, stdin.text.len(), stdin.cut), (100_000, STDIN_PREVIEW_CHARS, true));
+        assert_eq!(stdin.summary(), format!("100000 bytes, starting {}", "x".repeat(200)));
+        let secrets = Secrets::new(&["k3y".to_owned()]);
+        let short = StdinPreview::of("a k3y", &secrets);
+        assert_eq!((short.bytes, short.text.as_str(), short.cut), (5, "a ***", false));
+        assert_eq!(short.summary(), "5 bytes: 'a ***'");
+        assert_eq!(StdinPreview::of("", &secrets).summary(), "0 bytes (empty)");
+    }
+
+    #[test]
+    fn resolving_follows_forty_links_and_no_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(base.join("target")).unwrap();
+        for i in 0..MAX_LINKS {
+            let to = if i + 1 == MAX_LINKS { "target".to_owned() } else { format!("l{}", i + 1) };
+            std::os::unix::fs::symlink(to, base.join(format!("l{i}"))).unwrap();
+        }
+        assert_eq!(resolve(&base, "l0/x"), Ok(base.join("target/x")));
+        std::os::unix::fs::symlink("l0", base.join("one_more")).unwrap();
+        assert_eq!(resolve(&base, "one_more"), Err("cannot be resolved (too many levels of symbolic links)".into()));
+        std::os::unix::fs::symlink("loop_b", base.join("loop_a")).unwrap();
+        std::os::unix::fs::symlink("loop_a", base.join("loop_b")).unwrap();
+        assert!(resolve(&base, "loop_a").unwrap_err().contains("too many levels"));
+        // Below a file, the path is an error of its own, not a name that does not exist yet.
+        std::fs::write(base.join("file"), "").unwrap();
+        assert!(resolve(&base, "file/x").unwrap_err().starts_with("cannot be resolved ("));
+    }
+
+    #[test]
+    fn the_per_process_links_of_dev_are_refused_and_other_dev_paths_are_not() {
+        // Each is named itself, not by where its link (into `/proc`, on Linux) leads.
+        for (path, magic) in [
+            ("/dev/fd/0", "/dev/fd"),
+            ("/dev/stdin", "/dev/stdin"),
+            ("/dev/stdout", "/dev/stdout"),
+            ("/dev/stderr", "/dev/stderr"),
+            ("/proc/1/root", "/proc"),
+        ] {
+            let e = resolve(Path::new("/"), path).unwrap_err();
+            assert_eq!(
+                e,
+                format!(
+                    "goes through {magic}, which the kernel resolves in the process that opens it; name the file itself"
+                )
+            );
+        }
+        assert_eq!(resolve(Path::new("/"), "/dev/null"), Ok(PathBuf::from("/dev/null")));
+        assert_eq!(resolve(Path::new("/"), "/dev/stdinx"), Ok(PathBuf::from("/dev/stdinx")));
+    }
+}

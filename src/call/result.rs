@@ -176,3 +176,78 @@ impl ToolResult {
 pub(crate) fn human_duration(d: Duration) -> String {
     if d.subsec_millis() == 0 { format!("{}s", d.as_secs()) } else { format!("{}ms", d.as_millis()) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(output: &str, stderr: &str) -> ToolResult {
+        ToolResult {
+            tool: "t".into(),
+            ok: true,
+            exit_code: Some(0),
+            output: output.into(),
+            display: output.into(),
+            stderr: stderr.into(),
+            duration_ms: 7,
+            truncated: false,
+            speak: false,
+            stdout_kept_bytes: output.len() as u64,
+            include_stderr: false,
+            stdout_bytes: output.len() as u64,
+            stderr_bytes: stderr.len() as u64,
+            timed_out: false,
+            error: None,
+            failure: None,
+            json: None,
+        }
+    }
+
+    #[test]
+    fn the_model_reads_the_output_then_the_cut_then_stderr_each_on_its_own_line() {
+        assert_eq!(result("abc", "err").for_model(), "abc");
+        let cut = ToolResult { truncated: true, stdout_kept_bytes: 3, stdout_bytes: 10, ..result("abc", "") };
+        assert_eq!(cut.for_model(), "abc\n[packs: the output was cut: 3 of 10 bytes kept (policy.max_output_bytes)]\n");
+        let with =
+            |output: &str, stderr: &str| ToolResult { include_stderr: true, ..result(output, stderr) }.for_model();
+        assert_eq!(with("abc", "err"), "abc\n[stderr]\nerr");
+        assert_eq!(with("abc\n", "err"), "abc\n[stderr]\nerr");
+        assert_eq!(with("", "err"), "[stderr]\nerr");
+        assert_eq!(with("abc\n", ""), "abc\n");
+    }
+
+    #[test]
+    fn a_failure_says_whether_it_was_a_timeout_and_whether_to_retry() {
+        let timeout = Failure::Timeout(Duration::from_millis(1500));
+        let exit = Failure::ExitCode { code: 2, allowed: vec![0] };
+        assert_eq!((timeout.kind(), timeout.retryable()), ("timeout", true));
+        assert_eq!((exit.kind(), exit.retryable()), ("execution", false));
+        assert_eq!(timeout.to_string(), "timed out after 1500ms");
+        assert_eq!(Failure::Timeout(Duration::from_secs(2)).to_string(), "timed out after 2s");
+        let failed = ToolResult {
+            ok: false,
+            error: Some(timeout.to_string()),
+            failure: Some(timeout),
+            timed_out: true,
+            ..result("partial", &format!("{}tail", "x".repeat(2500)))
+        };
+        let e = failed.error_json();
+        assert_eq!(e["error"]["kind"], "timeout");
+        assert_eq!(e["error"]["retryable"], true);
+        assert_eq!(e["error"]["message"], "timed out after 1500ms");
+        assert_eq!(e["error"]["output"], "partial");
+        let tail = e["error"]["stderr"].as_str().unwrap();
+        assert_eq!((tail.chars().count(), tail.ends_with("xtail")), (2000, true));
+        let e = ToolResult { failure: Some(exit), ..result("", "") }.error_json();
+        assert_eq!((&e["error"]["kind"], &e["error"]["retryable"]), (&"execution".into(), &false.into()));
+    }
+
+    #[test]
+    fn a_failures_own_text_is_masked() {
+        let secrets = Secrets::new(&["k3y".to_owned()]);
+        assert_eq!(Failure::Output("bad k3y".into()).masked(&secrets), Failure::Output("bad ***".into()));
+        assert_eq!(Failure::Native("bad k3y".into()).masked(&secrets), Failure::Native("bad ***".into()));
+        let exit = Failure::ExitCode { code: 1, allowed: vec![0] };
+        assert_eq!(exit.clone().masked(&secrets), exit);
+    }
+}

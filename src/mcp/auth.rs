@@ -262,4 +262,43 @@ mod tests {
         assert_eq!(bearer("Basic abc"), None);
         assert_eq!(bearer("Bearer "), None);
     }
+
+    #[test]
+    fn a_token_is_sixteen_visible_ascii_characters_or_more() {
+        assert_eq!(well_formed("0123456789abcdef"), Ok(()));
+        let short = well_formed("0123456789abcde").unwrap_err();
+        assert!(short.starts_with("the token is 15 characters: at least 16 are needed"), "{short}");
+        let visible = Err("a token is visible ASCII only (it travels in an HTTP header)".to_owned());
+        assert_eq!(well_formed("0123456789abcdef\u{e9}"), visible);
+        assert_eq!(well_formed("0123456789abcdef\u{7f}"), visible);
+    }
+
+    #[test]
+    fn the_metrics_token_file_holds_tokens_of_their_own_and_says_where_it_is_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let agents = dir.path().join("agents");
+        std::fs::create_dir_all(agents.join("ops")).unwrap();
+        std::fs::write(agents.join("ops/agent.toml"), "").unwrap();
+        let clients = write(dir.path(), "clients", "client-token-0123456789 ops\n");
+        let clients = Tokens::read(&clients, &agents, &Context::new()).unwrap();
+        assert_eq!(clients.agents().map(|a| a.id.as_str()).collect::<Vec<_>>(), ["ops"]);
+        let file = write(dir.path(), "metrics", "# scrapers\n\nmetrics-token-0123456789\nmetrics-token-9876543210\n");
+        let metrics = MetricsTokens::read(&file, Some(&clients)).unwrap();
+        assert!(metrics.check("metrics-token-0123456789"));
+        assert!(metrics.check("metrics-token-9876543210"));
+        assert!(!metrics.check("metrics-token-012345678"));
+        assert!(!metrics.check("client-token-0123456789"), "a client's token is not a metrics token");
+        let err =
+            |text: &str| MetricsTokens::read(&write(dir.path(), "bad", text), Some(&clients)).unwrap_err().to_string();
+        let shared = err("\nclient-token-0123456789\n");
+        assert!(shared.contains("bad:2: this token is also a client's (in --token-file)"), "{shared}");
+        let twice = err("metrics-token-0123456789\nmetrics-token-0123456789\n");
+        assert!(twice.contains("bad:2: this token is already on an earlier line"), "{twice}");
+        assert!(err("a b\n").contains("bad:1: expected one `TOKEN`, found 2 fields"), "{}", err("a b\n"));
+        assert!(err("short\n").contains("bad:1: the token is 5 characters"));
+        assert!(err("# none\n").contains("no token in the file (one `TOKEN` per line)"));
+        // Without a client file, any well-formed token may be a metrics token.
+        let alone = MetricsTokens::read(&write(dir.path(), "alone", "client-token-0123456789\n"), None).unwrap();
+        assert!(alone.check("client-token-0123456789"));
+    }
 }
