@@ -417,8 +417,16 @@ mod tests {
         assert_eq!(p["tool_calls"][0], json!({"name": "f", "arguments": {"a": 1}}));
         assert_eq!(p["tool_calls"][1]["name"], json!("g"));
         assert_eq!(p["tool_calls"][1]["error"]["incomplete"], json!(true));
+        // A list that never closes: its whole calls are calls (the whole parse's and the
+        // stream's alike, which sends each at its `)`), and the missing `]` an error after them.
         let p = parse("[f(a=1)");
+        assert_eq!(p["tool_calls"][0], json!({"name": "f", "arguments": {"a": 1}}), "{p}");
         assert_eq!(p["tool_calls"][1]["error"]["incomplete"], json!(true), "{p}");
+        assert_eq!(
+            p["tool_calls"][1]["error"]["message"],
+            json!("incomplete call: the list of calls has no `]`"),
+            "{p}"
+        );
         let p = parse("[f(a=os.system('x'))]");
         assert_eq!(p["tool_calls"][0]["name"], json!("f"));
         assert_eq!(p["tool_calls"][0]["error"]["incomplete"], json!(false));
