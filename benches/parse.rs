@@ -140,9 +140,7 @@ fn parse(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("whole", &label), &text, |b, t| {
             b.iter(|| raw::parse(black_box(t), family, &schema_of))
         });
-        g.bench_with_input(BenchmarkId::new("stream16", &label), &text, |b, t| {
-            b.iter(|| stream(black_box(t), family))
-        });
+        g.bench_with_input(BenchmarkId::new("stream16", &label), &text, |b, t| b.iter(|| stream(black_box(t), family)));
     }
     g.finish();
 }
