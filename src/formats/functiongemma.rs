@@ -138,7 +138,10 @@ fn step(text: &str, c: &mut Cursor, schema_of: SchemaOf<'_>, b: &mut Builder) ->
                 add(b, wrapped_block(text, body, end, schema_of));
                 c.pos = end + END_CALL.len();
             }
-            (None, None) if !c.eof => return false,
+            (None, None) if !c.eof => {
+                c.searching = true;
+                return false;
+            }
             (None, next) => {
                 let stop = next.unwrap_or(text.len());
                 add(b, Err(cut_block(text, body, stop)));
@@ -189,19 +192,30 @@ fn step(text: &str, c: &mut Cursor, schema_of: SchemaOf<'_>, b: &mut Builder) ->
         return end > pos;
     }
     let line = &text[pos..region];
-    let start = pos + (line.len() - line.trim_start_matches(|ch: char| ch.is_whitespace() && ch != '\n').len());
+    let start = pos + (line.len() - line.trim_start_matches(line_space).len());
     let head = &text[start..region];
     let bare = match head.strip_prefix("call:") {
         Some(after) => {
             let name = leading_ident(after);
             let rest = &after[name.len()..];
-            let tail = rest.trim_start_matches(|ch: char| ch.is_whitespace() && ch != '\n');
+            let tail = rest.trim_start_matches(line_space);
             if !whole && (tail.is_empty() || name.len() == after.len()) {
+                // The name, or the spaces after it, decide nothing until another character
+                // comes; after `call:` alone, a few characters do.
+                c.idle = match (after.is_empty(), name.len() == after.len()) {
+                    (true, _) => None,
+                    (false, true) => Some(ident_char),
+                    (false, false) => Some(line_space),
+                };
                 return false;
             }
             !name.is_empty() && tail.starts_with('{')
         }
-        None if !whole && "call:".starts_with(head) => return false,
+        None if !whole && "call:".starts_with(head) => {
+            // Spaces at the line's start decide nothing; `call:` begun, a few characters do.
+            c.idle = head.is_empty().then_some(line_space as fn(char) -> bool);
+            return false;
+        }
         None => false,
     };
     c.mode = IN_LINE;
@@ -353,8 +367,18 @@ fn leading_ident(s: &str) -> &str {
     if !s.starts_with(|c: char| c.is_alphabetic() || c == '_') {
         return "";
     }
-    let len = s.find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))).unwrap_or(s.len());
+    let len = s.find(|c: char| !ident_char(c)).unwrap_or(s.len());
     &s[..len]
+}
+
+/// A character of a name after its first.
+fn ident_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '_' | '-' | '.')
+}
+
+/// Whitespace within a line.
+fn line_space(c: char) -> bool {
+    c.is_whitespace() && c != '\n'
 }
 
 /// The call `call:NAME{…}` at byte `start` of `text` (which ends where the call must end).

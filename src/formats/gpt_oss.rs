@@ -63,6 +63,7 @@ fn step(text: &str, c: &mut Cursor, _: SchemaOf<'_>, b: &mut Builder) -> bool {
     }
     let Some((message, _)) = c.find(0, text, pos, &[MESSAGE]) else {
         if !c.eof {
+            c.searching = true;
             return false;
         }
         header_cut(text, pos, b);
@@ -89,6 +90,7 @@ fn step(text: &str, c: &mut Cursor, _: SchemaOf<'_>, b: &mut Builder) -> bool {
         None => {
             let kind = if header.channel == "analysis" { Live::Reasoning } else { Live::Content };
             c.live = Some((kind, body));
+            c.searching = true;
             return false;
         }
     };

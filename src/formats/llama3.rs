@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 
 use super::python;
 use super::raw::{
-    Builder, Cursor, Parsed, SchemaOf, Units, error, held_in, json_at, json_call, name_in_prefix, run_units,
+    Builder, Cursor, Parsed, SchemaOf, Units, error, held_in, json_at, json_call, name_in_prefix, run_units, space,
 };
 
 /// Starts a call in the ipython environment (Llama 3).
@@ -91,6 +91,17 @@ fn list_start(s: &str) -> Option<bool> {
     python::starts_call(rest, false)
 }
 
+/// While neither [`json_start`] nor [`list_start`] decides `s`: the characters that, added
+/// to it, decide nothing (see [`python::undecided_run`]); None when a few characters do.
+fn start_run(s: &str) -> Option<fn(char) -> bool> {
+    let s = s.trim_start();
+    if let Some(rest) = s.strip_prefix('[') {
+        return python::undecided_run(rest, false);
+    }
+    let rest = s.strip_prefix('{').unwrap_or(s);
+    rest.trim_start().is_empty().then_some(space as fn(char) -> bool)
+}
+
 /// Parse Llama text (see the module's documentation).
 pub(crate) fn parse(text: &str) -> Parsed {
     run_units(text, &UNITS, &|_| None)
@@ -100,7 +111,8 @@ pub(crate) fn parse(text: &str) -> Parsed {
 fn step(text: &str, c: &mut Cursor, _: SchemaOf<'_>, b: &mut Builder) -> bool {
     let pos = c.pos;
     let rest = &text[pos..];
-    let at = pos + (rest.len() - rest.trim_start().len());
+    // Past the whitespace at `pos` (read only by the steps that skip it).
+    let at = || pos + (rest.len() - rest.trim_start().len());
     match c.mode {
         START => {
             let eof = c.eof;
@@ -113,6 +125,7 @@ fn step(text: &str, c: &mut Cursor, _: SchemaOf<'_>, b: &mut Builder) -> bool {
             } else if c.eof || (json.is_some() && list.is_some()) {
                 c.mode = CONTENT;
             } else {
+                c.idle = start_run(rest);
                 return false;
             }
             true
@@ -133,6 +146,7 @@ fn step(text: &str, c: &mut Cursor, _: SchemaOf<'_>, b: &mut Builder) -> bool {
             let r = rest.trim_start();
             let kind = if r.is_empty() {
                 if !c.eof {
+                    c.idle = Some(space);
                     return false;
                 }
                 let message = format!("expected a call after `{PYTHON_TAG}`");
@@ -144,13 +158,19 @@ fn step(text: &str, c: &mut Cursor, _: SchemaOf<'_>, b: &mut Builder) -> bool {
             } else if r.starts_with('[') {
                 match list_start(r) {
                     Some(true) => LIST,
-                    None if !c.eof => return false,
+                    None if !c.eof => {
+                        c.idle = start_run(r);
+                        return false;
+                    }
                     _ => CODE,
                 }
             } else {
                 match python::starts_call(r, true) {
                     Some(true) => BUILTIN,
-                    None if !c.eof => return false,
+                    None if !c.eof => {
+                        c.idle = python::undecided_run(r, true);
+                        return false;
+                    }
                     _ => CODE,
                 }
             };
@@ -180,13 +200,15 @@ fn step(text: &str, c: &mut Cursor, _: SchemaOf<'_>, b: &mut Builder) -> bool {
         },
         LIST => {
             // Past the `[`: the first call.
-            c.pos = at + 1;
+            c.pos = at() + 1;
             c.mode = LIST_NEXT;
             true
         }
         LIST_NEXT => {
+            let at = at();
             let r = &text[at..];
             if r.is_empty() && !c.eof {
+                c.idle = Some(space);
                 return false;
             }
             if r.starts_with(']') {
@@ -208,8 +230,10 @@ fn step(text: &str, c: &mut Cursor, _: SchemaOf<'_>, b: &mut Builder) -> bool {
             }
         }
         LIST_SEP => {
+            let at = at();
             let r = &text[at..];
             if r.is_empty() && !c.eof {
+                c.idle = Some(space);
                 return false;
             }
             if r.is_empty() {
@@ -227,7 +251,7 @@ fn step(text: &str, c: &mut Cursor, _: SchemaOf<'_>, b: &mut Builder) -> bool {
             }
             true
         }
-        BUILTIN => match python_call(text, at, c, b) {
+        BUILTIN => match python_call(text, at(), c, b) {
             None => false,
             Some(Ok(end)) => {
                 c.pos = end;
@@ -243,7 +267,10 @@ fn step(text: &str, c: &mut Cursor, _: SchemaOf<'_>, b: &mut Builder) -> bool {
             let (end, past) = match c.find(1, text, pos, CODE_ENDS) {
                 Some((end, token)) => (end, end + token.len()),
                 None if c.eof => (text.len(), text.len()),
-                None => return false,
+                None => {
+                    c.searching = true;
+                    return false;
+                }
             };
             let mut args = Map::new();
             args.insert("code".into(), Value::String(text[pos..end].trim().to_owned()));
@@ -262,6 +289,8 @@ fn step(text: &str, c: &mut Cursor, _: SchemaOf<'_>, b: &mut Builder) -> bool {
                 r = x.trim_start();
             }
             if !c.eof && (r.is_empty() || ([";", PYTHON_END].iter().any(|m| m.starts_with(r)))) {
+                // Spaces alone decide nothing; a `;` or a tag begun, a few characters do.
+                c.idle = r.is_empty().then_some(space as fn(char) -> bool);
                 return false;
             }
             c.pos = text.len() - r.len();
@@ -388,8 +417,16 @@ mod tests {
         assert_eq!(p["tool_calls"][0], json!({"name": "f", "arguments": {"a": 1}}));
         assert_eq!(p["tool_calls"][1]["name"], json!("g"));
         assert_eq!(p["tool_calls"][1]["error"]["incomplete"], json!(true));
+        // A list that never closes: its whole calls are calls (the whole parse's and the
+        // stream's alike, which sends each at its `)`), and the missing `]` an error after them.
         let p = parse("[f(a=1)");
+        assert_eq!(p["tool_calls"][0], json!({"name": "f", "arguments": {"a": 1}}), "{p}");
         assert_eq!(p["tool_calls"][1]["error"]["incomplete"], json!(true), "{p}");
+        assert_eq!(
+            p["tool_calls"][1]["error"]["message"],
+            json!("incomplete call: the list of calls has no `]`"),
+            "{p}"
+        );
         let p = parse("[f(a=os.system('x'))]");
         assert_eq!(p["tool_calls"][0]["name"], json!("f"));
         assert_eq!(p["tool_calls"][0]["error"]["incomplete"], json!(false));

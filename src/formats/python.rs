@@ -62,7 +62,7 @@ pub(crate) fn call_at(text: &str, pos: usize) -> Result<(String, Map<String, Val
 /// text decides it, None when it ends first. `dotted`: only a `NAME.call(` counts.
 pub(crate) fn starts_call(s: &str, dotted: bool) -> Option<bool> {
     let s = s.trim_start();
-    let name_len = s.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(s.len());
+    let name_len = s.find(|c: char| !name_char(c)).unwrap_or(s.len());
     if s.starts_with(|c: char| c.is_ascii_digit()) || (name_len == 0 && !s.is_empty()) {
         return Some(false);
     }
@@ -80,6 +80,30 @@ pub(crate) fn starts_call(s: &str, dotted: bool) -> Option<bool> {
     }
     let rest = rest.trim_start();
     if rest.is_empty() { None } else { Some(rest.starts_with('(')) }
+}
+
+/// A character of a name.
+fn name_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// While [`starts_call`] is None for `s`: the characters that, added to `s`, leave it None
+/// (the run `s` ends in: the spaces before or after the name, or the name itself); None
+/// when `s` ends inside the `.call` of a dotted name (a few characters decide it).
+pub(crate) fn undecided_run(s: &str, dotted: bool) -> Option<fn(char) -> bool> {
+    let s = s.trim_start();
+    let name_len = s.find(|c: char| !name_char(c)).unwrap_or(s.len());
+    if s.is_empty() {
+        return Some(super::raw::space);
+    }
+    if name_len == s.len() {
+        return Some(name_char);
+    }
+    let rest = &s[name_len..];
+    if dotted && rest.len() < ".call".len() {
+        return None;
+    }
+    Some(super::raw::space)
 }
 
 struct Reader<'a> {
@@ -483,5 +507,19 @@ two''', e=r'C:\new', f="a" 'b', g="\x41\u00e9\U0001F600\101\q", h="東京")"#
         assert_eq!(starts_call("brave_search.ca", true), None);
         assert_eq!(starts_call("print(1)", true), Some(false));
         assert_eq!(starts_call("x.y(", true), Some(false));
+        // While undecided: the run the text ends in, that more of decides nothing.
+        for (s, dotted, more, other) in [
+            ("  ", false, " ", "f"),
+            ("  get_wea", false, "ther", " "),
+            ("get_weather  ", false, " ", "("),
+            ("brave_search", true, "_x", "."),
+            ("brave_search.call ", true, " ", "("),
+        ] {
+            assert_eq!(starts_call(s, dotted), None, "{s}");
+            let run = undecided_run(s, dotted).expect(s);
+            assert!(more.chars().all(run) && !other.chars().all(run), "{s}");
+            assert_eq!(starts_call(&format!("{s}{more}"), dotted), None, "{s}{more}");
+        }
+        assert!(undecided_run("brave_search.ca", true).is_none());
     }
 }

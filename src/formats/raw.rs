@@ -395,6 +395,19 @@ pub(crate) struct Cursor {
     pub(crate) waiting: Option<usize>,
     /// A body of text from this offset whose end has not come (sent as it comes).
     pub(crate) live: Option<(Live, usize)>,
+    /// The step decided nothing, and the text from where it began to the end is a run
+    /// (whitespace, a name) that more characters of this class leave undecided: it is tried
+    /// again only when another character arrives. (A step that returns false with neither
+    /// `waiting` nor `idle` nor `searching` is tried at each push, its read counted.)
+    pub(crate) idle: Option<fn(char) -> bool>,
+    /// The step decided nothing and read only by its marker searches (which remember where
+    /// they stopped and count what they scan): it is tried at each push, nothing counted.
+    pub(crate) searching: bool,
+}
+
+/// Whitespace: a run of it before a unit decides nothing ([`Cursor::idle`]).
+pub(crate) fn space(c: char) -> bool {
+    c.is_whitespace()
 }
 
 impl Cursor {
@@ -475,6 +488,8 @@ pub struct Stream {
     markers: Markers,
     /// Where a family read unit by unit stands.
     cursor: Cursor,
+    /// The text's length when units were last stepped.
+    units_seen: usize,
     sent_content: usize,
     sent_reasoning: usize,
     sent_calls: usize,
@@ -505,6 +520,7 @@ impl Stream {
             tried: None,
             markers: Markers::default(),
             cursor: Cursor::default(),
+            units_seen: 0,
             sent_content: 0,
             sent_reasoning: 0,
             sent_calls: 0,
@@ -645,6 +661,14 @@ impl Stream {
     fn units(&mut self, schema_of: SchemaOf<'_>) {
         let Some(units) = units_of(self.family) else { return };
         let t = &self.text[..];
+        let seen = std::mem::replace(&mut self.units_seen, t.len());
+        if let Some(run) = self.cursor.idle {
+            // Only a character outside the run the text ended in could decide the unit.
+            self.work += t.len() - seen;
+            if t[seen..].chars().all(run) {
+                return;
+            }
+        }
         if let (Some(start), Some(tried)) = (self.cursor.waiting, &mut self.tried) {
             // Only a closing character that came since could end the unit; past the
             // budget, only when the unit has doubled since.
@@ -660,12 +684,16 @@ impl Stream {
             let from = self.cursor.waiting.unwrap_or(self.cursor.pos);
             self.cursor.waiting = None;
             self.cursor.live = None;
+            self.cursor.idle = None;
+            self.cursor.searching = false;
             let stepped = (units.step)(t, &mut self.cursor, schema_of, &mut self.b);
-            // A unit read, or tried and waiting, was read to the text's end at most; a step
-            // that waits on nothing read only the few bytes it decides by (and its marker
-            // searches, counted by them).
+            // Every step reads the text from where it began to the end at most, and is
+            // counted so, but one that only searched for markers (counted by the searches).
+            // A step that decides nothing must say what it waits for (`waiting`, `idle`,
+            // `searching`), or be tried again at each push with its read counted: were it
+            // to read a long tail each time, the count would show it.
             let read = t.len() - from;
-            if stepped || self.cursor.waiting.is_some() {
+            if stepped || !self.cursor.searching {
                 self.work += read;
             }
             if stepped {
@@ -1284,6 +1312,51 @@ pub(crate) mod tests {
                     parsed.tool_calls.first()
                 );
             }
+        }
+        // Long runs a unit's start is not decided by (whitespace, a name not yet ended, the
+        // spaces inside a list or after a tag), alone or before what decides it: each step
+        // that decides nothing is counted, so one that read the run again at each push would
+        // show here.
+        let (sp, name) = (" ".repeat(1 << 15), "a".repeat(1 << 15));
+        let call = "{\"name\": \"f\", \"parameters\": {}}";
+        let harmony = "<|channel|>commentary to=functions.f<|message|>{}<|call|>";
+        let cases = [
+            (Family::Llama3, sp.clone()),
+            (Family::Llama3, format!("{sp}{call}")),
+            (Family::Llama3, format!("{{{sp}\"name\": \"f\", \"parameters\": {{}}}}")),
+            (Family::Llama3, format!("{call}{sp};{sp}{call}")),
+            (Family::Llama3, format!("[{name}")),
+            (Family::Llama3, format!("[{name}{sp}(a=1)]")),
+            (Family::Llama3, format!("[{sp}f(a=1)]")),
+            (Family::Llama3, format!("[f(a=\"1\"){sp},{sp}g(){sp}]")),
+            (Family::Llama3, format!("[f(a=\"1\"){sp}")),
+            (Family::Llama3, format!("<|python_tag|>{sp}")),
+            (Family::Llama3, format!("<|python_tag|>{sp}[{sp}{name}")),
+            (Family::Llama3, format!("<|python_tag|>{name}{sp}")),
+            (Family::Llama3, format!("<|python_tag|>{name}.call(q=1)")),
+            (Family::Llama3, format!("<|python_tag|>{sp}print({name})<|eom_id|>")),
+            (Family::GptOss, sp.clone()),
+            (Family::GptOss, format!("<|start|>assistant{sp}{harmony}")),
+            (Family::GptOss, format!("<|channel|>commentary to=functions.{name}<|message|>{{}}<|call|>")),
+            (Family::GptOss, format!("<|channel|>commentary to=functions.f<|message|>{sp}{{}}{sp}<|call|>")),
+            (Family::GptOss, format!("<|channel|>analysis<|message|>{sp}{name}<|end|>{harmony}")),
+            (Family::Functiongemma, sp.clone()),
+            (Family::Functiongemma, format!("{sp}call:f{{a:1}}")),
+            (Family::Functiongemma, format!("call:{name}{sp}{{a:1}}\n{sp}\n")),
+            (Family::Functiongemma, format!("<start_function_call>{sp}call:{name}{{}}<end_function_call>")),
+        ];
+        for (family, text) in cases {
+            let mut s = Stream::new(family);
+            let mut events = Vec::new();
+            for piece in text.as_bytes().chunks(7) {
+                events.extend(s.push(piece, schema_of));
+            }
+            let head = &text[..40.min(text.len())];
+            assert!(s.work() < 16 * text.len(), "{family:?} {head:?}: {} bytes read for {}", s.work(), text.len());
+            let (parsed, rest) = s.finish_events(schema_of).unwrap();
+            events.extend(rest);
+            assert_eq!(parsed, parse(&text, family, schema_of), "{family:?} {head:?}");
+            assert_eq!(joined(&events), parsed, "{family:?} {head:?}");
         }
     }
 
