@@ -568,7 +568,7 @@ mod imp {
     use std::path::Path;
     use std::sync::Arc;
 
-    use landlock::{ABI, AccessFs, BitFlags, Scope};
+    use landlock::{ABI, AccessFs, BitFlags, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope};
     use seccompiler::{
         BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
     };
@@ -688,16 +688,19 @@ mod imp {
         unix: bool,
     ) -> std::io::Result<OwnedFd> {
         let access = write_access(abi);
-        let mut scopes = BitFlags::<Scope>::empty();
+        let error =
+            |e: landlock::RulesetError| std::io::Error::other(format!("cannot build the Landlock ruleset: {e}"));
+        let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
+        if writes.is_some() {
+            ruleset = ruleset.handle_access(access).map_err(error)?;
+        }
         if scoped {
-            scopes |= Scope::Signal;
+            ruleset = ruleset.scope(Scope::Signal).map_err(error)?;
         }
         if unix {
-            scopes |= Scope::AbstractUnixSocket;
+            ruleset = ruleset.scope(Scope::AbstractUnixSocket).map_err(error)?;
         }
-        let handled = if writes.is_some() { access } else { BitFlags::empty() };
-        let ruleset = create_ruleset(handled, scopes)
-            .map_err(|e| std::io::Error::other(format!("cannot build the Landlock ruleset: {e}")))?;
+        let ruleset = created(ruleset.create().map_err(error)?)?;
         let Some((dirs, tmpdir)) = writes else { return Ok(ruleset) };
         let file_access = access & (AccessFs::WriteFile | AccessFs::Truncate);
         let places = dirs.iter().map(|d| (d.as_path(), false)).chain(tmpdir.map(|t| (t, true)));
@@ -728,28 +731,9 @@ mod imp {
         Ok(ruleset)
     }
 
-    /// A new ruleset handling `access` and `scopes` (all known to the ABI [`probe`]d: the
-    /// kernel refuses an unknown right, and the call fails rather than run less confined),
-    /// as its descriptor, which [`add_rule`] adds rules to. One `landlock_create_ruleset`:
-    /// the landlock crate's `Ruleset::default()` asks the kernel for its ABI every time.
-    fn create_ruleset(access: BitFlags<AccessFs>, scopes: BitFlags<Scope>) -> std::io::Result<OwnedFd> {
-        /// `struct landlock_ruleset_attr` (linux/landlock.h) up to `scoped` (ABI 6).
-        #[repr(C)]
-        struct RulesetAttr {
-            handled_access_fs: u64,
-            handled_access_net: u64,
-            scoped: u64,
-        }
-        let attr = RulesetAttr { handled_access_fs: access.bits(), handled_access_net: 0, scoped: scopes.bits() };
-        // Before ABI 6 the kernel knows the first two fields only: without a scope, only those.
-        let size = if scopes.is_empty() { 16 } else { std::mem::size_of::<RulesetAttr>() };
-        // SAFETY: landlock_create_ruleset reads `size` bytes of a live stack value.
-        let fd = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::from_ref(&attr), size, 0u32) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: the kernel just returned this descriptor; it is owned by nothing else.
-        Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd as i32) })
+    /// A created ruleset as its descriptor, which [`add_rule`] adds rules to.
+    fn created(ruleset: landlock::RulesetCreated) -> std::io::Result<OwnedFd> {
+        Option::<OwnedFd>::from(ruleset).ok_or_else(|| std::io::Error::other("Landlock gave no ruleset"))
     }
 
     /// `path` opened as a location only (`O_PATH`), as a rule names it.
@@ -842,8 +826,16 @@ mod imp {
 
     fn build_read_ruleset(abi: i32, denied: &[std::path::PathBuf]) -> std::io::Result<OwnedFd> {
         let access = read_access(abi);
-        let ruleset = create_ruleset(access, BitFlags::empty())
-            .map_err(|e| std::io::Error::other(format!("cannot build the Landlock read ruleset: {e}")))?;
+        let error =
+            |e: landlock::RulesetError| std::io::Error::other(format!("cannot build the Landlock read ruleset: {e}"));
+        let ruleset = created(
+            Ruleset::default()
+                .set_compatibility(CompatLevel::HardRequirement)
+                .handle_access(access)
+                .map_err(error)?
+                .create()
+                .map_err(error)?,
+        )?;
         // Listing (names, not contents) and linking everywhere; reading and executing around
         // the denied paths.
         let root = open_path(Path::new("/")).map_err(|e| std::io::Error::other(format!("/: {e}")))?;
@@ -872,8 +864,16 @@ mod imp {
         denied: &[std::path::PathBuf],
     ) -> std::io::Result<OwnedFd> {
         let access = read_access(abi);
-        let ruleset = create_ruleset(access, BitFlags::empty())
-            .map_err(|e| std::io::Error::other(format!("cannot build the Landlock read ruleset: {e}")))?;
+        let error =
+            |e: landlock::RulesetError| std::io::Error::other(format!("cannot build the Landlock read ruleset: {e}"));
+        let ruleset = created(
+            Ruleset::default()
+                .set_compatibility(CompatLevel::HardRequirement)
+                .handle_access(access)
+                .map_err(error)?
+                .create()
+                .map_err(error)?,
+        )?;
         let homes = crate::reads::resolve(crate::reads::homes());
         let path_dirs = crate::reads::path_dirs(std::env::var_os("PATH").as_deref(), &homes, denied);
         let system = crate::reads::SYSTEM_READABLE.iter().map(Path::new);
