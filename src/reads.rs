@@ -255,6 +255,8 @@ fn real_path(path: &Path, known: &mut std::collections::HashMap<PathBuf, Option<
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Walk {
     seen: Vec<(PathBuf, Option<Stamp>)>,
+    /// Nothing was recorded: the rules are stale at once ([`Walk::unrecorded`]).
+    unrecorded: bool,
 }
 
 /// A directory's inode and modification time (seconds, nanoseconds).
@@ -266,12 +268,18 @@ impl Walk {
         let mut dirs: Vec<PathBuf> = denied.iter().flat_map(|d| d.ancestors().skip(1).map(Path::to_owned)).collect();
         dirs.sort();
         dirs.dedup();
-        Self { seen: dirs.into_iter().map(|d| (d.clone(), look(&d))).collect() }
+        Self { seen: dirs.into_iter().map(|d| (d.clone(), look(&d))).collect(), unrecorded: false }
+    }
+
+    /// No directory recorded (a process that builds the rules once): [`Walk::changed`]
+    /// always says so, and rules kept with it are built again at their next use.
+    pub(crate) fn unrecorded() -> Self {
+        Self { seen: Vec::new(), unrecorded: true }
     }
 
     /// Whether a directory walked changed since (its inode or modification time).
     pub(crate) fn changed(&self) -> bool {
-        self.seen.iter().any(|(dir, was)| look(dir) != *was)
+        self.unrecorded || self.seen.iter().any(|(dir, was)| look(dir) != *was)
     }
 }
 
@@ -387,6 +395,15 @@ mod tests {
         assert_eq!(expand(Path::new("/srv/~/x"), home), PathBuf::from("/srv/~/x"));
         assert_eq!(expand(Path::new("~other/x"), home), PathBuf::from("~other/x"));
         assert_eq!(expand(Path::new("~/x"), None), PathBuf::from("~/x"));
+    }
+
+    #[test]
+    fn rules_kept_with_an_unrecorded_walk_are_stale_at_once() {
+        // A one-call process stats no directory, and a second call would rebuild.
+        let walk = Walk::unrecorded();
+        assert!(walk.seen.is_empty());
+        assert!(walk.changed());
+        assert!(!Walk::of(&[]).changed());
     }
 
     #[test]

@@ -458,6 +458,17 @@ pub(crate) fn decide(needs: Needs, mode: SandboxMode, support: Support) -> Resul
     })
 }
 
+/// Whether this process makes one call at most (`packs run`, `packs exec`): the read ruleset
+/// it builds is not used again, so the directories on the way to the credential stores are
+/// not recorded to notice a change later (a `stat` each, see [`crate::reads::Walk`]).
+static ONE_CALL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Say that this process makes one call at most. Were it to make more, each would build its
+/// read ruleset anew (correct, only slower).
+pub(crate) fn one_call_per_process() {
+    ONE_CALL.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// What an executable's `--describe` run gets: the confinement of a `read_only` tool without
 /// network, as far as this kernel can (a describe is no call of the operator's: it is
 /// confined whatever `--sandbox` says, and never refused for want of the kernel's support).
@@ -803,7 +814,11 @@ mod imp {
         }
         // The walk is taken first: a change made while the rules are built is seen next time.
         let resolved: Resolved = crate::reads::resolve(denied).into();
-        let walk = crate::reads::Walk::of(&[denied, &resolved].concat());
+        let walk = if super::ONE_CALL.load(std::sync::atomic::Ordering::Relaxed) {
+            crate::reads::Walk::unrecorded()
+        } else {
+            crate::reads::Walk::of(&[denied, &resolved].concat())
+        };
         let fd = Arc::new(build_read_ruleset(abi, &resolved)?);
         if built.len() >= 16 {
             built.clear();

@@ -292,6 +292,9 @@ pub(crate) fn main() -> i32 {
         // What a tool leaves outside its process group becomes packs' to end (Linux).
         crate::orphans::adopt();
     }
+    if matches!(cli.command, Command::Run(_) | Command::Exec(_)) {
+        crate::sandbox::one_call_per_process();
+    }
     // The operator's configuration, resolved once; a flag this command cannot honour is refused.
     let operator = cli.operator(&matches);
     let front = cli.command.front();
