@@ -363,14 +363,16 @@ fn rfc3339(ms: u64) -> String {
 impl Tickets {
     /// Where the key file is by default: `approval.key` in packs' state directory
     /// (`$PACKS_STATE_DIR`, else `$XDG_STATE_HOME/packs`, else `~/.local/state/packs`; each
-    /// only when absolute).
+    /// only when absolute; `~` is `$HOME`, else the user's home in /etc/passwd).
     pub fn default_key_file() -> Option<PathBuf> {
         let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
         let dir = match std::env::var_os("PACKS_STATE_DIR") {
             Some(dir) => absolute(dir)?,
             None => std::env::var_os("XDG_STATE_HOME")
                 .and_then(absolute)
-                .or_else(|| std::env::var_os("HOME").and_then(absolute).map(|h| h.join(".local/state")))?
+                // `$HOME`, else the user's entry in /etc/passwd (a server started without
+                // HOME, by a service manager or a client that clears the environment).
+                .or_else(|| crate::reads::home().map(|h| h.join(".local/state")))?
                 .join("packs"),
         };
         Some(dir.join(KEY_FILE))
