@@ -765,8 +765,9 @@ mod tests {
     use crate::policy::{Policy, Tier};
     use crate::sandbox::SandboxMode;
 
-    /// A pack directory holding `manifests` (each written as `NAME.tool.json`), loaded.
-    fn pack(manifests: &[Value]) -> (tempfile::TempDir, Catalog) {
+    /// A pack directory holding `manifests` (each written as `NAME.tool.json`), loaded (the
+    /// other steps' tests use it too).
+    pub(super) fn pack(manifests: &[Value]) -> (tempfile::TempDir, Catalog) {
         let dir = tempfile::tempdir().unwrap();
         for m in manifests {
             let name = m["name"].as_str().unwrap();

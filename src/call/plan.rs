@@ -413,18 +413,12 @@ mod tests {
 
     use super::*;
     use crate::call::Call;
-    use crate::catalog::{Catalog, SearchPath};
+    use crate::catalog::Catalog;
     use crate::sandbox::SandboxMode;
 
     /// A pack directory holding `manifests`, loaded, and a context with it as workspace.
     fn pack(manifests: &[Value]) -> (tempfile::TempDir, Catalog, Context) {
-        let dir = tempfile::tempdir().unwrap();
-        for m in manifests {
-            let name = m["name"].as_str().unwrap();
-            std::fs::write(dir.path().join(format!("{name}.tool.json")), m.to_string()).unwrap();
-        }
-        let catalog = Catalog::load(&SearchPath::dirs([dir.path()]));
-        assert!(!catalog.has_errors(), "{:?}", catalog.diagnostics);
+        let (dir, catalog) = super::super::tests::pack(manifests);
         let context = Context::new().with_sandbox(SandboxMode::Off).with_workspace(dir.path().to_owned());
         (dir, catalog, context)
     }
