@@ -584,18 +584,9 @@ fn a_stateless_approval_ticket_outlives_its_server_runs_once_and_expires() {
 fn a_confined_tool_of_the_server_neither_reads_its_approval_key_nor_writes_its_used_tickets() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
-    let script = r#"cat "$0/state/approval.key" >/dev/null 2>&1 && echo READ || echo noread
-touch "$0/state/approval.key.used/9999999999999-00" 2>/dev/null && echo WROTE || echo nowrite
-(echo x >> "$0/state/approval.key") 2>/dev/null && echo CHANGED || echo nochange
-touch "$0/sub/mine" && echo workspace"#;
     // Beside packs' own files, the workspace's other entries stay writable.
     std::fs::create_dir(ws.join("sub")).unwrap();
-    let packs = tools().manifest(
-        "prowl",
-        json!({"name": "prowl", "description": "d", "parameters": {"dir": {"type": "string"}},
-               "policy": {"read_only": false, "tier": "workspace"},
-               "command": {"program": "sh", "args": ["-c", script, "{{dir}}"]}}),
-    );
+    let packs = tools().manifest("prowl", crate::common::key_prowler());
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "prowl", "arguments": {"dir": ws}}});
     let out = crate::common::Test::new()
         .packs_dir(packs.path())
