@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::raw::{Builder, Cursor, SchemaOf, Units, held_in};
+use super::raw::{Builder, Cursor, SchemaOf, Units, marker_start};
 use crate::tool::Tool;
 
 /// The token that wraps string values.
@@ -104,7 +104,8 @@ pub fn parse(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> super::ra
 }
 
 /// FunctionGemma read unit by unit.
-pub(crate) const UNITS: Units = Units { end_of_turn: &["<end_of_turn>"], held: &[START_CALL], step };
+pub(crate) const UNITS: Units =
+    Units { end_of_turn: &["<end_of_turn>"], held: &[START_CALL], reads_end: |_| false, step };
 
 /// At the start of a line, before any `<start_function_call>`.
 const LINE: u8 = 0;
@@ -155,7 +156,7 @@ fn step(text: &str, c: &mut Cursor, schema_of: SchemaOf<'_>, b: &mut Builder) ->
     let first = c.find(0, text, pos, &[START_CALL]).map(|(i, _)| i);
     if c.mode == WRAPPED {
         let Some(open) = first else {
-            let end = if c.eof { text.len() } else { pos + held_in(&text[pos..], UNITS.end_of_turn, UNITS.held) };
+            let end = if c.eof { text.len() } else { pos + marker_start(&text[pos..], UNITS.held) };
             b.text(&text[pos..end]);
             c.pos = end;
             return end > pos;
@@ -185,7 +186,7 @@ fn step(text: &str, c: &mut Cursor, schema_of: SchemaOf<'_>, b: &mut Builder) ->
                 pos + i + 1
             }
             None if whole => region,
-            None => pos + held_in(line, UNITS.end_of_turn, UNITS.held),
+            None => pos + marker_start(line, UNITS.held),
         };
         b.text(&text[pos..end]);
         c.pos = end;

@@ -48,7 +48,7 @@ const BODY_ENDS: &[&str] = &[END, CALL, RETURN, START];
 
 /// gpt-oss read message by message: a call is sent at its `<|call|>` (or the end token
 /// that follows its JSON), a body's text as it comes.
-pub(crate) const UNITS: Units = Units { end_of_turn: &[], held: BODY_ENDS, step };
+pub(crate) const UNITS: Units = Units { end_of_turn: &[], held: BODY_ENDS, reads_end: |_| false, step };
 
 /// The next message from `c.pos`.
 fn step(text: &str, c: &mut Cursor, _: SchemaOf<'_>, b: &mut Builder) -> bool {

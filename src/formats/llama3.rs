@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 
 use super::python;
 use super::raw::{
-    Builder, Cursor, Parsed, SchemaOf, Units, error, held_in, json_at, json_call, name_in_prefix, run_units, space,
+    Builder, Cursor, Parsed, SchemaOf, Units, error, json_at, json_call, marker_start, name_in_prefix, run_units, space,
 };
 
 /// Starts a call in the ipython environment (Llama 3).
@@ -41,7 +41,7 @@ const TAGS: &[&str] = &[PYTHON_TAG, PYTHON_START];
 const HELD: &[&str] = &[PYTHON_TAG, PYTHON_START, PYTHON_END];
 
 /// Llama read unit by unit.
-pub(crate) const UNITS: Units = Units { end_of_turn: END_OF_TURN, held: HELD, step };
+pub(crate) const UNITS: Units = Units { end_of_turn: END_OF_TURN, held: HELD, reads_end: |c| c.mode == CODE, step };
 
 /// What the next unit is.
 const START: u8 = 0;
@@ -137,7 +137,7 @@ fn step(text: &str, c: &mut Cursor, _: SchemaOf<'_>, b: &mut Builder) -> bool {
                 c.mode = BODY;
                 return true;
             }
-            let end = if c.eof { text.len() } else { pos + held_in(rest, END_OF_TURN, HELD) };
+            let end = if c.eof { text.len() } else { pos + marker_start(rest, HELD) };
             b.text(&text[pos..end]);
             c.pos = end;
             end > pos

@@ -39,7 +39,11 @@ pub(crate) const SPEC: Spec = Spec {
         let start = after + (text[after..].len() - text[after..].trim_start().len());
         let next = if text[start..].starts_with('[') { list(text, start, b) } else { named(text, start, b) };
         // After a call that could not be read, go on at the next tag.
-        next.unwrap_or_else(|| text[after..].find(TOOL_CALLS).map_or(text.len(), |i| after + i))
+        next.unwrap_or_else(|| {
+            let next = text[after..].find(TOOL_CALLS).map_or(text.len(), |i| after + i);
+            b.scanned += next - after;
+            next
+        })
     },
 };
 
@@ -53,7 +57,11 @@ fn list(text: &str, start: usize, b: &mut Builder) -> Option<usize> {
     let (v, end) = match json_at(text, start) {
         Ok(found) => found,
         Err(e) => {
-            b.call(name_in_prefix(&text[start..]), None, Err(e));
+            // The name is looked for before the next tag only: from each of many lists that
+            // do not parse to the end of the text would be quadratic (and another call's).
+            let stop = text[start..].find(TOOL_CALLS).map_or(text.len(), |i| start + i);
+            b.scanned += stop - start;
+            b.call(name_in_prefix(&text[start..stop]), None, Err(e));
             return None;
         }
     };
@@ -186,6 +194,24 @@ mod tests {
         assert_eq!(p["tool_calls"][1], json!({"name": "sub", "arguments": {}}));
         let p = parse("[TOOL_CALLS][{\"arguments\": {}}]");
         assert!(p["tool_calls"][0]["error"]["message"].as_str().unwrap().contains("\"name\""), "{p}");
+    }
+
+    #[test]
+    fn many_calls_that_do_not_parse_are_read_in_linear_work() {
+        // Each list that does not parse is named from the text before the next tag only
+        // (from each to the end of the text, the whole parse was quadratic), and the next
+        // tag is looked for once.
+        for unit in
+            ["[TOOL_CALLS][x", "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {", "[TOOL_CALLS]f[ARGS]{\"a\": ]"]
+        {
+            let text = unit.repeat(2000);
+            let (parsed, work) = super::super::raw::drive_work(&text, &super::SPEC, &|_| None);
+            assert_eq!(parsed.tool_calls.len(), 2000, "{unit}");
+            assert!(parsed.tool_calls.iter().all(|c| c.arguments.is_err()), "{unit}");
+            assert!(work < 8 * text.len(), "{unit}: {work} bytes scanned for {}", text.len());
+        }
+        let p = parse("[TOOL_CALLS][x[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}}]");
+        assert_eq!(p["tool_calls"][0]["name"], json!(""), "another call's name: {p}");
     }
 
     #[test]

@@ -365,6 +365,11 @@ pub(crate) struct Units {
     pub(crate) end_of_turn: &'static [&'static str],
     /// The markers whose start, at the end of the text so far, holds text back.
     pub(crate) held: &'static [&'static str],
+    /// Whether the step at `c` reads an end-of-turn token at the end of the text as the end
+    /// of its unit, which it is whether or not the text ends there (Llama's code ends at
+    /// `<|eom_id|>`). A stream shows the other steps the text without it (the whole parse
+    /// drops it; a step must not read it as a unit's text).
+    pub(crate) reads_end: fn(c: &Cursor) -> bool,
     /// Read the next unit from `c.pos` into `b` and move `c` past it: true when it did;
     /// false when the text so far does not decide it (when `c.eof`: only when all is read).
     pub(crate) step: fn(text: &str, c: &mut Cursor, schema_of: SchemaOf<'_>, b: &mut Builder) -> bool,
@@ -490,6 +495,12 @@ pub struct Stream {
     cursor: Cursor,
     /// The text's length when units were last stepped.
     units_seen: usize,
+    /// Where the whitespace at the ends of the text, of the content so far (which only grows
+    /// at its end), and of the body being sent as it comes (a thought, a gpt-oss message)
+    /// stands: each read once.
+    text_trim: Trim,
+    content_trim: Trim,
+    live_trim: Trim,
     sent_content: usize,
     sent_reasoning: usize,
     sent_calls: usize,
@@ -521,6 +532,9 @@ impl Stream {
             markers: Markers::default(),
             cursor: Cursor::default(),
             units_seen: 0,
+            text_trim: Trim::default(),
+            content_trim: Trim::default(),
+            live_trim: Trim::default(),
             sent_content: 0,
             sent_reasoning: 0,
             sent_calls: 0,
@@ -556,6 +570,7 @@ impl Stream {
         if self.text.len() == before {
             return Vec::new();
         }
+        self.text_trim.read(&self.text, self.text.len(), &mut self.work);
         self.advance(schema_of);
         self.events(None)
     }
@@ -660,8 +675,15 @@ impl Stream {
     /// The units the text so far decides.
     fn units(&mut self, schema_of: SchemaOf<'_>) {
         let Some(units) = units_of(self.family) else { return };
-        let t = &self.text[..];
-        let seen = std::mem::replace(&mut self.units_seen, t.len());
+        // The steps read the text but an end-of-turn token it may end with (and the whitespace
+        // after it, or the start of one): the whole parse drops it, so a step must not read it
+        // as the text of a unit (but one whose unit it ends, or one past it). Should more
+        // text come after it, it is text, read then.
+        let full = &self.text[..];
+        let visible = visible_end(full, self.text_trim.end, units.end_of_turn);
+        let text_for = |c: &Cursor| if c.pos > visible || (units.reads_end)(c) { full } else { &full[..visible] };
+        let t = text_for(&self.cursor);
+        let seen = std::mem::replace(&mut self.units_seen, t.len()).min(t.len());
         if let Some(run) = self.cursor.idle {
             // Only a character outside the run the text ended in could decide the unit.
             self.work += t.len() - seen;
@@ -672,7 +694,7 @@ impl Stream {
         if let (Some(start), Some(tried)) = (self.cursor.waiting, &mut self.tried) {
             // Only a closing character that came since could end the unit; past the
             // budget, only when the unit has doubled since.
-            let seen = std::mem::replace(&mut tried.seen, t.len());
+            let seen = std::mem::replace(&mut tried.seen, t.len()).min(t.len());
             self.work += t.len() - seen;
             let arrived = t.as_bytes()[seen..].iter().any(|b| b"}])>\n".contains(b));
             let within = tried.work <= 4 * (t.len() - start) || t.len() - start >= 2 * (tried.len - start);
@@ -686,6 +708,7 @@ impl Stream {
             self.cursor.live = None;
             self.cursor.idle = None;
             self.cursor.searching = false;
+            let t = text_for(&self.cursor);
             let stepped = (units.step)(t, &mut self.cursor, schema_of, &mut self.b);
             // Every step reads the text from where it began to the end at most, and is
             // counted so, but one that only searched for markers (counted by the searches).
@@ -717,7 +740,7 @@ impl Stream {
         let found = self.markers.first(t, pos, spec.starts);
         let Some((open, marker)) = found else {
             // Text to the end, but what could start a marker or be the end-of-turn token.
-            let end = pos + held_from(&t[pos..], spec);
+            let end = pos + held_from(&t[pos..], self.text_trim.end.saturating_sub(pos), spec);
             self.b.text(&t[pos..end]);
             self.pos = end;
             return false;
@@ -775,23 +798,33 @@ impl Stream {
                 &p.tool_calls,
             ),
             None => {
+                // The content and the body so far without the whitespace at their ends, each
+                // read once as it grows (trimming all of it at each push would read a long run
+                // of whitespace again each time).
                 let mut reasoning = [self.b.reasoning.as_str(), "", ""];
-                if let Phase::Thinking { inner } = self.phase {
-                    // The thought so far, but what could start its end or an end-of-turn token.
-                    let spec = spec_of(self.family).expect("a thought has a layout");
-                    let live = &self.text[inner..];
-                    let live = live[..held_from(live, spec)].trim();
-                    if !live.is_empty() && !reasoning[0].is_empty() {
-                        reasoning[1] = "\n\n";
+                let mut content =
+                    [self.content_trim.read(&self.b.content, self.b.content.len(), &mut self.work), "", ""];
+                let live = match (self.phase, self.cursor.live) {
+                    (Phase::Thinking { inner }, _) => {
+                        // The thought so far, but what could start its end or an end-of-turn token.
+                        let spec = spec_of(self.family).expect("a thought has a layout");
+                        let tail = &self.text[inner..];
+                        Some((Live::Reasoning, inner, held_from(tail, self.text_trim.end.saturating_sub(inner), spec)))
                     }
-                    reasoning[2] = live;
-                }
-                let mut content = [self.b.content.trim(), "", ""];
-                if let (Phase::Units, Some((kind, start))) = (self.phase, self.cursor.live) {
-                    // The body so far, but what could start a marker that ends it.
-                    let units = units_of(self.family).expect("units have a layout");
-                    let live = &self.text[start..];
-                    let live = live[..held_in(live, units.end_of_turn, units.held)].trim();
+                    (Phase::Units, Some((kind, start))) => {
+                        // The body so far, but what could start a marker that ends it.
+                        let units = units_of(self.family).expect("units have a layout");
+                        let tail = &self.text[start..];
+                        let trimmed = self.text_trim.end.saturating_sub(start);
+                        Some((kind, start, held_in(tail, trimmed, units.end_of_turn, units.held)))
+                    }
+                    _ => None,
+                };
+                if let Some((kind, start, held)) = live {
+                    if self.live_trim.from != start {
+                        self.live_trim = Trim::at(start);
+                    }
+                    let live = self.live_trim.read(&self.text, start + held, &mut self.work);
                     let parts = if kind == Live::Content { &mut content } else { &mut reasoning };
                     if !live.is_empty() && !parts[0].is_empty() {
                         parts[1] = "\n\n";
@@ -816,6 +849,53 @@ impl Stream {
         }
         self.sent_calls = self.sent_calls.max(calls.len());
         out
+    }
+}
+
+/// Where the whitespace at the ends of a text that grows at its end stands (the text from
+/// `from` to where it was read): each byte is read once, however often the trimmed text is
+/// asked for, so a long run of whitespace is not read again at each push.
+#[derive(Debug, Clone, Copy, Default)]
+struct Trim {
+    /// Where the text begins.
+    from: usize,
+    /// The text is read up to this offset.
+    read: usize,
+    /// Where its first character that is not whitespace starts, once one was read.
+    start: Option<usize>,
+    /// Where its last character that is not whitespace ends (`from` while there is none).
+    end: usize,
+}
+
+impl Trim {
+    /// The text that begins at `from`, nothing of it read.
+    fn at(from: usize) -> Self {
+        Self { from, read: from, start: None, end: from }
+    }
+
+    /// `text[from..to]` without the whitespace at its ends, reading only what was not read
+    /// (`text` grows only at its end; `to` goes back only to read again from `from`); the
+    /// bytes read are added to `work`.
+    fn read<'a>(&mut self, text: &'a str, to: usize, work: &mut usize) -> &'a str {
+        if to < self.read {
+            *self = Self::at(self.from);
+        }
+        let new = &text[self.read..to];
+        *work += new.len();
+        if self.start.is_none() {
+            let lead = new.len() - new.trim_start().len();
+            if lead < new.len() {
+                self.start = Some(self.read + lead);
+            }
+        }
+        if self.start.is_some() {
+            let kept = new.trim_end().len();
+            if kept > 0 {
+                self.end = self.read + kept;
+            }
+        }
+        self.read = to;
+        self.start.map_or("", |s| &text[s..self.end])
     }
 }
 
@@ -849,23 +929,28 @@ pub(crate) fn floor_char(text: &str, mut i: usize) -> usize {
 /// Where the text `tail` (with no whole start marker in it) stops being certain: at a
 /// suffix that could be the start of a marker or of an end-of-turn token, or at a whole
 /// end-of-turn token that only whitespace follows.
-fn held_from(tail: &str, spec: &Spec) -> usize {
+/// `trimmed` is the length of `tail` without the whitespace at its end.
+fn held_from(tail: &str, trimmed: usize, spec: &Spec) -> usize {
     let think = spec.think.iter().flat_map(|(o, c)| [*o, *c]);
     let markers: Vec<&str> = spec.starts.iter().copied().chain(think).collect();
-    held_in(tail, spec.end_of_turn, &markers)
+    held_in(tail, trimmed, spec.end_of_turn, &markers)
 }
 
 /// Where the text `tail` stops being certain: at a suffix that could be the start of one of
 /// `markers` or `end_of_turn`, or at a whole end-of-turn token that only whitespace follows.
-pub(crate) fn held_in(tail: &str, end_of_turn: &[&str], markers: &[&str]) -> usize {
+/// `trimmed` is the length of `tail` without the whitespace at its end (which a stream
+/// knows without reading that whitespace again).
+fn held_in(tail: &str, trimmed: usize, end_of_turn: &[&str], markers: &[&str]) -> usize {
+    let trimmed = &tail[..trimmed];
+    let whole = end_of_turn.iter().filter(|t| trimmed.ends_with(*t)).map(|t| trimmed.len() - t.len());
+    whole.chain([marker_start(tail, markers), marker_start(tail, end_of_turn)]).min().unwrap_or(tail.len())
+}
+
+/// Where a suffix of `tail` that could be the start of one of `markers` begins (the end of
+/// `tail` when none could).
+pub(crate) fn marker_start(tail: &str, markers: &[&str]) -> usize {
     let mut held = tail.len();
-    let trimmed = tail.trim_end();
-    for t in end_of_turn {
-        if trimmed.ends_with(t) {
-            held = held.min(trimmed.len() - t.len());
-        }
-    }
-    for m in markers.iter().chain(end_of_turn) {
+    for m in markers {
         for k in (1..m.len()).rev() {
             if m.is_char_boundary(k) && tail.ends_with(&m[..k]) {
                 held = held.min(tail.len() - k);
@@ -874,6 +959,13 @@ pub(crate) fn held_in(tail: &str, end_of_turn: &[&str], markers: &[&str]) -> usi
         }
     }
     held
+}
+
+/// The end of `text` but an end-of-turn token it may end with: a whole one that only
+/// whitespace follows (which the whole parse drops, see [`strip_end`]), or the start of one
+/// at the very end. `trimmed` is the length of `text` without the whitespace at its end.
+fn visible_end(text: &str, trimmed: usize, end_of_turn: &[&str]) -> usize {
+    held_in(text, trimmed, end_of_turn, &[])
 }
 
 /// Collects a parse: content pieces in order, reasoning, calls.
@@ -1313,6 +1405,11 @@ pub(crate) mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn long_runs_of_whitespace_or_a_name_are_read_in_linear_work() {
+        let schema_of: SchemaOf<'_> = &|_| None;
         // Long runs a unit's start is not decided by (whitespace, a name not yet ended, the
         // spaces inside a list or after a tag), alone or before what decides it: each step
         // that decides nothing is counted, so one that read the run again at each push would
@@ -1345,6 +1442,49 @@ pub(crate) mod tests {
             (Family::Functiongemma, format!("call:{name}{sp}{{a:1}}\n{sp}\n")),
             (Family::Functiongemma, format!("<start_function_call>{sp}call:{name}{{}}<end_function_call>")),
         ];
+        // Long runs of whitespace in the content and the reasoning, of every family: between
+        // words, at the start, before a call, after one, at the end, after an end-of-turn
+        // token. The events are the text so far without the whitespace at its ends: a stream
+        // that trimmed all of it again at each push (reading the run each time) would show here.
+        let mut cases = cases.to_vec();
+        let wrap = |family: Family, s: &str| match family {
+            Family::GptOss => format!("<|channel|>final<|message|>{s}"),
+            _ => s.to_owned(),
+        };
+        let mut calls: Vec<(Family, String)> = WHOLE_CALLS.iter().map(|(f, c)| (*f, c.to_string())).collect();
+        calls.extend(UNIT_CALLS.iter().map(|(f, first, _)| (*f, first.to_string())));
+        calls.push((Family::Llama3, format!("<|python_tag|>{call}")));
+        calls.push((Family::GptOss, format!("<|start|>assistant{harmony}<|start|>assistant")));
+        for (family, call) in &calls {
+            let family = *family;
+            let eot = spec_of(family).map_or_else(|| units_of(family).unwrap().end_of_turn, |s| s.end_of_turn);
+            let after = wrap(family, &format!("{sp}Done.{sp}"));
+            cases.extend([
+                (family, wrap(family, &format!("Hello{sp}world.{sp}Bye."))),
+                (family, wrap(family, &format!("{sp}Hello."))),
+                (family, wrap(family, &format!("Hello{sp}"))),
+                (family, format!("{}{call}", wrap(family, &format!("Hello.{sp}")))),
+                (family, format!("{call}{after}")),
+                (family, format!("{call}{sp}")),
+                (family, format!("{call}{call}{sp}{call}")),
+            ]);
+            for eot in eot {
+                cases.push((family, wrap(family, &format!("Hello.{sp}{eot}{sp}"))));
+                cases.push((family, format!("{call}{eot}{sp}")));
+            }
+            if let Some((open, close)) = spec_of(family).and_then(|s| s.think) {
+                cases.extend([
+                    (family, format!("{open}{sp}Hmm{sp}so.{sp}")),
+                    (family, format!("{open}Hmm{sp}so.{sp}{close}{sp}Hello{sp}{call}")),
+                    (family, format!("Hmm{sp}so.{sp}{close}{sp}Hello{sp}")),
+                ]);
+            }
+        }
+        cases.extend([
+            (Family::GptOss, format!("<|channel|>analysis<|message|>{sp}Hmm{sp}so.{sp}")),
+            (Family::GptOss, format!("<|channel|>analysis<|message|>Hmm{sp}<|end|>{harmony}{sp}")),
+            (Family::Gemma4, format!("<|channel>thought\n{sp}Hmm{sp}<channel|>{sp}Hello{sp}")),
+        ]);
         for (family, text) in cases {
             let mut s = Stream::new(family);
             let mut events = Vec::new();
@@ -1358,6 +1498,33 @@ pub(crate) mod tests {
             assert_eq!(parsed, parse(&text, family, schema_of), "{family:?} {head:?}");
             assert_eq!(joined(&events), parsed, "{family:?} {head:?}");
         }
+    }
+
+    #[test]
+    fn a_unit_cut_off_by_an_end_of_turn_token_streams_as_the_whole_parse_reads_it() {
+        // The whole parse drops an end-of-turn token at the end, so the text ends inside the
+        // unit: an incomplete call. A stream must not read the token as the unit's text (a
+        // list's next item, JSON) and send another error, before the end shows it is the end.
+        let schema_of: SchemaOf<'_> = &|_| None;
+        let cases = [
+            (Family::Llama3, "<|python_tag|>[f(a=1)<|eot_id|>"),
+            (Family::Llama3, "[f(a=1), <|eom_id|>\n"),
+            (Family::Llama3, "{\"name\": \"f\", <|eot_id|>"),
+            (Family::Llama3, "<|python_tag|>brave_search.call(query=\"a\"<|eom_id|>"),
+            (Family::Llama3, "<|python_tag|><|eom_id|> "),
+            (Family::Functiongemma, "call:f{a:<end_of_turn>"),
+            (Family::Functiongemma, "<start_function_call>call:f{a:1<end_of_turn>"),
+        ];
+        for (family, text) in cases {
+            let whole = parse_every_way(text, family, schema_of);
+            assert!(
+                whole.tool_calls.last().is_some_and(|c| c.arguments.as_ref().is_err_and(|e| e.incomplete)),
+                "{text}: {whole:?}"
+            );
+        }
+        // Followed by more text, the token is text: a list's next item that does not parse.
+        let whole = parse_every_way("[f(a=1)<|eot_id|> more", Family::Llama3, schema_of);
+        assert!(whole.tool_calls[1].arguments.as_ref().is_err_and(|e| !e.incomplete), "{whole:?}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ Run by .ci/run: PACKS_BIN=target/debug/packs python tests/http/scale_out.py
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -209,6 +210,7 @@ def main():
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        shutil.rmtree(root, ignore_errors=True)
     return 0
 
 

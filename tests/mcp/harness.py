@@ -1,12 +1,16 @@
 """What every MCP client test here shares: named checks that report and go on, manifests
-written into a pack directory, free loopback ports, and the summary and exit status.
+written into a pack directory, free loopback ports, scratch directories, and the summary and
+exit status.
 
 The tests run as scripts (`python tests/mcp/test_x.py`), so this directory is on sys.path.
 """
 
+import atexit
 import json
+import shutil
 import socket
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 
@@ -29,6 +33,15 @@ def manifest(directory, name, **body):
     path = Path(directory) / f"{name}.tool.json"
     path.write_text(json.dumps({"name": name, "description": f"The {name} tool", **body}))
     return path
+
+
+def scratch(prefix):
+    """A new temporary directory, removed when the script exits. The servers a test starts
+    keep their state there (`PACKS_STATE_DIR`: the approval key `packs serve` opens at
+    start), never in the real user's home."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
+    return d
 
 
 def free_port():

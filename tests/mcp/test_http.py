@@ -12,7 +12,6 @@ import signal
 import socket
 import ssl
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from harness import check, finish, free_port, manifest
+from harness import check, finish, free_port, manifest, scratch
 
 PACKS = os.environ.get("PACKS_BIN", "target/debug/packs")
 OPS = "ops-token-0123456789abcdef"
@@ -37,7 +36,7 @@ METRICS = "metrics-token-0123456789abcdef"
 def start(packs_dir, root, port, *extra):
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "PACKS_AGENTS": str(Path(root, "agents")),
            "XDG_CONFIG_HOME": str(Path(root, "no-config")), "PACKS_HTTP_KEY": SECRET,
-           "PACKS_LOG": str(Path(root, f"audit-{port}.jsonl"))}
+           "PACKS_LOG": str(Path(root, f"audit-{port}.jsonl")), "PACKS_STATE_DIR": str(Path(root, "state"))}
     proc = subprocess.Popen([PACKS, "--packs", packs_dir, "serve", "--http", f"127.0.0.1:{port}", *extra],
                             env=env, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 20
@@ -70,7 +69,7 @@ async def gone(marker, within=5.0):
 
 
 async def main():
-    root = tempfile.mkdtemp(prefix="packs-http-")
+    root = scratch("packs-http-")
     d = Path(root, "packs")
     d.mkdir()
     for agent, toml in [("ops", ""), ("reader", 'deny = ["careful"]\n')]:

@@ -9,7 +9,6 @@ import json
 import os
 import socket
 import subprocess
-import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -18,14 +17,14 @@ import anyio
 from mcp import ClientSession, types
 from mcp.client.streamable_http import streamablehttp_client
 
-from harness import check, finish, free_port
+from harness import check, finish, free_port, scratch
 
 PACKS = os.environ.get("PACKS_BIN", "target/debug/packs")
 TOKEN = "legacy-client-token-0123456789abcdef"
 
 
 async def main():
-    root = Path(tempfile.mkdtemp(prefix="packs-http-legacy-"))
+    root = Path(scratch("packs-http-legacy-"))
     d = root / "packs"
     d.mkdir()
     (root / "agents" / "ops").mkdir(parents=True)
@@ -40,7 +39,7 @@ async def main():
     manifest("careful", command="echo approved-and-ran", policy={"confirm_before_run": True})
     port = free_port()
     env = {"PATH": os.environ["PATH"], "HOME": str(root), "PACKS_AGENTS": str(root / "agents"),
-           "XDG_CONFIG_HOME": str(root / "no-config")}
+           "XDG_CONFIG_HOME": str(root / "no-config"), "PACKS_STATE_DIR": str(root / "state")}
     server = subprocess.Popen([PACKS, "--packs", str(d), "serve", "--http", f"127.0.0.1:{port}",
                                "--token-file", str(root / "tokens")], env=env, stderr=subprocess.DEVNULL)
     try:

@@ -10,7 +10,6 @@ Run by .ci/run: PACKS_BIN=target/debug/packs python tests/mcp/test_locked.py
 import json
 import os
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
-from harness import check, finish
+from harness import check, finish, scratch
 
 PACKS = os.environ.get("PACKS_BIN", "target/debug/packs")
 
@@ -36,7 +35,7 @@ def lock(root, *args):
 
 
 async def main():
-    root = tempfile.mkdtemp(prefix="packs-locked-")
+    root = scratch("packs-locked-")
     manifest(root, "greet", "Say hello")
     manifest(root, "steady", "Never changes", "steady")
     lock(root)
@@ -55,7 +54,8 @@ async def main():
 
     server = StdioServerParameters(command=PACKS, args=["--locked", "serve", "--watch"], cwd=root,
                                    env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"),
-                                        "XDG_CONFIG_HOME": str(Path(root) / "no-config")})
+                                        "XDG_CONFIG_HOME": str(Path(root) / "no-config"),
+                                        "PACKS_STATE_DIR": str(Path(root) / "state")})
     async with stdio_client(server) as (read, write):
         async with ClientSession(read, write, message_handler=on_message) as s:
             await s.initialize()

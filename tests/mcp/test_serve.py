@@ -7,7 +7,6 @@ Prints one line per check and closes with `N passed, N failed`; exits 1 on a fai
 
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
-from harness import check, finish, manifest
+from harness import check, finish, manifest, scratch
 
 PACKS = os.environ.get("PACKS_BIN", "target/debug/packs")
 
@@ -29,7 +28,7 @@ def get(obj, name):
 
 
 def make_packs():
-    d = tempfile.mkdtemp(prefix="packs-mcp-")
+    d = scratch("packs-mcp-")
     manifest(d, "echo_words", parameters={"words": {"type": "string", "required": True}},
              command={"program": "echo", "args": ["--", "{{words}}"]}, policy={"read_only": True})
     manifest(d, "count", parameters={"n": {"type": "integer", "required": True}},
@@ -70,7 +69,8 @@ async def main():
         return types.ElicitResult(action="accept", content={"approve": True})
 
     server = StdioServerParameters(command=PACKS, args=["--packs", packs_dir, "serve", "--watch"],
-                                   env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")})
+                                   env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"),
+                                        "PACKS_STATE_DIR": scratch("packs-mcp-state-")})
     async with stdio_client(server) as (read, write):
         async with ClientSession(read, write, message_handler=on_message, elicitation_callback=on_elicit) as s:
             init = await s.initialize()

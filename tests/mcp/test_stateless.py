@@ -6,13 +6,12 @@ Run by .ci/run with mcp 2.3.0: PACKS_BIN=target/debug/packs python tests/mcp/tes
 
 import json
 import os
-import tempfile
 
 import anyio
 from mcp import Client, StdioServerParameters, types
 from mcp.shared.exceptions import MCPError
 
-from harness import check, finish, manifest
+from harness import check, finish, manifest, scratch
 
 PACKS = os.environ.get("PACKS_BIN", "target/debug/packs")
 
@@ -25,7 +24,7 @@ def server(packs_dir, *extra):
 
 
 async def main():
-    d = tempfile.mkdtemp(prefix="packs-stateless-")
+    d = scratch("packs-stateless-")
     manifest(d, "echo_words", parameters={"words": {"type": "string", "required": True}},
              command={"program": "echo", "args": ["--", "{{words}}"]}, policy={"read_only": True})
     manifest(d, "count", parameters={"n": {"type": "integer", "required": True}},

@@ -7,7 +7,7 @@
 //   PACKS_BIN=target/debug/packs node tests/mcp/ts_client.mjs
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
@@ -17,6 +17,14 @@ const load = async (name) => import(require.resolve(name));
 
 const PACKS = process.env.PACKS_BIN ?? 'target/debug/packs';
 const dir = mkdtempSync(join(tmpdir(), 'packs-ts-'));
+// Every server's state directory (the approval key `packs serve` opens at start) is a scratch
+// one, never the real user's; it goes with the rest of `dir` when the script exits.
+const STATE = join(dir, 'state');
+let http;
+process.on('exit', () => {
+  http?.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
 const manifest = (name, body) =>
   writeFileSync(join(dir, `${name}.tool.json`), JSON.stringify({ name, description: `The ${name} tool`, ...body }));
 manifest('echo_words', {
@@ -31,15 +39,20 @@ manifest('slow', {
   policy: { timeout_secs: 60 },
 });
 
-const params = { command: PACKS, args: ['--packs', dir, 'serve'], env: { PATH: process.env.PATH } };
+const params = { command: PACKS, args: ['--packs', dir, 'serve'], env: { PATH: process.env.PATH, PACKS_STATE_DIR: STATE } };
 
 // `packs serve --http` on a free loopback port, with a token file mapping TOKEN to an agent.
 const TOKEN = 'ts-client-token-0123456789abcdef';
 mkdirSync(join(dir, 'agents', 'ops'), { recursive: true });
 writeFileSync(join(dir, 'agents', 'ops', 'agent.toml'), '');
 writeFileSync(join(dir, 'tokens'), `${TOKEN} ops\n`);
-const http = spawn(PACKS, ['--packs', dir, 'serve', '--http', '127.0.0.1:0', '--token-file', join(dir, 'tokens')], {
-  env: { PATH: process.env.PATH, PACKS_AGENTS: join(dir, 'agents'), XDG_CONFIG_HOME: join(dir, 'no-config') },
+http = spawn(PACKS, ['--packs', dir, 'serve', '--http', '127.0.0.1:0', '--token-file', join(dir, 'tokens')], {
+  env: {
+    PATH: process.env.PATH,
+    PACKS_AGENTS: join(dir, 'agents'),
+    XDG_CONFIG_HOME: join(dir, 'no-config'),
+    PACKS_STATE_DIR: STATE,
+  },
   stdio: ['ignore', 'ignore', 'pipe'],
 });
 const url = await new Promise((resolve, reject) => {
