@@ -65,6 +65,7 @@ mod output;
 mod policy;
 #[cfg(feature = "mcp")]
 mod pool;
+mod programs;
 pub mod prompt;
 mod reads;
 mod runner;

@@ -36,6 +36,7 @@ pub(crate) struct Started {
 }
 
 /// Where the child starts, besides its program, arguments and environment.
+#[derive(Clone, Copy)]
 pub(crate) struct Child<'a> {
     /// Its working directory (none: packs').
     pub(crate) cwd: Option<&'a Path>,
