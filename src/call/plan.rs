@@ -43,7 +43,7 @@ pub(crate) struct Plan {
     pub(crate) timeout: Duration,
     pub(crate) max_output_bytes: u64,
     /// What the kernel will enforce (a process; a native tool runs in packs' own process).
-    pub(crate) enforcement: Option<Enforcement>,
+    pub(crate) enforcement: Option<std::sync::Arc<Enforcement>>,
 }
 
 impl Plan {
@@ -113,7 +113,7 @@ impl Plan {
         let shown_cwd = cwd.as_ref().map(|c| PathBuf::from(secrets.mask(&c.to_string_lossy())));
         let shown_stdin = stdin.as_deref().map(|text| StdinPreview::of(text, &secrets));
         let enforcement = context
-            .enforcement(tool)
+            .enforcement_kept(tool)
             .transpose()
             .map_err(|source| ToolError::Unconfinable { tool: tool.name().to_owned(), source }.masked(&secrets))?;
         let target = match &tool.body {
@@ -232,7 +232,7 @@ impl Planned {
             timeout: plan.timeout,
             max_output_bytes: plan.max_output_bytes,
             decision,
-            sandbox: plan.enforcement,
+            sandbox: plan.enforcement.map(std::sync::Arc::unwrap_or_clone),
         }
     }
 }
