@@ -59,6 +59,7 @@ mod manifest;
 pub mod mcp;
 mod names;
 mod native;
+mod notices;
 mod operands;
 mod orphans;
 mod output;

@@ -67,7 +67,7 @@ pub(crate) struct Found {
 
 /// The searches of one process, kept while nothing they depend on changed.
 pub(crate) struct Programs {
-    state: std::sync::Mutex<Option<imp::Kept>>,
+    state: std::sync::Mutex<Option<Kept>>,
     /// Whether results are kept at all (off: every lookup searches).
     on: std::sync::atomic::AtomicBool,
 }
@@ -97,7 +97,7 @@ impl Programs {
             }
         }
         if state.is_none() {
-            *state = imp::Kept::new();
+            *state = Kept::new();
         }
         let Some(kept) = state.as_mut() else {
             return Found { path: search(path, program), kept: false };
@@ -120,205 +120,100 @@ impl Programs {
 /// Most results kept at once; past it they are all dropped and kept anew.
 const MAX_KEPT: usize = 1024;
 
-#[cfg(target_os = "linux")]
-mod imp {
-    use std::collections::{HashMap, HashSet};
-    use std::ffi::{OsStr, OsString};
-    use std::fs::File;
-    use std::mem::MaybeUninit;
-    use std::os::fd::{AsRawFd, OwnedFd};
-    use std::os::unix::ffi::OsStrExt;
-    use std::path::{Component, Path, PathBuf};
+/// Most symbolic links followed on the way to one directory (the kernel's limit).
+const MAX_LINKS: usize = 40;
 
-    use rustix::fs::inotify;
+/// Kept results and the notices that keep them true.
+struct Kept {
+    notices: crate::notices::Notices,
+    found: std::collections::HashMap<(std::ffi::OsString, String), PathBuf>,
+}
 
-    /// Most symbolic links followed on the way to one directory (the kernel's limit).
-    const MAX_LINKS: usize = 40;
-
-    /// Kept results and the watches that keep them true.
-    pub(super) struct Kept {
-        inotify: OwnedFd,
-        /// Polled for `POLLPRI`: the mount table changed.
-        mounts: File,
-        /// Per watch, the names whose events matter (an event on the directory itself
-        /// always does).
-        names: HashMap<i32, HashSet<OsString>>,
-        found: HashMap<(OsString, String), PathBuf>,
+impl Kept {
+    /// A new, empty set; `None` without the kernel's notices.
+    fn new() -> Option<Self> {
+        Some(Self { notices: crate::notices::Notices::new()?, found: std::collections::HashMap::new() })
     }
 
-    impl Kept {
-        /// A new, empty set; `None` when the kernel offers no inotify or mount table.
-        pub(super) fn new() -> Option<Self> {
-            let inotify = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).ok()?;
-            let mounts = File::open("/proc/self/mountinfo").ok()?;
-            Some(Self { inotify, mounts, names: HashMap::new(), found: HashMap::new() })
-        }
-
-        pub(super) fn get(&self, path: &OsStr, program: &str) -> Option<&Path> {
-            // The key is built to look it up: an allocation of two short strings.
-            self.found.get(&(path.to_owned(), program.to_owned())).map(PathBuf::as_path)
-        }
-
-        pub(super) fn insert(&mut self, path: &OsStr, program: &str, found: PathBuf) {
-            if self.found.len() >= super::MAX_KEPT {
-                self.found.clear();
-            }
-            self.found.insert((path.to_owned(), program.to_owned()), found);
-        }
-
-        /// Whether no notice came that could change a kept result (one `poll`, not
-        /// blocking; the notices that came are read).
-        pub(super) fn current(&mut self) -> bool {
-            let mut fds = [
-                libc::pollfd { fd: self.inotify.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-                libc::pollfd { fd: self.mounts.as_raw_fd(), events: libc::POLLPRI, revents: 0 },
-            ];
-            // SAFETY: `fds` is a valid array of two pollfd for the duration of the call.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, 0) };
-            if n < 0 {
-                return false;
-            }
-            if n == 0 {
-                return true;
-            }
-            if fds[1].revents != 0 || fds[0].revents & !libc::POLLIN != 0 {
-                return false;
-            }
-            fds[0].revents == 0 || self.only_unrelated_events()
-        }
-
-        /// Read every queued event; false when one of them matters.
-        fn only_unrelated_events(&mut self) -> bool {
-            let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
-            let mut reader = inotify::Reader::new(&self.inotify, &mut buf);
-            let mut unrelated = true;
-            loop {
-                match reader.next() {
-                    Ok(event) => {
-                        let matters = event.events().contains(inotify::ReadFlags::QUEUE_OVERFLOW)
-                            || match (event.file_name(), self.names.get(&event.wd())) {
-                                (Some(name), Some(names)) => names.contains(OsStr::from_bytes(name.to_bytes())),
-                                // The directory itself (moved, removed, its mode changed,
-                                // unmounted, its watch gone), or a watch we do not know.
-                                _ => true,
-                            };
-                        unrelated &= !matters;
-                    }
-                    Err(rustix::io::Errno::AGAIN) => return unrelated,
-                    Err(rustix::io::Errno::INTR) => {}
-                    Err(_) => return false,
-                }
-            }
-        }
-
-        /// Watch what a search of `program` on `path` depends on: each absolute directory,
-        /// for `program` and for itself, and each directory on the way to it, for the next
-        /// name. False when one could not be watched (the result must not be kept).
-        pub(super) fn watch(&mut self, path: &OsStr, program: &str) -> bool {
-            std::env::split_paths(path).filter(|d| d.is_absolute()).all(|dir| self.watch_dir(&dir, program))
-        }
-
-        /// Resolve `dir` one name at a time as the kernel would, watching each directory
-        /// for the name looked up in it before looking it up; then `dir` itself for
-        /// `program`. A name that does not exist (or is no directory) ends the walk: its
-        /// creation is an event on the directory watched for it.
-        fn watch_dir(&mut self, dir: &Path, program: &str) -> bool {
-            let mut pending: std::collections::VecDeque<OsString> = parts(dir).into();
-            let mut at = PathBuf::from("/");
-            let mut links = 0;
-            while let Some(part) = pending.pop_front() {
-                if part == "/" {
-                    at = PathBuf::from("/");
-                    continue;
-                }
-                if part == ".." {
-                    at.pop();
-                    continue;
-                }
-                if !self.add(&at, &part) {
-                    return false;
-                }
-                let next = at.join(&part);
-                match std::fs::symlink_metadata(&next) {
-                    Ok(m) if m.file_type().is_symlink() => {
-                        links += 1;
-                        let Ok(target) = std::fs::read_link(&next) else { return false };
-                        if links > MAX_LINKS {
-                            return false;
-                        }
-                        for p in parts(&target).into_iter().rev() {
-                            pending.push_front(p);
-                        }
-                    }
-                    Ok(m) if m.is_dir() => at = next,
-                    // Missing, or not a directory: nothing is found below it until the
-                    // name changes, which the watch on `at` reports.
-                    Ok(_) => return true,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
-                    Err(_) => return false,
-                }
-            }
-            self.add(&at, OsStr::new(program))
-        }
-
-        /// Watch directory `dir` for events on `name` (and on itself).
-        fn add(&mut self, dir: &Path, name: &OsStr) -> bool {
-            use inotify::WatchFlags as W;
-            let mask = W::CREATE
-                | W::DELETE
-                | W::MOVED_FROM
-                | W::MOVED_TO
-                | W::ATTRIB
-                | W::DELETE_SELF
-                | W::MOVE_SELF
-                | W::DONT_FOLLOW
-                | W::ONLYDIR;
-            match inotify::add_watch(&self.inotify, dir, mask) {
-                Ok(wd) => {
-                    self.names.entry(wd).or_default().insert(name.to_owned());
-                    true
-                }
-                Err(_) => false,
-            }
-        }
+    fn get(&self, path: &OsStr, program: &str) -> Option<&Path> {
+        // The key is built to look it up: an allocation of two short strings.
+        self.found.get(&(path.to_owned(), program.to_owned())).map(PathBuf::as_path)
     }
 
-    /// `path`'s names, `/` for the root, `..` kept (resolved after the links before it).
-    fn parts(path: &Path) -> Vec<OsString> {
-        path.components()
-            .filter_map(|c| match c {
-                Component::RootDir => Some(OsString::from("/")),
-                Component::ParentDir => Some(OsString::from("..")),
-                Component::Normal(n) => Some(n.to_owned()),
-                Component::CurDir | Component::Prefix(_) => None,
-            })
-            .collect()
+    fn insert(&mut self, path: &OsStr, program: &str, found: PathBuf) {
+        if self.found.len() >= MAX_KEPT {
+            self.found.clear();
+        }
+        self.found.insert((path.to_owned(), program.to_owned()), found);
+    }
+
+    /// Whether no notice came that could change a kept result.
+    fn current(&mut self) -> bool {
+        self.notices.quiet()
+    }
+
+    /// Watch what a search of `program` on `path` depends on: each absolute directory,
+    /// for `program` and for itself, and each directory on the way to it, for the next
+    /// name. False when one could not be watched (the result must not be kept).
+    fn watch(&mut self, path: &OsStr, program: &str) -> bool {
+        std::env::split_paths(path).filter(|d| d.is_absolute()).all(|dir| self.watch_dir(&dir, program))
+    }
+
+    /// Resolve `dir` one name at a time as the kernel would, watching each directory
+    /// for the name looked up in it before looking it up; then `dir` itself for
+    /// `program`. A name that does not exist (or is no directory) ends the walk: its
+    /// creation is a notice on the directory watched for it.
+    fn watch_dir(&mut self, dir: &Path, program: &str) -> bool {
+        let mut pending: std::collections::VecDeque<std::ffi::OsString> = parts(dir).into();
+        let mut at = PathBuf::from("/");
+        let mut links = 0;
+        while let Some(part) = pending.pop_front() {
+            if part == "/" {
+                at = PathBuf::from("/");
+                continue;
+            }
+            if part == ".." {
+                at.pop();
+                continue;
+            }
+            if !self.notices.watch(&at, Some(&part)) {
+                return false;
+            }
+            let next = at.join(&part);
+            match std::fs::symlink_metadata(&next) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    links += 1;
+                    let Ok(target) = std::fs::read_link(&next) else { return false };
+                    if links > MAX_LINKS {
+                        return false;
+                    }
+                    for p in parts(&target).into_iter().rev() {
+                        pending.push_front(p);
+                    }
+                }
+                Ok(m) if m.is_dir() => at = next,
+                // Missing, or not a directory: nothing is found below it until the name
+                // changes, which the watch on `at` reports.
+                Ok(_) => return true,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
+                Err(_) => return false,
+            }
+        }
+        self.notices.watch(&at, Some(OsStr::new(program)))
     }
 }
 
-/// Elsewhere nothing is kept: every lookup searches.
-#[cfg(not(target_os = "linux"))]
-mod imp {
-    use std::ffi::OsStr;
-    use std::path::{Path, PathBuf};
-
-    pub(super) struct Kept;
-
-    impl Kept {
-        pub(super) fn new() -> Option<Self> {
-            None
-        }
-        pub(super) fn get(&self, _: &OsStr, _: &str) -> Option<&Path> {
-            None
-        }
-        pub(super) fn insert(&mut self, _: &OsStr, _: &str, _: PathBuf) {}
-        pub(super) fn current(&mut self) -> bool {
-            false
-        }
-        pub(super) fn watch(&mut self, _: &OsStr, _: &str) -> bool {
-            false
-        }
-    }
+/// `path`'s names, `/` for the root, `..` kept (resolved after the links before it).
+fn parts(path: &Path) -> Vec<std::ffi::OsString> {
+    use std::path::Component;
+    path.components()
+        .filter_map(|c| match c {
+            Component::RootDir => Some("/".into()),
+            Component::ParentDir => Some("..".into()),
+            Component::Normal(n) => Some(n.to_owned()),
+            Component::CurDir | Component::Prefix(_) => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]
