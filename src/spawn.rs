@@ -21,7 +21,7 @@
 use std::ffi::{CString, OsStr, OsString, c_char, c_int, c_void};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr;
@@ -91,6 +91,17 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(dup) })
 }
 
+/// `/dev/null` for reading, opened once per process (close-on-exec, above 2): the stdin of
+/// every child without a pipe, which gets its own copy of it by `dup2`.
+fn dev_null() -> io::Result<BorrowedFd<'static>> {
+    static NULL: std::sync::OnceLock<OwnedFd> = std::sync::OnceLock::new();
+    if let Some(fd) = NULL.get() {
+        return Ok(fd.as_fd());
+    }
+    let fd = above_stdio(File::open("/dev/null")?.into())?;
+    Ok(NULL.get_or_init(|| fd).as_fd())
+}
+
 /// A pipe: (read end, write end), both close-on-exec and above 2.
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
@@ -144,11 +155,15 @@ fn spawn_by(
     };
     let (argv_ptrs, envp_ptrs) = (pointers(&argv), pointers(&envp));
     let cwd = cwd.map(|c| cstring(c.as_os_str())).transpose()?;
-    let (stdin, stdin_w) = if stdin_pipe {
+    let (stdin_r, stdin_w) = if stdin_pipe {
         let (r, w) = pipe()?;
-        (r, Some(w))
+        (Some(r), Some(w))
     } else {
-        (above_stdio(File::open("/dev/null")?.into())?, None)
+        (None, None)
+    };
+    let stdin = match &stdin_r {
+        Some(r) => r.as_fd(),
+        None => dev_null()?,
     };
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
