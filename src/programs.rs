@@ -92,22 +92,35 @@ impl Programs {
         if let Some(kept) = state.as_mut() {
             if !kept.current() {
                 *state = None;
-            } else if let Some(found) = kept.get(path, program) {
-                return Found { path: Some(found.to_owned()), kept: true };
+            } else {
+                match kept.get(path, program) {
+                    Some(Some(found)) => return Found { path: Some(found.to_owned()), kept: true },
+                    // Watched already, but not to be kept (a link on the way, or not found):
+                    // searched each time, without watching again.
+                    Some(None) => return Found { path: search(path, program), kept: false },
+                    None => {}
+                }
             }
         }
         if state.is_none() {
             *state = Kept::new();
         }
         let Some(kept) = state.as_mut() else {
+            // No notices here (or no more inotify instances): nothing is kept from now on.
+            self.on.store(false, std::sync::atomic::Ordering::Relaxed);
             return Found { path: search(path, program), kept: false };
         };
         // Watched first, searched second: a change after the watch is a notice next time.
-        let watched = kept.watch(path, program);
-        let searched = search_noting_links(path, program, true);
-        if let (true, true, Some(found)) = (watched, searched.keepable, &searched.found) {
-            kept.insert(path, program, found.clone());
+        if !kept.watch(path, program) {
+            // A directory that cannot be watched (no more watches, no permission): watching
+            // again at every call would cost more than the search it saves.
+            *state = None;
+            self.on.store(false, std::sync::atomic::Ordering::Relaxed);
+            return Found { path: search(path, program), kept: false };
         }
+        let searched = search_noting_links(path, program, true);
+        let keep = searched.found.clone().filter(|_| searched.keepable);
+        kept.insert(path, program, keep);
         Found { path: searched.found, kept: false }
     }
 
@@ -126,7 +139,8 @@ const MAX_LINKS: usize = 40;
 /// Kept results and the notices that keep them true.
 struct Kept {
     notices: crate::notices::Notices,
-    found: std::collections::HashMap<(std::ffi::OsString, String), PathBuf>,
+    /// Per (`PATH`, program), where it was found; `None`: searched each time (see `find`).
+    found: std::collections::HashMap<(std::ffi::OsString, String), Option<PathBuf>>,
 }
 
 impl Kept {
@@ -135,12 +149,12 @@ impl Kept {
         Some(Self { notices: crate::notices::Notices::new()?, found: std::collections::HashMap::new() })
     }
 
-    fn get(&self, path: &OsStr, program: &str) -> Option<&Path> {
+    fn get(&self, path: &OsStr, program: &str) -> Option<Option<&Path>> {
         // The key is built to look it up: an allocation of two short strings.
-        self.found.get(&(path.to_owned(), program.to_owned())).map(PathBuf::as_path)
+        self.found.get(&(path.to_owned(), program.to_owned())).map(Option::as_deref)
     }
 
-    fn insert(&mut self, path: &OsStr, program: &str, found: PathBuf) {
+    fn insert(&mut self, path: &OsStr, program: &str, found: Option<PathBuf>) {
         if self.found.len() >= MAX_KEPT {
             self.found.clear();
         }
@@ -294,6 +308,13 @@ mod tests {
         let target = tool(&root, "nowhere", "#!/bin/sh\n");
         assert_eq!(programs.find(&path, "prog"), Found { path: Some(a.join("prog")), kept: false });
         assert!(target.exists());
+        // Not found: searched again at the next call (and found once it is there).
+        for _ in 0..2 {
+            assert_eq!(programs.find(&path, "absent"), Found { path: None, kept: false });
+        }
+        let absent = tool(&b, "absent", "#!/bin/sh\n");
+        assert_eq!(programs.find(&path, "absent"), Found { path: Some(absent.clone()), kept: false });
+        assert_eq!(programs.find(&path, "absent"), Found { path: Some(absent), kept: true });
         let off = Programs::new();
         for _ in 0..2 {
             assert!(!off.find(&path, "prog").kept);
