@@ -59,12 +59,14 @@ mod manifest;
 pub mod mcp;
 mod names;
 mod native;
+mod notices;
 mod operands;
 mod orphans;
 mod output;
 mod policy;
 #[cfg(feature = "mcp")]
 mod pool;
+mod programs;
 pub mod prompt;
 mod reads;
 mod runner;

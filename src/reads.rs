@@ -251,10 +251,14 @@ fn real_path(path: &Path, known: &mut std::collections::HashMap<PathBuf, Option<
 }
 
 /// The directories walked to grant read rights around `denied` (each one's ancestors), and
-/// what they looked like: an entry added, removed or renamed in one changes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// what they looked like: an entry added, removed or renamed in one changes it. Where the
+/// kernel offers change notices, they are watched too, and asked instead of looking at each
+/// directory again (one `poll` per check instead of a `stat` per directory).
+#[derive(Debug)]
 pub(crate) struct Walk {
     seen: Vec<(PathBuf, Option<Stamp>)>,
+    /// Every directory of `seen` that exists, watched (made before it was looked at).
+    notices: Option<std::sync::Mutex<crate::notices::Notices>>,
     /// Nothing was recorded: the rules are stale at once ([`Walk::unrecorded`]).
     unrecorded: bool,
 }
@@ -268,18 +272,39 @@ impl Walk {
         let mut dirs: Vec<PathBuf> = denied.iter().flat_map(|d| d.ancestors().skip(1).map(Path::to_owned)).collect();
         dirs.sort();
         dirs.dedup();
-        Self { seen: dirs.into_iter().map(|d| (d.clone(), look(&d))).collect(), unrecorded: false }
+        // Parents sort before their children: a missing directory is not watched, but its
+        // creation is a notice on its parent, watched already.
+        let mut notices = crate::notices::Notices::new();
+        let seen = dirs
+            .into_iter()
+            .map(|d| {
+                let watched = notices.as_mut().is_some_and(|n| n.watch(&d, None));
+                let stamp = look(&d);
+                if !watched && stamp.is_some() {
+                    notices = None;
+                }
+                (d, stamp)
+            })
+            .collect();
+        Self { seen, notices: notices.map(std::sync::Mutex::new), unrecorded: false }
     }
 
     /// No directory recorded (a process that builds the rules once): [`Walk::changed`]
     /// always says so, and rules kept with it are built again at their next use.
     pub(crate) fn unrecorded() -> Self {
-        Self { seen: Vec::new(), unrecorded: true }
+        Self { seen: Vec::new(), notices: None, unrecorded: true }
     }
 
-    /// Whether a directory walked changed since (its inode or modification time).
+    /// Whether a directory walked changed since (its inode or modification time, or a
+    /// notice on it or on an entry in it).
     pub(crate) fn changed(&self) -> bool {
-        self.unrecorded || self.seen.iter().any(|(dir, was)| look(dir) != *was)
+        if self.unrecorded {
+            return true;
+        }
+        match &self.notices {
+            Some(notices) => !notices.lock().unwrap_or_else(std::sync::PoisonError::into_inner).quiet(),
+            None => self.seen.iter().any(|(dir, was)| look(dir) != *was),
+        }
     }
 }
 
@@ -426,9 +451,37 @@ mod tests {
         assert!(!got.iter().any(|g| matches!(g, Grant::Tree(p) | Grant::File(p) if p.starts_with(home.join(".ssh")))));
         let walk = Walk::of(&denied);
         assert!(walk.seen.iter().any(|(d, _)| *d == home.join(".config")));
+        assert!(walk.notices.is_some(), "this kernel's notices are watched");
         assert!(!walk.changed());
         std::thread::sleep(std::time::Duration::from_millis(10));
         std::fs::write(home.join(".config/new"), "x").unwrap();
         assert!(walk.changed(), "an entry created on the way is seen");
+        assert!(walk.changed(), "and stays seen");
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_directory_on_the_way_replaced_touched_or_created_is_a_change() {
+        // Not under /tmp, where the other tests' files come and go (a change on the way too).
+        let dir = tempfile::tempdir_in("/var/tmp").or_else(|_| tempfile::tempdir()).unwrap();
+        let home = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(home.join(".config/gh")).unwrap();
+        let denied = [home.join(".config/gh"), home.join(".docker/config.json")];
+        let fresh = || {
+            let walk = Walk::of(&denied);
+            assert!(walk.notices.is_some(), "{walk:?}");
+            assert!(!walk.changed(), "{walk:?}");
+            walk
+        };
+        let walk = fresh();
+        std::fs::rename(home.join(".config"), home.join("old")).unwrap();
+        std::fs::create_dir_all(home.join(".config/gh")).unwrap();
+        assert!(walk.changed(), "a directory on the way replaced");
+        let walk = fresh();
+        std::fs::File::open(home.join(".config")).unwrap().set_modified(std::time::SystemTime::UNIX_EPOCH).unwrap();
+        assert!(walk.changed(), "a directory on the way touched");
+        let walk = fresh();
+        std::fs::create_dir(home.join(".docker")).unwrap();
+        assert!(walk.changed(), "a missing directory on the way created");
     }
 }

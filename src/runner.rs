@@ -252,7 +252,8 @@ pub(crate) fn run_observed(
     let image = inv.image.as_ref().map(|i| i.fd());
     #[cfg(not(target_os = "linux"))]
     let image: Option<std::convert::Infallible> = inv.image.as_ref().map(|i| *i);
-    let found = match resolve_program(program, inv) {
+    let (lookup, kept) = resolve_program_kept(program, inv);
+    let found = match lookup {
         _ if image.is_some() => Some(PathBuf::from(program)),
         Lookup::Found(path) => Some(path),
         Lookup::AsWritten => program.contains('/').then(|| PathBuf::from(program)),
@@ -335,7 +336,17 @@ pub(crate) fn run_observed(
             let argv: Vec<&std::ffi::OsStr> =
                 std::iter::once(std::ffi::OsStr::new(program)).chain(args.iter().map(std::ffi::OsStr::new)).collect();
             let how = crate::spawn::Child { cwd: inv.cwd.as_deref(), stdin_pipe: inv.stdin.is_some(), image };
-            crate::spawn::spawn(path, &argv, &env, how, &setup).map(|s| {
+            let mut started = crate::spawn::spawn(path, &argv, &env, how, &setup);
+            if started.is_err() && kept && image.is_none() {
+                // A kept path that fails to start (gone, replaced, no longer executable):
+                // the result is what a fresh search gives, never the stale path's.
+                PROGRAMS.forget();
+                started = match resolve_program(program, inv) {
+                    Lookup::Found(fresh) => crate::spawn::spawn(&fresh, &argv, &env, how, &setup),
+                    _ => Err(io::Error::from_raw_os_error(libc::ENOENT)),
+                };
+            }
+            started.map(|s| {
                 (
                     Spawned::Direct(s.pid),
                     s.stdin.map(OwnedFd::from),
@@ -538,41 +549,44 @@ enum Lookup {
 /// Relative entries (`.`, an empty entry, `bin`) are ignored: they mean whatever the
 /// tool's working directory holds, so a file in a workspace could shadow a real program.
 fn resolve_program(program: &str, inv: &Invocation) -> Lookup {
+    resolve_program_kept(program, inv).0
+}
+
+/// [`resolve_program`], and whether the path was kept from an earlier search (in a process
+/// that keeps them: [`keep_program_lookups`]); a kept path that fails to start is
+/// searched for again.
+fn resolve_program_kept(program: &str, inv: &Invocation) -> (Lookup, bool) {
     if program.is_empty() || program.contains('/') {
-        return Lookup::AsWritten;
+        return (Lookup::AsWritten, false);
     }
     let path = match inv.env.iter().rev().find(|(k, _)| k == "PATH") {
         Some((_, v)) => OsString::from(v),
-        None if inv.clear_env => return Lookup::AsWritten,
+        None if inv.clear_env => return (Lookup::AsWritten, false),
         None => match std::env::var_os("PATH") {
             Some(p) => p,
-            None => return Lookup::AsWritten,
+            None => return (Lookup::AsWritten, false),
         },
     };
-    std::env::split_paths(&path)
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(program))
-        .find(|candidate| may_execute(candidate))
-        .map_or(Lookup::Missing, Lookup::Found)
+    let found = PROGRAMS.find(&path, program);
+    (found.path.map_or(Lookup::Missing, Lookup::Found), found.kept)
+}
+
+/// The `PATH` searches of this process ([`keep_program_lookups`]).
+static PROGRAMS: crate::programs::Programs = crate::programs::Programs::new();
+
+/// Keep where programs were found on the `PATH` from call to call, until the kernel reports
+/// a change that could alter a result (`packs serve`: see `programs.rs`).
+pub(crate) fn keep_program_lookups() {
+    PROGRAMS.keep();
 }
 
 /// Whether `program` could start here, found on our `PATH` with the same test the
 /// runner applies (for `packs lint`).
 pub(crate) fn program_exists(program: &str) -> bool {
     if program.contains('/') {
-        return may_execute(Path::new(program));
+        return crate::programs::may_execute(Path::new(program));
     }
-    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|dir| may_execute(&dir.join(program))))
-}
-
-/// A regular file that this process may execute (as `execvp` would find out:
-/// execute permission for our effective ids, and not on a `noexec` mount).
-fn may_execute(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
-    // SAFETY: `c_path` is a valid NUL-terminated string that outlives the call.
-    let allowed = unsafe { libc::faccessat(libc::AT_FDCWD, c_path.as_ptr(), libc::X_OK, libc::AT_EACCESS) } == 0;
-    allowed && std::fs::metadata(path).is_ok_and(|m| m.is_file())
+    std::env::var_os("PATH").is_some_and(|p| crate::programs::search(&p, program).is_some())
 }
 
 /// A regular file with any execute bit: how a pack directory's executable tools are found.

@@ -21,7 +21,7 @@
 use std::ffi::{CString, OsStr, OsString, c_char, c_int, c_void};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr;
@@ -36,6 +36,7 @@ pub(crate) struct Started {
 }
 
 /// Where the child starts, besides its program, arguments and environment.
+#[derive(Clone, Copy)]
 pub(crate) struct Child<'a> {
     /// Its working directory (none: packs').
     pub(crate) cwd: Option<&'a Path>,
@@ -88,6 +89,17 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     }
     // SAFETY: `dup` was just returned to us and is owned by nothing else.
     Ok(unsafe { OwnedFd::from_raw_fd(dup) })
+}
+
+/// `/dev/null` for reading, opened once per process (close-on-exec, above 2): the stdin of
+/// every child without a pipe, which gets its own copy of it by `dup2`.
+fn dev_null() -> io::Result<BorrowedFd<'static>> {
+    static NULL: std::sync::OnceLock<OwnedFd> = std::sync::OnceLock::new();
+    if let Some(fd) = NULL.get() {
+        return Ok(fd.as_fd());
+    }
+    let fd = above_stdio(File::open("/dev/null")?.into())?;
+    Ok(NULL.get_or_init(|| fd).as_fd())
 }
 
 /// A pipe: (read end, write end), both close-on-exec and above 2.
@@ -143,11 +155,15 @@ fn spawn_by(
     };
     let (argv_ptrs, envp_ptrs) = (pointers(&argv), pointers(&envp));
     let cwd = cwd.map(|c| cstring(c.as_os_str())).transpose()?;
-    let (stdin, stdin_w) = if stdin_pipe {
+    let (stdin_r, stdin_w) = if stdin_pipe {
         let (r, w) = pipe()?;
-        (r, Some(w))
+        (Some(r), Some(w))
     } else {
-        (above_stdio(File::open("/dev/null")?.into())?, None)
+        (None, None)
+    };
+    let stdin = match &stdin_r {
+        Some(r) => r.as_fd(),
+        None => dev_null()?,
     };
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;

@@ -114,6 +114,9 @@ pub struct Tool {
     /// An executable's bytes as `--locked` checked them: the tool is started from them,
     /// never from its path again.
     image: OnceLock<crate::image::PinnedImage>,
+    /// What the sandbox decided for this tool under the settings of the last context that
+    /// asked, with those settings (the call pipeline's to read and write: `kept`).
+    kept: std::sync::Mutex<Option<Arc<dyn std::any::Any + Send + Sync>>>,
 }
 
 impl Tool {
@@ -207,6 +210,7 @@ impl Tool {
             writable,
             readable,
             image: OnceLock::new(),
+            kept: std::sync::Mutex::default(),
         };
         Ok((tool, warnings))
     }
@@ -234,6 +238,7 @@ impl Tool {
             writable,
             readable,
             image: OnceLock::new(),
+            kept: std::sync::Mutex::default(),
             policy,
             output,
             output_template: output_template.map(Box::new),
@@ -289,6 +294,7 @@ impl Tool {
             writable: Vec::new(),
             readable: None,
             image: OnceLock::new(),
+            kept: std::sync::Mutex::default(),
         };
         tool.validator().map_err(|message| NativeToolError::BadSchema { tool: name, message })?;
         Ok(tool)
@@ -643,6 +649,13 @@ impl Tool {
     /// dry run), so the tool can use it.
     pub(crate) fn writable_dirs(&self) -> Vec<PathBuf> {
         render_places(&self.writable, &serde_json::Map::new())
+    }
+
+    /// A slot for what a call of this tool decided that depends only on the tool and the
+    /// caller's settings (the sandbox's decision): dropped with the tool, so a reloaded
+    /// tool never sees its predecessor's.
+    pub(crate) fn kept(&self) -> &std::sync::Mutex<Option<Arc<dyn std::any::Any + Send + Sync>>> {
+        &self.kept
     }
 
     /// The places `policy.readable` names, rendered with packs' environment and `workspace`

@@ -42,6 +42,34 @@ pub struct Context {
     operator: Operator,
 }
 
+/// The settings a kept [`Context::enforcement`] was decided with. The lists are compared by
+/// identity: each is kept alive here, so an equal pointer is the very same list (contexts
+/// cloned from one another share them; a setting changed is a new list).
+struct DecidedWith {
+    sandbox: SandboxMode,
+    control_plane: Arc<[PathBuf]>,
+    denied_reads: Option<Arc<[PathBuf]>>,
+    default_reads_dropped: bool,
+    agent_denied_reads: Arc<[PathBuf]>,
+    own_reads: Arc<[PathBuf]>,
+}
+
+impl DecidedWith {
+    fn same(&self, other: &Self) -> bool {
+        let denied = match (&self.denied_reads, &other.denied_reads) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        self.sandbox == other.sandbox
+            && self.default_reads_dropped == other.default_reads_dropped
+            && denied
+            && Arc::ptr_eq(&self.control_plane, &other.control_plane)
+            && Arc::ptr_eq(&self.agent_denied_reads, &other.agent_denied_reads)
+            && Arc::ptr_eq(&self.own_reads, &other.own_reads)
+    }
+}
+
 /// What the front-end set itself, before any agent's settings.
 #[derive(Debug, Clone, Default)]
 struct Operator {
@@ -172,6 +200,41 @@ impl Context {
         Some(crate::sandbox::decide(needs, self.sandbox, crate::sandbox::Support::probe()))
     }
 
+    /// [`Context::enforcement`], kept in the tool while this context's settings are the ones
+    /// it was decided with (`packs serve` makes every call of a connection with one
+    /// context). Only for a tool whose decision reads nothing but its policy and these
+    /// settings: not a `workspace` tool (its workspace is resolved per call), nor one whose
+    /// `policy.writable` or `policy.readable` names places (rendered and resolved per call).
+    pub(crate) fn enforcement_kept(&self, tool: &crate::tool::Tool) -> Option<Result<Arc<Enforcement>, Unenforceable>> {
+        let policy = tool.policy();
+        let keepable = tool.kind() != crate::tool::ToolKind::Native
+            && !matches!(tool.tier(), crate::policy::Tier::Workspace)
+            && policy.writable.is_empty()
+            && policy.readable.is_none();
+        if !keepable {
+            return self.enforcement(tool).map(|r| r.map(Arc::new));
+        }
+        let settings = DecidedWith {
+            sandbox: self.sandbox,
+            control_plane: Arc::clone(&self.control_plane),
+            denied_reads: self.denied_reads.clone(),
+            default_reads_dropped: self.default_reads_dropped,
+            agent_denied_reads: Arc::clone(&self.agent_denied_reads),
+            own_reads: Arc::clone(&self.own_reads),
+        };
+        let mut slot = tool.kept().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((with, decided)) = slot.as_ref().and_then(|k| k.downcast_ref::<(DecidedWith, Arc<Enforcement>)>())
+            && with.same(&settings)
+        {
+            return Some(Ok(Arc::clone(decided)));
+        }
+        let decided = self.enforcement(tool)?.map(Arc::new);
+        if let Ok(enforcement) = &decided {
+            *slot = Some(Arc::new((settings, Arc::clone(enforcement))));
+        }
+        Some(decided)
+    }
+
     /// What, besides the tools and the kernel, [`Context::enforcement`] depends on, in one
     /// text: part of the key of serve's listing snapshot, whose entries state it.
     pub(crate) fn sandbox_key(&self) -> String {
@@ -189,6 +252,8 @@ impl Context {
     /// Where `tool` may read when its manifest narrows reads (`policy.readable`): the places
     /// it names, and its manifest's directory (a script beside it must start).
     fn readable_places(&self, tool: &crate::tool::Tool) -> Option<Vec<PathBuf>> {
+        // Most tools do not narrow reads: no workspace to find and resolve for them.
+        tool.policy().readable.as_ref()?;
         let real = |p: &std::path::Path| std::fs::canonicalize(p).ok();
         let workspace = self.workspace();
         let mut places = tool.readable_places(&real(&workspace).unwrap_or(workspace))?;
@@ -398,5 +463,34 @@ mod tests {
         let with = base.clone().with_agent(adds);
         assert_eq!(&*with.denied_reads(), [root.join("op"), root.join("theirs")]);
         assert_eq!(&*with.with_agent(plain).denied_reads(), [root.join("op")]);
+    }
+
+    #[test]
+    fn a_decision_is_kept_per_tool_while_the_settings_are_the_same_lists() {
+        use serde_json::json;
+        let (_dir, catalog) = crate::call::tests::pack(&[
+            json!({"name": "ro", "description": "d", "command": "true"}),
+            json!({"name": "ws", "description": "d", "command": "true", "policy": {"tier": "workspace"}}),
+            json!({"name": "cache", "description": "d", "command": "true", "policy": {"writable": ["/tmp/x"]}}),
+        ]);
+        let (ro, ws, cache) = (catalog.get("ro").unwrap(), catalog.get("ws").unwrap(), catalog.get("cache").unwrap());
+        let decided = |c: &Context, t| c.enforcement_kept(t).unwrap().unwrap();
+        let ctx = Context::new().with_control_plane([PathBuf::from("/nonexistent/packs")]);
+        let first = decided(&ctx, ro);
+        // The same context, or a clone of it: the very decision kept, equal to a fresh one.
+        assert!(Arc::ptr_eq(&first, &decided(&ctx, ro)));
+        assert!(Arc::ptr_eq(&first, &decided(&ctx.clone(), ro)));
+        assert_eq!(*first, ctx.enforcement(ro).unwrap().unwrap());
+        // A setting changed: decided again, for the new settings.
+        let off = ctx.clone().with_sandbox(SandboxMode::Off);
+        let again = decided(&off, ro);
+        assert!(!Arc::ptr_eq(&first, &again));
+        assert_eq!(again.mode, SandboxMode::Off);
+        let denied = ctx.clone().with_denied_reads([PathBuf::from("/secret")]);
+        assert_eq!(decided(&denied, ro).reads_denied.as_deref(), Some(&[PathBuf::from("/secret")][..]));
+        // Decisions that read places per call are never kept.
+        for tool in [ws, cache] {
+            assert!(!Arc::ptr_eq(&decided(&ctx, tool), &decided(&ctx, tool)));
+        }
     }
 }

@@ -365,8 +365,8 @@ fn steps<'c>(
             record.sandbox = Some("unavailable");
         }
     })?;
-    record.sandbox = Some(plan.enforcement.as_ref().map_or("in-process", Enforcement::level));
-    record.reads = Some(plan.enforcement.as_ref().map_or("unconfined", Enforcement::reads));
+    record.sandbox = Some(plan.enforcement.as_deref().map_or("in-process", Enforcement::level));
+    record.reads = Some(plan.enforcement.as_deref().map_or("unconfined", Enforcement::reads));
     record.secrets = plan.secrets.clone();
     if dry {
         return Ok(Outcome::Planned(Planned::new(tool, plan, decision)));
@@ -478,7 +478,7 @@ fn execute(
                 }
                 on_status(Status::Spawned { pid: process.pid(), process });
             };
-            let confined = runner::confine(invocation, plan.enforcement.as_ref()).map_err(|source| {
+            let confined = runner::confine(invocation, plan.enforcement.as_deref()).map_err(|source| {
                 let program = invocation.argv.first().cloned().unwrap_or_default();
                 spawn_error(SpawnError::Start { program, source })
             })?;

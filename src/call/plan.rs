@@ -43,7 +43,7 @@ pub(crate) struct Plan {
     pub(crate) timeout: Duration,
     pub(crate) max_output_bytes: u64,
     /// What the kernel will enforce (a process; a native tool runs in packs' own process).
-    pub(crate) enforcement: Option<Enforcement>,
+    pub(crate) enforcement: Option<std::sync::Arc<Enforcement>>,
 }
 
 impl Plan {
@@ -107,13 +107,13 @@ impl Plan {
         // directory named by a secret): it is masked before it leaves.
         refuse_options(tool, &args.given, &argv, &dash_leads, &secrets).map_err(|e| e.masked(&secrets))?;
         let cwd = cwd.or_else(|| context.workspace_set().cloned());
-        confine_paths(tool, &args.given, &context.workspace(), cwd.as_deref()).map_err(|e| e.masked(&secrets))?;
+        confine_paths(tool, &args.given, context, cwd.as_deref()).map_err(|e| e.masked(&secrets))?;
         let shown_argv = argv.iter().map(|a| secrets.mask(a)).collect();
         let shown_env = env.iter().map(|(k, v)| (k.clone(), secrets.mask(v))).collect();
         let shown_cwd = cwd.as_ref().map(|c| PathBuf::from(secrets.mask(&c.to_string_lossy())));
         let shown_stdin = stdin.as_deref().map(|text| StdinPreview::of(text, &secrets));
         let enforcement = context
-            .enforcement(tool)
+            .enforcement_kept(tool)
             .transpose()
             .map_err(|source| ToolError::Unconfinable { tool: tool.name().to_owned(), source }.masked(&secrets))?;
         let target = match &tool.body {
@@ -232,7 +232,7 @@ impl Planned {
             timeout: plan.timeout,
             max_output_bytes: plan.max_output_bytes,
             decision,
-            sandbox: plan.enforcement,
+            sandbox: plan.enforcement.map(std::sync::Arc::unwrap_or_clone),
         }
     }
 }
@@ -286,14 +286,15 @@ fn refuse_options(
 fn confine_paths(
     tool: &Tool,
     given: &Map<String, Value>,
-    workspace: &Path,
+    context: &Context,
     cwd: Option<&Path>,
 ) -> Result<(), ToolError> {
     let Some(m) = tool.manifest() else { return Ok(()) };
     if !m.parameters.values().any(crate::manifest::Parameter::is_path) {
         return Ok(());
     }
-    let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_owned());
+    let workspace = context.workspace();
+    let root = std::fs::canonicalize(&workspace).unwrap_or(workspace);
     let here = std::env::current_dir().unwrap_or_else(|_| root.clone());
     // The tool starts in `cwd` (relative to packs' own directory, as the runner starts it).
     let base = cwd.map_or_else(|| here.clone(), |c| here.join(c));

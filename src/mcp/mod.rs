@@ -283,6 +283,8 @@ impl Server {
         // A server's tools get packs' variables from one copy of its environment, not a new
         // one per call.
         crate::environment::freeze();
+        // Where each tool's program is on the PATH, kept until the kernel reports a change.
+        crate::runner::keep_program_lookups();
         let snapshot = match (&options.snapshot, &options.search.describe_cache) {
             (Some(inputs), Some(cache)) if options.locked.is_none() => {
                 // The read-only hints and the sandbox notes follow what this kernel confines

@@ -825,3 +825,90 @@ fn each_tools_list_entry_states_its_sandbox_as_dry_run_does() {
         assert!(said.contains("reads not restricted but for packs' own secrets (--no-default-deny-read)"), "{said}");
     }
 }
+
+/// A server keeps where each tool's program was found on the PATH (issue 30), and every
+/// change that alters where it is (one in an earlier directory, created with its directory;
+/// removed; no longer executable; replaced) decides the very next call, as a fresh search
+/// would. Real files, one real server over stdio, each answer read before the next change.
+#[test]
+fn where_a_program_is_on_the_path_follows_every_change_from_one_call_to_the_next() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let (early, a, b) = (root.join("early/bin"), root.join("a"), root.join("b"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    let put = |dir: &std::path::Path, says: &str, mode: u32| {
+        // Written beside and renamed into place: the name changes in one step.
+        let spare = root.join(format!("spare-{says}"));
+        std::fs::write(&spare, format!("#!/bin/sh\necho {says}\n")).unwrap();
+        std::fs::set_permissions(&spare, std::fs::Permissions::from_mode(mode)).unwrap();
+        std::fs::rename(&spare, dir.join("packs-which-tool")).unwrap();
+    };
+    put(&b, "b", 0o755);
+    let packs = Packs::new().manifest(
+        "which",
+        json!({"name": "which", "description": "d", "command": {"program": "packs-which-tool", "args": []}}),
+    );
+    let path =
+        std::env::join_paths([early.as_path(), &a, &b, std::path::Path::new("/usr/bin"), std::path::Path::new("/bin")])
+            .unwrap();
+    let mut child = Command::new(PACKS)
+        .arg("--packs")
+        .arg(packs.path())
+        .arg("serve")
+        .env("PACKS_STATE_DIR", crate::common::STATE)
+        .env("PATH", &path)
+        .env_remove("PACKS_PATH")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start packs serve");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})).unwrap();
+    let mut id = 0;
+    let mut call = || -> String {
+        id += 1;
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "which", "arguments": {}}})
+        )
+        .unwrap();
+        loop {
+            let line = lines.next().expect("an answer").unwrap();
+            let m: Value = serde_json::from_str(&line).unwrap();
+            if m["id"] == id {
+                if let Some(message) = m["error"]["message"].as_str() {
+                    return format!("error: {message}");
+                }
+                let text = m["result"]["content"][0]["text"].as_str().unwrap_or_default().trim().to_owned();
+                return if m["result"]["isError"] == true { format!("error: {text}") } else { text };
+            }
+        }
+    };
+    assert_eq!(call(), "b");
+    assert_eq!(call(), "b");
+    put(&a, "a", 0o755);
+    assert_eq!(call(), "a", "a program added in an earlier directory");
+    std::fs::remove_file(a.join("packs-which-tool")).unwrap();
+    assert_eq!(call(), "b", "the program found removed");
+    assert_eq!(call(), "b");
+    std::fs::create_dir_all(&early).unwrap();
+    put(&early, "early", 0o755);
+    assert_eq!(call(), "early", "a directory of the PATH created with the program in it");
+    std::fs::set_permissions(early.join("packs-which-tool"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert_eq!(call(), "b", "the program found no longer executable");
+    put(&b, "b2", 0o755);
+    assert_eq!(call(), "b2", "the program found replaced");
+    put(&b, "b3", 0o644);
+    let gone = call();
+    assert!(gone.starts_with("error: ") && gone.contains("packs-which-tool"), "{gone}");
+    put(&a, "a2", 0o755);
+    assert_eq!(call(), "a2");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
