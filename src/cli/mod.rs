@@ -129,7 +129,11 @@ struct Cli {
     command: Command,
 }
 
+// Each command's own options are added when that command is parsed (clap's `defer`), not for
+// every command at every start: a `packs run` no longer builds serve's, call's and the other
+// commands' options (a third of a one-shot run's page faults went to clap's tree).
 #[derive(Subcommand, Debug)]
+#[command(defer = true)]
 enum Command {
     /// List the tools: name, kind, read-only, description, source file
     List {
