@@ -11,7 +11,8 @@
 //! `PATH` moves no entry). Every lookup first asks, without blocking, whether anything came
 //! (one `poll`); any event on a watched name, on a watched directory itself, or an overflow
 //! of the queue drops every kept result. A search that skipped a symbolic link (whose
-//! target may change anywhere) is not kept. And a kept path that fails to start (the file
+//! target may change anywhere) or an entry that is there but not executable (a `chmod`
+//! through another hard link to it raises no notice in the watched directory) is not kept. And a kept path that fails to start (the file
 //! went away, or is no longer executable) is searched for again at once by the caller
 //! ([`Programs::forget`]), so a stale result never decides what runs.
 
@@ -32,7 +33,8 @@ pub(crate) fn may_execute(path: &Path) -> bool {
 struct Search {
     found: Option<PathBuf>,
     /// Whether the result may be kept: no candidate before the one found (or, when none
-    /// was found, at all) was a symbolic link, whose target no watch of ours covers.
+    /// was found, at all) was there: a symbolic link (whose target no watch of ours
+    /// covers) or a file not executable (its mode may change through another hard link).
     keepable: bool,
 }
 
@@ -50,7 +52,14 @@ fn search_noting_links(path: &OsStr, program: &str, note_links: bool) -> Search 
         if may_execute(&candidate) {
             return Search { found: Some(candidate), keepable };
         }
-        if note_links && std::fs::symlink_metadata(&candidate).is_ok_and(|m| m.file_type().is_symlink()) {
+        // A symbolic link's target may change anywhere; a file that is there but not
+        // executable may become so through another hard link (a `chmod` there raises no
+        // notice in this directory); one that cannot be looked at, anything. Only a name
+        // that is not there leaves the search keepable (its creation is a notice here).
+        if note_links
+            && !matches!(std::fs::symlink_metadata(&candidate), Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR))
+        {
             keepable = false;
         }
     }
@@ -287,6 +296,30 @@ mod tests {
         assert!(find().kept);
         programs.forget();
         assert!(!find().kept);
+    }
+
+    #[test]
+    fn a_search_past_a_file_not_executable_is_not_kept() {
+        // `a/prog` is not executable, `x/link` a hard link to it: a `chmod` through the link
+        // raises no notice on `a`, yet a fresh search finds `a/prog` after it.
+        let root = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(root.path()).unwrap();
+        let (a, b, x) = (root.join("a"), root.join("b"), root.join("x"));
+        for d in [&a, &b, &x] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let in_a = tool(&a, "prog", "#!/bin/sh\n");
+        std::fs::set_permissions(&in_a, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::hard_link(&in_a, x.join("link")).unwrap();
+        let in_b = tool(&b, "prog", "#!/bin/sh\n");
+        let path = std::env::join_paths([&a, &b]).unwrap();
+        let programs = Programs::new();
+        programs.keep();
+        for _ in 0..2 {
+            assert_eq!(programs.find(&path, "prog"), Found { path: Some(in_b.clone()), kept: false });
+        }
+        std::fs::set_permissions(x.join("link"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(programs.find(&path, "prog"), Found { path: Some(in_a), kept: false });
     }
 
     #[test]
