@@ -5,6 +5,27 @@
 //! a program is on the `PATH`, the read rules around the credential stores) stays only while
 //! [`Notices::quiet`] says nothing that matters came; one `poll` asks.
 
+/// What [`Notices::watch`] made of a directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Watch {
+    /// Watched: a change in it is a notice.
+    Watched,
+    /// Not watched: it is on a file system whose changes make no notice ([`seen`] says
+    /// which), so nothing that depends on it may be kept.
+    Unseen,
+    /// It could not be watched (no more watches, no permission, gone).
+    Failed,
+}
+
+/// Whether inotify reports the changes of a file system of type `f_type` (`statfs`,
+/// linux/magic.h). Not procfs: its entries come and go with processes without a notice,
+/// and its magic links (`/proc/PID/cwd`, `/proc/PID/root`) lead into another process's
+/// mounts, which a path resolved here does not reach.
+pub(crate) fn seen(f_type: u32) -> bool {
+    const PROC_SUPER_MAGIC: u32 = 0x9fa0;
+    !matches!(f_type, PROC_SUPER_MAGIC)
+}
+
 #[cfg(target_os = "linux")]
 mod imp {
     use std::collections::{HashMap, HashSet};
@@ -16,6 +37,8 @@ mod imp {
     use std::path::Path;
 
     use rustix::fs::inotify;
+
+    use super::Watch;
 
     /// Watches and the mount table; see the module.
     #[derive(Debug)]
@@ -41,9 +64,23 @@ mod imp {
 
         /// Watch `dir` (the last component not followed) for entries named `name` (`None`:
         /// any) created, removed, moved in or out or changed in mode or times, and for its own
-        /// removal, move or change (its mode, its times). False when it cannot be watched.
-        pub(crate) fn watch(&mut self, dir: &Path, name: Option<&OsStr>) -> bool {
+        /// removal, move or change (its mode, its times); not when its file system makes
+        /// no notices ([`super::seen`]).
+        pub(crate) fn watch(&mut self, dir: &Path, name: Option<&OsStr>) -> Watch {
             use inotify::WatchFlags as W;
+            use rustix::fs::OFlags;
+            // The file system of `dir` itself (a link not followed, as the watch is made).
+            let Ok(at) =
+                rustix::fs::open(dir, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC, rustix::fs::Mode::empty())
+            else {
+                return Watch::Failed;
+            };
+            let Ok(fs) = rustix::fs::fstatfs(&at) else { return Watch::Failed };
+            // `f_type` is 32 or 64 bits wide, signed or not: the magic numbers are 32 bits.
+            #[allow(clippy::cast_sign_loss, clippy::cast_possible_truncation, trivial_numeric_casts)]
+            if !super::seen(fs.f_type as u32) {
+                return Watch::Unseen;
+            }
             let mask = W::CREATE
                 | W::DELETE
                 | W::MOVED_FROM
@@ -53,7 +90,7 @@ mod imp {
                 | W::DELETE_SELF
                 | W::MOVE_SELF
                 | W::DONT_FOLLOW;
-            let Ok(wd) = inotify::add_watch(&self.inotify, dir, mask) else { return false };
+            let Ok(wd) = inotify::add_watch(&self.inotify, dir, mask) else { return Watch::Failed };
             let names = self.names.entry(wd).or_insert_with(|| Some(HashSet::new()));
             match (names, name) {
                 (Some(set), Some(name)) => {
@@ -62,7 +99,7 @@ mod imp {
                 (names, None) => *names = None,
                 (None, Some(_)) => {}
             }
-            true
+            Watch::Watched
         }
 
         /// Whether nothing that matters came since the watches were made (one `poll`, not
@@ -136,8 +173,8 @@ mod imp {
         pub(crate) fn new() -> Option<Self> {
             None
         }
-        pub(crate) fn watch(&mut self, _: &Path, _: Option<&OsStr>) -> bool {
-            false
+        pub(crate) fn watch(&mut self, _: &Path, _: Option<&OsStr>) -> super::Watch {
+            super::Watch::Failed
         }
         pub(crate) fn quiet(&mut self) -> bool {
             false
@@ -146,3 +183,19 @@ mod imp {
 }
 
 pub(crate) use imp::Notices;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_directory_of_procfs_is_not_watched() {
+        let mut notices = Notices::new().unwrap();
+        assert_eq!(notices.watch(std::path::Path::new("/proc/self"), None), Watch::Unseen);
+        assert_eq!(notices.watch(std::path::Path::new("/proc"), None), Watch::Unseen);
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(notices.watch(dir.path(), None), Watch::Watched);
+        assert_eq!(notices.watch(&dir.path().join("missing"), None), Watch::Failed);
+    }
+}

@@ -278,7 +278,7 @@ impl Walk {
         let seen = dirs
             .into_iter()
             .map(|d| {
-                let watched = notices.as_mut().is_some_and(|n| n.watch(&d, None));
+                let watched = notices.as_mut().is_some_and(|n| n.watch(&d, None) == crate::notices::Watch::Watched);
                 let stamp = look(&d);
                 if !watched && stamp.is_some() {
                     notices = None;
