@@ -3,7 +3,9 @@
 //! (`/proc/self/mountinfo`, whose change a mount over a watched directory makes, which
 //! inotify does not report). What a process keeps from the file system between calls (where
 //! a program is on the `PATH`, the read rules around the credential stores) stays only while
-//! [`Notices::quiet`] says nothing that matters came; one `poll` asks.
+//! [`Notices::quiet`] says nothing that matters came; one `poll` asks. A directory on a
+//! file system whose changes inotify does not hear ([`seen`]: network, FUSE, cluster,
+//! procfs) is not watched: nothing that depends on it is kept.
 
 /// What [`Notices::watch`] made of a directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,12 +20,35 @@ pub(crate) enum Watch {
 }
 
 /// Whether inotify reports the changes of a file system of type `f_type` (`statfs`,
-/// linux/magic.h). Not procfs: its entries come and go with processes without a notice,
-/// and its magic links (`/proc/PID/cwd`, `/proc/PID/root`) lead into another process's
-/// mounts, which a path resolved here does not reach.
+/// linux/magic.h). inotify hears what this kernel does: not what another client or the
+/// server of a network file system does (NFS, SMB/CIFS, 9p, Ceph, AFS, Coda, NCP, Lustre,
+/// GPFS), nor another node of a cluster file system on a shared disk (OCFS2, GFS2), nor a
+/// FUSE server (sshfs, GlusterFS, virtiofs: all FUSE's type). Nor procfs: its entries come
+/// and go with processes without a notice, and its magic links (`/proc/PID/cwd`,
+/// `/proc/PID/root`) lead into another process's mounts, which a path resolved here does
+/// not reach. An overlay is seen: a change made through it is a notice, and changing its
+/// layers underneath while it is mounted is undefined (the kernel's overlayfs docs), as a
+/// container's root is, whose every `PATH` directory is on one.
 pub(crate) fn seen(f_type: u32) -> bool {
-    const PROC_SUPER_MAGIC: u32 = 0x9fa0;
-    !matches!(f_type, PROC_SUPER_MAGIC)
+    const UNSEEN: &[u32] = &[
+        0x9fa0,      // PROC_SUPER_MAGIC
+        0x6969,      // NFS_SUPER_MAGIC
+        0x517b,      // SMB_SUPER_MAGIC
+        0xff53_4d42, // CIFS_SUPER_MAGIC
+        0xfe53_4d42, // SMB2_SUPER_MAGIC
+        0x564c,      // NCP_SUPER_MAGIC
+        0x0102_1997, // V9FS_MAGIC
+        0x00c3_6400, // CEPH_SUPER_MAGIC
+        0x5346_414f, // AFS_SUPER_MAGIC (OpenAFS too)
+        0x6b41_4653, // AFS_FS_MAGIC (kAFS)
+        0x7375_7245, // CODA_SUPER_MAGIC
+        0x6573_5546, // FUSE_SUPER_MAGIC
+        0x7461_636f, // OCFS2_SUPER_MAGIC
+        0x0116_1970, // GFS2_MAGIC
+        0x0bd0_0bd0, // Lustre's LL_SUPER_MAGIC
+        0x4750_4653, // GPFS ("GPFS")
+    ];
+    !UNSEEN.contains(&f_type)
 }
 
 #[cfg(target_os = "linux")]
@@ -187,6 +212,18 @@ pub(crate) use imp::Notices;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn network_fuse_cluster_and_proc_file_systems_are_unseen_local_ones_and_overlays_seen() {
+        // nfs, cifs, smb2, 9p, ceph, fuse, kAFS, proc.
+        for unseen in [0x6969, 0xff53_4d42, 0xfe53_4d42, 0x0102_1997, 0x00c3_6400, 0x6573_5546, 0x6b41_4653, 0x9fa0] {
+            assert!(!seen(unseen), "{unseen:#x}");
+        }
+        // ext4, xfs, btrfs, tmpfs, overlay.
+        for local in [0xef53, 0x5846_5342, 0x9123_683e, 0x0102_1994, 0x794c_7630] {
+            assert!(seen(local), "{local:#x}");
+        }
+    }
 
     #[test]
     #[cfg(target_os = "linux")]
