@@ -92,14 +92,35 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
 }
 
 /// `/dev/null` for reading, opened once per process (close-on-exec, above 2): the stdin of
-/// every child without a pipe, which gets its own copy of it by `dup2`.
+/// every child without a pipe, which gets its own copy of it by `dup2`. Checked at each use
+/// (one `fstat`: still a character device with /dev/null's device number) and opened again
+/// if not: a program using packs as a library may close descriptors it does not own
+/// (`close_range(3, ~0)`), and the number, reused by its next `open`, would be another
+/// file. A number no longer ours is never closed here.
 fn dev_null() -> io::Result<BorrowedFd<'static>> {
-    static NULL: std::sync::OnceLock<OwnedFd> = std::sync::OnceLock::new();
-    if let Some(fd) = NULL.get() {
-        return Ok(fd.as_fd());
+    /// The descriptor (-1: none yet) and the device number it was opened on.
+    static NULL: std::sync::Mutex<(c_int, libc::dev_t)> = std::sync::Mutex::new((-1, 0));
+    let mut null = NULL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (fd, rdev) = *null;
+    if fd >= 0 && rdev_of(fd) == Some(rdev) {
+        // SAFETY: open (just checked), and never closed by packs.
+        return Ok(unsafe { BorrowedFd::borrow_raw(fd) });
     }
-    let fd = above_stdio(File::open("/dev/null")?.into())?;
-    Ok(NULL.get_or_init(|| fd).as_fd())
+    let file = above_stdio(File::open("/dev/null")?.into())?;
+    let rdev = rdev_of(file.as_raw_fd()).ok_or_else(|| io::Error::other("/dev/null is not a character device"))?;
+    // Kept for the life of the process.
+    let fd = std::os::fd::IntoRawFd::into_raw_fd(file);
+    *null = (fd, rdev);
+    // SAFETY: just opened, and never closed.
+    Ok(unsafe { BorrowedFd::borrow_raw(fd) })
+}
+
+/// The device number of `fd` when it is a character device.
+fn rdev_of(fd: c_int) -> Option<libc::dev_t> {
+    // SAFETY: fstat writes into a local; a closed `fd` is an error.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    (unsafe { libc::fstat(fd, &raw mut stat) } == 0 && stat.st_mode & libc::S_IFMT == libc::S_IFCHR)
+        .then_some(stat.st_rdev)
 }
 
 /// A pipe: (read end, write end), both close-on-exec and above 2.
@@ -581,6 +602,21 @@ mod tests {
         if version >= (5, 5) && !seccomp {
             assert!(!CLONE3_REFUSED.load(std::sync::atomic::Ordering::Relaxed), "kernel {release}");
         }
+    }
+
+    #[test]
+    fn stdin_is_dev_null_even_once_its_descriptor_was_replaced() {
+        let null = dev_null().unwrap().as_raw_fd();
+        // The number replaced by another file (the read end of a pipe whose writer is gone:
+        // a child of another test that got it would read an end, as from /dev/null).
+        let (r, w) = pipe().unwrap();
+        drop(w);
+        // SAFETY: dup2 onto the number dev_null() holds, as a host closing and reopening
+        // descriptors would; the copy is left open (another thread may hold the number).
+        assert_eq!(unsafe { libc::dup2(r.as_raw_fd(), null) }, null);
+        let (status, out) = run("/bin/readlink", &["readlink", "/proc/self/fd/0"], &[], None);
+        assert_eq!((status, String::from_utf8_lossy(&out).trim()), (0, "/dev/null"));
+        assert_ne!(dev_null().unwrap().as_raw_fd(), null, "opened again");
     }
 
     #[test]
