@@ -3,7 +3,53 @@
 //! (`/proc/self/mountinfo`, whose change a mount over a watched directory makes, which
 //! inotify does not report). What a process keeps from the file system between calls (where
 //! a program is on the `PATH`, the read rules around the credential stores) stays only while
-//! [`Notices::quiet`] says nothing that matters came; one `poll` asks.
+//! [`Notices::quiet`] says nothing that matters came; one `poll` asks. A directory on a
+//! file system whose changes inotify does not hear ([`seen`]: network, FUSE, cluster,
+//! procfs) is not watched: nothing that depends on it is kept.
+
+/// What [`Notices::watch`] made of a directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Watch {
+    /// Watched: a change in it is a notice.
+    Watched,
+    /// Not watched: it is on a file system whose changes make no notice ([`seen`] says
+    /// which), so nothing that depends on it may be kept.
+    Unseen,
+    /// It could not be watched (no more watches, no permission, gone).
+    Failed,
+}
+
+/// Whether inotify reports the changes of a file system of type `f_type` (`statfs`,
+/// linux/magic.h). inotify hears what this kernel does: not what another client or the
+/// server of a network file system does (NFS, SMB/CIFS, 9p, Ceph, AFS, Coda, NCP, Lustre,
+/// GPFS), nor another node of a cluster file system on a shared disk (OCFS2, GFS2), nor a
+/// FUSE server (sshfs, GlusterFS, virtiofs: all FUSE's type). Nor procfs: its entries come
+/// and go with processes without a notice, and its magic links (`/proc/PID/cwd`,
+/// `/proc/PID/root`) lead into another process's mounts, which a path resolved here does
+/// not reach. An overlay is seen: a change made through it is a notice, and changing its
+/// layers underneath while it is mounted is undefined (the kernel's overlayfs docs), as a
+/// container's root is, whose every `PATH` directory is on one.
+pub(crate) fn seen(f_type: u32) -> bool {
+    const UNSEEN: &[u32] = &[
+        0x9fa0,      // PROC_SUPER_MAGIC
+        0x6969,      // NFS_SUPER_MAGIC
+        0x517b,      // SMB_SUPER_MAGIC
+        0xff53_4d42, // CIFS_SUPER_MAGIC
+        0xfe53_4d42, // SMB2_SUPER_MAGIC
+        0x564c,      // NCP_SUPER_MAGIC
+        0x0102_1997, // V9FS_MAGIC
+        0x00c3_6400, // CEPH_SUPER_MAGIC
+        0x5346_414f, // AFS_SUPER_MAGIC (OpenAFS too)
+        0x6b41_4653, // AFS_FS_MAGIC (kAFS)
+        0x7375_7245, // CODA_SUPER_MAGIC
+        0x6573_5546, // FUSE_SUPER_MAGIC
+        0x7461_636f, // OCFS2_SUPER_MAGIC
+        0x0116_1970, // GFS2_MAGIC
+        0x0bd0_0bd0, // Lustre's LL_SUPER_MAGIC
+        0x4750_4653, // GPFS ("GPFS")
+    ];
+    !UNSEEN.contains(&f_type)
+}
 
 #[cfg(target_os = "linux")]
 mod imp {
@@ -16,6 +62,8 @@ mod imp {
     use std::path::Path;
 
     use rustix::fs::inotify;
+
+    use super::Watch;
 
     /// Watches and the mount table; see the module.
     #[derive(Debug)]
@@ -41,9 +89,23 @@ mod imp {
 
         /// Watch `dir` (the last component not followed) for entries named `name` (`None`:
         /// any) created, removed, moved in or out or changed in mode or times, and for its own
-        /// removal, move or change (its mode, its times). False when it cannot be watched.
-        pub(crate) fn watch(&mut self, dir: &Path, name: Option<&OsStr>) -> bool {
+        /// removal, move or change (its mode, its times); not when its file system makes
+        /// no notices ([`super::seen`]).
+        pub(crate) fn watch(&mut self, dir: &Path, name: Option<&OsStr>) -> Watch {
             use inotify::WatchFlags as W;
+            use rustix::fs::OFlags;
+            // The file system of `dir` itself (a link not followed, as the watch is made).
+            let Ok(at) =
+                rustix::fs::open(dir, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC, rustix::fs::Mode::empty())
+            else {
+                return Watch::Failed;
+            };
+            let Ok(fs) = rustix::fs::fstatfs(&at) else { return Watch::Failed };
+            // `f_type` is 32 or 64 bits wide, signed or not: the magic numbers are 32 bits.
+            #[allow(clippy::cast_sign_loss, clippy::cast_possible_truncation, trivial_numeric_casts)]
+            if !super::seen(fs.f_type as u32) {
+                return Watch::Unseen;
+            }
             let mask = W::CREATE
                 | W::DELETE
                 | W::MOVED_FROM
@@ -53,7 +115,7 @@ mod imp {
                 | W::DELETE_SELF
                 | W::MOVE_SELF
                 | W::DONT_FOLLOW;
-            let Ok(wd) = inotify::add_watch(&self.inotify, dir, mask) else { return false };
+            let Ok(wd) = inotify::add_watch(&self.inotify, dir, mask) else { return Watch::Failed };
             let names = self.names.entry(wd).or_insert_with(|| Some(HashSet::new()));
             match (names, name) {
                 (Some(set), Some(name)) => {
@@ -62,7 +124,7 @@ mod imp {
                 (names, None) => *names = None,
                 (None, Some(_)) => {}
             }
-            true
+            Watch::Watched
         }
 
         /// Whether nothing that matters came since the watches were made (one `poll`, not
@@ -136,8 +198,8 @@ mod imp {
         pub(crate) fn new() -> Option<Self> {
             None
         }
-        pub(crate) fn watch(&mut self, _: &Path, _: Option<&OsStr>) -> bool {
-            false
+        pub(crate) fn watch(&mut self, _: &Path, _: Option<&OsStr>) -> super::Watch {
+            super::Watch::Failed
         }
         pub(crate) fn quiet(&mut self) -> bool {
             false
@@ -146,3 +208,31 @@ mod imp {
 }
 
 pub(crate) use imp::Notices;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn network_fuse_cluster_and_proc_file_systems_are_unseen_local_ones_and_overlays_seen() {
+        // nfs, cifs, smb2, 9p, ceph, fuse, kAFS, proc.
+        for unseen in [0x6969, 0xff53_4d42, 0xfe53_4d42, 0x0102_1997, 0x00c3_6400, 0x6573_5546, 0x6b41_4653, 0x9fa0] {
+            assert!(!seen(unseen), "{unseen:#x}");
+        }
+        // ext4, xfs, btrfs, tmpfs, overlay.
+        for local in [0xef53, 0x5846_5342, 0x9123_683e, 0x0102_1994, 0x794c_7630] {
+            assert!(seen(local), "{local:#x}");
+        }
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_directory_of_procfs_is_not_watched() {
+        let mut notices = Notices::new().unwrap();
+        assert_eq!(notices.watch(std::path::Path::new("/proc/self"), None), Watch::Unseen);
+        assert_eq!(notices.watch(std::path::Path::new("/proc"), None), Watch::Unseen);
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(notices.watch(dir.path(), None), Watch::Watched);
+        assert_eq!(notices.watch(&dir.path().join("missing"), None), Watch::Failed);
+    }
+}

@@ -11,12 +11,18 @@
 //! `PATH` moves no entry). Every lookup first asks, without blocking, whether anything came
 //! (one `poll`); any event on a watched name, on a watched directory itself, or an overflow
 //! of the queue drops every kept result. A search that skipped a symbolic link (whose
-//! target may change anywhere) is not kept. And a kept path that fails to start (the file
+//! target may change anywhere) or an entry that is there but not executable (a `chmod`
+//! through another hard link to it raises no notice in the watched directory) is not kept,
+//! nor one whose way goes through a directory on a file system that makes no notices
+//! ([`crate::notices::seen`]: procfs, whose magic links such as `/proc/PID/cwd` lead into
+//! another process's mounts). And a kept path that fails to start (the file
 //! went away, or is no longer executable) is searched for again at once by the caller
 //! ([`Programs::forget`]), so a stale result never decides what runs.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+
+use crate::notices::Watch;
 
 /// A regular file that this process may execute (as `execvp` would find out:
 /// execute permission for our effective ids, and not on a `noexec` mount).
@@ -32,7 +38,8 @@ pub(crate) fn may_execute(path: &Path) -> bool {
 struct Search {
     found: Option<PathBuf>,
     /// Whether the result may be kept: no candidate before the one found (or, when none
-    /// was found, at all) was a symbolic link, whose target no watch of ours covers.
+    /// was found, at all) was there: a symbolic link (whose target no watch of ours
+    /// covers) or a file not executable (its mode may change through another hard link).
     keepable: bool,
 }
 
@@ -50,7 +57,14 @@ fn search_noting_links(path: &OsStr, program: &str, note_links: bool) -> Search 
         if may_execute(&candidate) {
             return Search { found: Some(candidate), keepable };
         }
-        if note_links && std::fs::symlink_metadata(&candidate).is_ok_and(|m| m.file_type().is_symlink()) {
+        // A symbolic link's target may change anywhere; a file that is there but not
+        // executable may become so through another hard link (a `chmod` there raises no
+        // notice in this directory); one that cannot be looked at, anything. Only a name
+        // that is not there leaves the search keepable (its creation is a notice here).
+        if note_links
+            && !matches!(std::fs::symlink_metadata(&candidate), Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR))
+        {
             keepable = false;
         }
     }
@@ -111,7 +125,8 @@ impl Programs {
             return Found { path: search(path, program), kept: false };
         };
         // Watched first, searched second: a change after the watch is a notice next time.
-        if !kept.watch(path, program) {
+        let watched = kept.watch(path, program);
+        if watched == Watch::Failed {
             // A directory that cannot be watched (no more watches, no permission): watching
             // again at every call would cost more than the search it saves.
             *state = None;
@@ -119,7 +134,7 @@ impl Programs {
             return Found { path: search(path, program), kept: false };
         }
         let searched = search_noting_links(path, program, true);
-        let keep = searched.found.clone().filter(|_| searched.keepable);
+        let keep = searched.found.clone().filter(|_| searched.keepable && watched == Watch::Watched);
         kept.insert(path, program, keep);
         Found { path: searched.found, kept: false }
     }
@@ -168,16 +183,23 @@ impl Kept {
 
     /// Watch what a search of `program` on `path` depends on: each absolute directory,
     /// for `program` and for itself, and each directory on the way to it, for the next
-    /// name. False when one could not be watched (the result must not be kept).
-    fn watch(&mut self, path: &OsStr, program: &str) -> bool {
-        std::env::split_paths(path).filter(|d| d.is_absolute()).all(|dir| self.watch_dir(&dir, program))
+    /// name. `Unseen` when one is on a file system that makes no notices (the result must
+    /// not be kept), `Failed` when one could not be watched.
+    fn watch(&mut self, path: &OsStr, program: &str) -> Watch {
+        for dir in std::env::split_paths(path).filter(|d| d.is_absolute()) {
+            match self.watch_dir(&dir, program) {
+                Watch::Watched => {}
+                other => return other,
+            }
+        }
+        Watch::Watched
     }
 
     /// Resolve `dir` one name at a time as the kernel would, watching each directory
     /// for the name looked up in it before looking it up; then `dir` itself for
     /// `program`. A name that does not exist (or is no directory) ends the walk: its
     /// creation is a notice on the directory watched for it.
-    fn watch_dir(&mut self, dir: &Path, program: &str) -> bool {
+    fn watch_dir(&mut self, dir: &Path, program: &str) -> Watch {
         let mut pending: std::collections::VecDeque<std::ffi::OsString> = parts(dir).into();
         let mut at = PathBuf::from("/");
         let mut links = 0;
@@ -190,16 +212,17 @@ impl Kept {
                 at.pop();
                 continue;
             }
-            if !self.notices.watch(&at, Some(&part)) {
-                return false;
+            match self.notices.watch(&at, Some(&part)) {
+                Watch::Watched => {}
+                other => return other,
             }
             let next = at.join(&part);
             match std::fs::symlink_metadata(&next) {
                 Ok(m) if m.file_type().is_symlink() => {
                     links += 1;
-                    let Ok(target) = std::fs::read_link(&next) else { return false };
+                    let Ok(target) = std::fs::read_link(&next) else { return Watch::Failed };
                     if links > MAX_LINKS {
-                        return false;
+                        return Watch::Failed;
                     }
                     for p in parts(&target).into_iter().rev() {
                         pending.push_front(p);
@@ -208,9 +231,9 @@ impl Kept {
                 Ok(m) if m.is_dir() => at = next,
                 // Missing, or not a directory: nothing is found below it until the name
                 // changes, which the watch on `at` reports.
-                Ok(_) => return true,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
-                Err(_) => return false,
+                Ok(_) => return Watch::Watched,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Watch::Watched,
+                Err(_) => return Watch::Failed,
             }
         }
         self.notices.watch(&at, Some(OsStr::new(program)))
@@ -287,6 +310,54 @@ mod tests {
         assert!(find().kept);
         programs.forget();
         assert!(!find().kept);
+    }
+
+    #[test]
+    fn a_search_past_a_file_not_executable_is_not_kept() {
+        // `a/prog` is not executable, `x/link` a hard link to it: a `chmod` through the link
+        // raises no notice on `a`, yet a fresh search finds `a/prog` after it.
+        let root = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(root.path()).unwrap();
+        let (a, b, x) = (root.join("a"), root.join("b"), root.join("x"));
+        for d in [&a, &b, &x] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let in_a = tool(&a, "prog", "#!/bin/sh\n");
+        std::fs::set_permissions(&in_a, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::hard_link(&in_a, x.join("link")).unwrap();
+        let in_b = tool(&b, "prog", "#!/bin/sh\n");
+        let path = std::env::join_paths([&a, &b]).unwrap();
+        let programs = Programs::new();
+        programs.keep();
+        for _ in 0..2 {
+            assert_eq!(programs.find(&path, "prog"), Found { path: Some(in_b.clone()), kept: false });
+        }
+        std::fs::set_permissions(x.join("link"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(programs.find(&path, "prog"), Found { path: Some(in_a), kept: false });
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_search_through_proc_is_not_kept() {
+        // `/proc/PID/root` and `/proc/PID/cwd` lead into that process's mounts, which the
+        // link's text resolved here may not be; and procfs makes no notices.
+        let root = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(root.path()).unwrap();
+        let (a, b) = (root.join("a"), root.join("b"));
+        std::fs::create_dir(&a).unwrap();
+        std::fs::create_dir(&b).unwrap();
+        let in_b = tool(&b, "prog", "#!/bin/sh\n");
+        let through_proc = Path::new("/proc/self/root").join(a.strip_prefix("/").unwrap());
+        let path = std::env::join_paths([&through_proc, &b]).unwrap();
+        let programs = Programs::new();
+        programs.keep();
+        for _ in 0..2 {
+            assert_eq!(programs.find(&path, "prog"), Found { path: Some(in_b.clone()), kept: false });
+        }
+        // Other searches are still kept.
+        let plain = std::env::join_paths([&a, &b]).unwrap();
+        assert!(!programs.find(&plain, "prog").kept);
+        assert!(programs.find(&plain, "prog").kept);
     }
 
     #[test]

@@ -252,14 +252,16 @@ fn real_path(path: &Path, known: &mut std::collections::HashMap<PathBuf, Option<
 
 /// The directories walked to grant read rights around `denied` (each one's ancestors), and
 /// what they looked like: an entry added, removed or renamed in one changes it. Where the
-/// kernel offers change notices, they are watched too, and asked instead of looking at each
+/// kernel offers change notices and each directory is on a file system that makes them
+/// ([`crate::notices::seen`]), they are watched too, and asked instead of looking at each
 /// directory again (one `poll` per check instead of a `stat` per directory).
 #[derive(Debug)]
 pub(crate) struct Walk {
     seen: Vec<(PathBuf, Option<Stamp>)>,
     /// Every directory of `seen` that exists, watched (made before it was looked at).
     notices: Option<std::sync::Mutex<crate::notices::Notices>>,
-    /// Nothing was recorded: the rules are stale at once ([`Walk::unrecorded`]).
+    /// Nothing was recorded, or the paths moved while they were ([`Walk::resolved`]): the
+    /// rules are stale at once ([`Walk::unrecorded`]).
     unrecorded: bool,
 }
 
@@ -269,24 +271,58 @@ type Stamp = (u64, i64, i64);
 impl Walk {
     /// The directories on the way to `denied`, as they are now.
     pub(crate) fn of(denied: &[PathBuf]) -> Self {
-        let mut dirs: Vec<PathBuf> = denied.iter().flat_map(|d| d.ancestors().skip(1).map(Path::to_owned)).collect();
+        let mut walk = Self {
+            seen: Vec::new(),
+            notices: crate::notices::Notices::new().map(std::sync::Mutex::new),
+            unrecorded: false,
+        };
+        walk.record(denied);
+        walk
+    }
+
+    /// Record the directories on the way to `more` too (those not recorded yet).
+    fn record(&mut self, more: &[PathBuf]) {
+        let mut dirs: Vec<PathBuf> = more
+            .iter()
+            .flat_map(|d| d.ancestors().skip(1).map(Path::to_owned))
+            .filter(|d| !self.seen.iter().any(|(s, _)| s == d))
+            .collect();
         dirs.sort();
         dirs.dedup();
         // Parents sort before their children: a missing directory is not watched, but its
-        // creation is a notice on its parent, watched already.
-        let mut notices = crate::notices::Notices::new();
-        let seen = dirs
-            .into_iter()
-            .map(|d| {
-                let watched = notices.as_mut().is_some_and(|n| n.watch(&d, None));
-                let stamp = look(&d);
-                if !watched && stamp.is_some() {
-                    notices = None;
-                }
-                (d, stamp)
-            })
-            .collect();
-        Self { seen, notices: notices.map(std::sync::Mutex::new), unrecorded: false }
+        // creation is a notice on its parent, watched already. A directory that cannot be
+        // watched (or is on a file system that makes no notices) turns them off: each
+        // directory is compared instead.
+        for d in dirs {
+            let watched = self.notices.as_mut().is_some_and(|n| {
+                n.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).watch(&d, None)
+                    == crate::notices::Watch::Watched
+            });
+            let stamp = look(&d);
+            if !watched && stamp.is_some() {
+                self.notices = None;
+            }
+            self.seen.push((d, stamp));
+        }
+    }
+
+    /// `denied` resolved ([`resolve`]) and the walk that keeps it true: the directories on
+    /// the way to the paths as named are recorded before they are resolved, so a link made
+    /// on the way meanwhile is a change; those on the way to the resolved paths after, and
+    /// then the paths are resolved again: one that resolves elsewhere now (a link made on
+    /// its way before that was recorded) makes the walk stale at once.
+    pub(crate) fn resolved(denied: &[PathBuf]) -> (Vec<PathBuf>, Self) {
+        Self::resolved_by(denied, resolve)
+    }
+
+    fn resolved_by(denied: &[PathBuf], mut resolve: impl FnMut(&[PathBuf]) -> Vec<PathBuf>) -> (Vec<PathBuf>, Self) {
+        let mut walk = Self::of(denied);
+        let resolved = resolve(denied);
+        walk.record(&resolved);
+        if resolve(denied) != resolved {
+            walk.unrecorded = true;
+        }
+        (resolved, walk)
     }
 
     /// No directory recorded (a process that builds the rules once): [`Walk::changed`]
@@ -480,6 +516,47 @@ mod tests {
         std::fs::write(home.join(".config/new"), "x").unwrap();
         assert!(walk.changed(), "an entry created on the way is seen");
         assert!(walk.changed(), "and stays seen");
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_link_made_on_the_way_while_the_paths_are_resolved_is_a_change() {
+        let (_one, dir) = walk_home();
+        let home = std::fs::canonicalize(dir.path()).unwrap();
+        for d in ["dotfiles/aws", "elsewhere/aws"] {
+            std::fs::create_dir_all(home.join(d)).unwrap();
+        }
+        let denied = [home.join(".aws")];
+        // Nothing moves: the paths resolved, and a walk that stays quiet.
+        let quiet = (0..200).find_map(|_| {
+            let (resolved, walk) = Walk::resolved(&denied);
+            assert_eq!(resolved, denied);
+            (!walk.changed()).then_some(walk)
+        });
+        assert!(quiet.is_some(), "no walk was quiet");
+        // `~/.aws` made a link to `~/dotfiles/aws` after the walk of `~` began, before the
+        // paths were resolved.
+        let (resolved, walk) = Walk::resolved_by(&denied, |d| {
+            if !home.join(".aws").exists() {
+                std::os::unix::fs::symlink(home.join("dotfiles/aws"), home.join(".aws")).unwrap();
+            }
+            resolve(d)
+        });
+        assert_eq!(resolved, [home.join("dotfiles/aws")]);
+        assert!(walk.changed(), "a link made while the paths were resolved");
+        // `~/dotfiles/aws` made a link elsewhere once the paths were resolved, before the
+        // way to them (`~/dotfiles`) was recorded.
+        let mut first = true;
+        let (resolved, walk) = Walk::resolved_by(&denied, |d| {
+            let resolved = resolve(d);
+            if std::mem::take(&mut first) {
+                std::fs::rename(home.join("dotfiles/aws"), home.join("dotfiles/old")).unwrap();
+                std::os::unix::fs::symlink(home.join("elsewhere/aws"), home.join("dotfiles/aws")).unwrap();
+            }
+            resolved
+        });
+        assert_eq!(resolved, [home.join("dotfiles/aws")]);
+        assert!(walk.changed(), "a link made before the way to the resolved paths was recorded");
     }
 
     #[test]

@@ -813,12 +813,12 @@ mod imp {
             return Ok((Arc::clone(fd), Arc::clone(resolved)));
         }
         // The walk is taken first: a change made while the rules are built is seen next time.
-        let resolved: Resolved = crate::reads::resolve(denied).into();
-        let walk = if super::ONE_CALL.load(std::sync::atomic::Ordering::Relaxed) {
-            crate::reads::Walk::unrecorded()
+        let (resolved, walk) = if super::ONE_CALL.load(std::sync::atomic::Ordering::Relaxed) {
+            (crate::reads::resolve(denied), crate::reads::Walk::unrecorded())
         } else {
-            crate::reads::Walk::of(&[denied, &resolved].concat())
+            crate::reads::Walk::resolved(denied)
         };
+        let resolved: Resolved = resolved.into();
         let fd = Arc::new(build_read_ruleset(abi, &resolved)?);
         if built.len() >= 16 {
             built.clear();

@@ -13,8 +13,9 @@
 //! the clone, and the child has every handler back to the default before unblocking, so no
 //! handler of packs ever runs in it: on x86-64 the kernel does it at the clone (`clone3`'s
 //! `CLONE_CLEAR_SIGHAND`, Linux 5.5: what `execve` does, a handled signal to the default
-//! and an ignored one still ignored), elsewhere or where `clone3` is refused (an older
-//! kernel, a container's seccomp profile) the child asks for each signal's disposition
+//! and an ignored one still ignored), elsewhere (x32 included) or where `clone3` fails and
+//! `clone` works (an older kernel, a container's seccomp profile answering with any errno)
+//! the child asks for each signal's disposition
 //! (64 `rt_sigaction`s). Landlock and seccomp apply to the child's own task, and after
 //! `execve` it has memory of its own: no packs task shares its restrictions.
 
@@ -92,14 +93,35 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
 }
 
 /// `/dev/null` for reading, opened once per process (close-on-exec, above 2): the stdin of
-/// every child without a pipe, which gets its own copy of it by `dup2`.
+/// every child without a pipe, which gets its own copy of it by `dup2`. Checked at each use
+/// (one `fstat`: still a character device with /dev/null's device number) and opened again
+/// if not: a program using packs as a library may close descriptors it does not own
+/// (`close_range(3, ~0)`), and the number, reused by its next `open`, would be another
+/// file. A number no longer ours is never closed here.
 fn dev_null() -> io::Result<BorrowedFd<'static>> {
-    static NULL: std::sync::OnceLock<OwnedFd> = std::sync::OnceLock::new();
-    if let Some(fd) = NULL.get() {
-        return Ok(fd.as_fd());
+    /// The descriptor (-1: none yet) and the device number it was opened on.
+    static NULL: std::sync::Mutex<(c_int, libc::dev_t)> = std::sync::Mutex::new((-1, 0));
+    let mut null = NULL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (fd, rdev) = *null;
+    if fd >= 0 && rdev_of(fd) == Some(rdev) {
+        // SAFETY: open (just checked), and never closed by packs.
+        return Ok(unsafe { BorrowedFd::borrow_raw(fd) });
     }
-    let fd = above_stdio(File::open("/dev/null")?.into())?;
-    Ok(NULL.get_or_init(|| fd).as_fd())
+    let file = above_stdio(File::open("/dev/null")?.into())?;
+    let rdev = rdev_of(file.as_raw_fd()).ok_or_else(|| io::Error::other("/dev/null is not a character device"))?;
+    // Kept for the life of the process.
+    let fd = std::os::fd::IntoRawFd::into_raw_fd(file);
+    *null = (fd, rdev);
+    // SAFETY: just opened, and never closed.
+    Ok(unsafe { BorrowedFd::borrow_raw(fd) })
+}
+
+/// The device number of `fd` when it is a character device.
+fn rdev_of(fd: c_int) -> Option<libc::dev_t> {
+    // SAFETY: fstat writes into a local; a closed `fd` is an error.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    (unsafe { libc::fstat(fd, &raw mut stat) } == 0 && stat.st_mode & libc::S_IFMT == libc::S_IFCHR)
+        .then_some(stat.st_rdev)
 }
 
 /// A pipe: (read end, write end), both close-on-exec and above 2.
@@ -200,8 +222,28 @@ enum Clone {
     Plain,
 }
 
-/// `clone3` was refused once in this process (ENOSYS, EINVAL or EPERM): `clone` from then on.
+/// `clone3` failed once in this process where `clone` then worked: `clone` from then on.
 static CLONE3_REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The child started by `clone3` (its result given), or else by `clone`. Any error of
+/// `clone3` falls back (an older kernel says ENOSYS, a seccomp profile any errno: EPERM,
+/// EACCES...); when `clone` then works, `clone3` is marked `refused` for the process, and
+/// when it fails too (no more processes, no memory), its error is returned and `clone3` is
+/// tried again next time.
+fn or_clone(
+    clone3: Result<libc::pid_t, c_int>,
+    clone: impl FnOnce() -> io::Result<libc::pid_t>,
+    refused: &std::sync::atomic::AtomicBool,
+) -> io::Result<libc::pid_t> {
+    match clone3 {
+        Ok(pid) => Ok(pid),
+        Err(_) => {
+            let pid = clone()?;
+            refused.store(true, std::sync::atomic::Ordering::Relaxed);
+            Ok(pid)
+        }
+    }
+}
 
 /// Clone the child running [`child`] with `args` on a stack of its own, every signal
 /// blocked in the calling thread meanwhile; returns once the child called `execve` or
@@ -219,26 +261,18 @@ fn start(args: &mut ChildArgs<'_>, how: Clone) -> io::Result<libc::pid_t> {
         libc::sigfillset(&raw mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut old);
         let arg = std::ptr::from_mut(args).cast::<c_void>();
-        let mut started = None;
-        if how == Clone::Best && !CLONE3_REFUSED.load(std::sync::atomic::Ordering::Relaxed) {
-            (*arg.cast::<ChildArgs>()).handlers_cleared = true;
-            let pid = clone3(arg, stack.as_mut_ptr() as usize, top);
-            if pid >= 0 {
-                started = Some(Ok(pid));
-            } else {
-                (*arg.cast::<ChildArgs>()).handlers_cleared = false;
-                match errno() {
-                    libc::ENOSYS | libc::EINVAL | libc::EPERM => {
-                        CLONE3_REFUSED.store(true, std::sync::atomic::Ordering::Relaxed);
-                    }
-                    error => started = Some(Err(io::Error::from_raw_os_error(error))),
-                }
-            }
-        }
-        let started = started.unwrap_or_else(|| {
+        let plain = || {
+            (*arg.cast::<ChildArgs>()).handlers_cleared = false;
             let pid = libc::clone(child, top as *mut c_void, libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD, arg);
             if pid < 0 { Err(io::Error::last_os_error()) } else { Ok(pid) }
-        });
+        };
+        let started = if how == Clone::Best && !CLONE3_REFUSED.load(std::sync::atomic::Ordering::Relaxed) {
+            (*arg.cast::<ChildArgs>()).handlers_cleared = true;
+            let pid = clone3(arg, stack.as_mut_ptr() as usize, top);
+            or_clone(if pid >= 0 { Ok(pid) } else { Err(errno()) }, plain, &CLONE3_REFUSED)
+        } else {
+            plain()
+        };
         libc::pthread_sigmask(libc::SIG_SETMASK, &raw const old, ptr::null_mut());
         started
     };
@@ -247,7 +281,7 @@ fn start(args: &mut ChildArgs<'_>, how: Clone) -> io::Result<libc::pid_t> {
 }
 
 /// `struct clone_args` up to `tls` (`CLONE_ARGS_SIZE_VER0`, linux/sched.h).
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
 #[repr(C)]
 struct CloneArgs {
     flags: u64,
@@ -261,7 +295,7 @@ struct CloneArgs {
 }
 
 /// `CLONE_CLEAR_SIGHAND` (linux/sched.h): the child's handled signals back to the default.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
 const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
 
 /// `clone3(CLONE_VM | CLONE_VFORK | CLONE_CLEAR_SIGHAND)` running [`child`] with `arg` on
@@ -274,7 +308,7 @@ const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
 /// # Safety
 /// As for `clone(CLONE_VM | CLONE_VFORK)`: `arg` and the stack outlive the call, every
 /// signal is blocked, and `child` only makes system calls.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
 unsafe fn clone3(arg: *mut c_void, base: usize, top: usize) -> libc::pid_t {
     let clone_args = CloneArgs {
         flags: (libc::CLONE_VM | libc::CLONE_VFORK) as u64 | CLONE_CLEAR_SIGHAND,
@@ -325,7 +359,7 @@ unsafe fn clone3(arg: *mut c_void, base: usize, top: usize) -> libc::pid_t {
 }
 
 /// No `clone3` path on this architecture: [`start`] falls back to `clone`.
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(not(all(target_arch = "x86_64", target_pointer_width = "64")))]
 unsafe fn clone3(_arg: *mut c_void, _base: usize, _top: usize) -> libc::pid_t {
     // SAFETY: errno is this thread's.
     unsafe { *libc::__errno_location() = libc::ENOSYS };
@@ -568,7 +602,7 @@ mod tests {
     }
 
     #[test]
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
     fn the_kernel_resets_the_handlers_where_it_can() {
         // clone3 with CLONE_CLEAR_SIGHAND (Linux 5.5) on this kernel, unless a seccomp filter
         // of the test's own stands in the way: a malformed clone3 would fall back unseen.
@@ -580,6 +614,39 @@ mod tests {
         run("/bin/true", &["true"], &[], None);
         if version >= (5, 5) && !seccomp {
             assert!(!CLONE3_REFUSED.load(std::sync::atomic::Ordering::Relaxed), "kernel {release}");
+        }
+    }
+
+    #[test]
+    fn stdin_is_dev_null_even_once_its_descriptor_was_replaced() {
+        let null = dev_null().unwrap().as_raw_fd();
+        // The number replaced by another file (the read end of a pipe whose writer is gone:
+        // a child of another test that got it would read an end, as from /dev/null).
+        let (r, w) = pipe().unwrap();
+        drop(w);
+        // SAFETY: dup2 onto the number dev_null() holds, as a host closing and reopening
+        // descriptors would; the copy is left open (another thread may hold the number).
+        assert_eq!(unsafe { libc::dup2(r.as_raw_fd(), null) }, null);
+        let (status, out) = run("/bin/readlink", &["readlink", "/proc/self/fd/0"], &[], None);
+        assert_eq!((status, String::from_utf8_lossy(&out).trim()), (0, "/dev/null"));
+        assert_ne!(dev_null().unwrap().as_raw_fd(), null, "opened again");
+    }
+
+    #[test]
+    fn any_clone3_error_falls_back_to_clone_and_refuses_it_only_if_clone_works() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let refused = AtomicBool::new(false);
+        assert_eq!(or_clone(Ok(7), || panic!("clone after a clone3 that worked"), &refused).unwrap(), 7);
+        assert!(!refused.load(Ordering::Relaxed));
+        // No more processes: clone fails alike, its error is returned, clone3 tried again.
+        let error = or_clone(Err(libc::EAGAIN), || Err(io::Error::from_raw_os_error(libc::EAGAIN)), &refused);
+        assert_eq!(error.unwrap_err().raw_os_error(), Some(libc::EAGAIN));
+        assert!(!refused.load(Ordering::Relaxed));
+        // A seccomp profile answering clone3 with EACCES (or ENOSYS, EPERM...).
+        for errno in [libc::EACCES, libc::ENOSYS, libc::EFAULT] {
+            let refused = AtomicBool::new(false);
+            assert_eq!(or_clone(Err(errno), || Ok(42), &refused).unwrap(), 42);
+            assert!(refused.load(Ordering::Relaxed), "errno {errno}");
         }
     }
 
