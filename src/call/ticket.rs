@@ -1107,4 +1107,25 @@ mod tests {
         assert_eq!(said, format!("May I run a? It will: {}...", &long[..157 - "May I run a? It will: ".len()]));
         assert_eq!(speak("db_dump.v2-x", "Dump it. Then more."), "May I run db dump v2 x? It will: Dump it.");
     }
+
+    #[test]
+    fn a_pending_call_as_json_names_the_tool_its_ticket_prompt_sentence_and_expiry() {
+        let dir = tempfile::tempdir().unwrap();
+        let tickets = Tickets::open(&dir.path().join("k")).unwrap();
+        let req = request(&["deploy", "main"]);
+        let call = Presented::new("deploy", None, &Map::new(), &req);
+        let mut pending = tickets.issue(&call, req, "Deploy a branch.");
+        pending.expires = UNIX_EPOCH + Duration::from_millis(1_000_000_000_999);
+        let json = pending.to_json();
+        assert_eq!(
+            json["pending"],
+            json!({"tool": "deploy", "ticket": pending.ticket, "prompt": pending.prompt,
+                "speak": "May I run deploy? It will: Deploy a branch.", "expires": "2001-09-09T01:46:40Z"})
+        );
+        assert_eq!(
+            json["message"],
+            "`deploy` has not run: it waits for a person's approval. Go on with other work; do not call it again \
+             for this, the answer comes later."
+        );
+    }
 }
