@@ -1128,4 +1128,37 @@ mod tests {
              for this, the answer comes later."
         );
     }
+
+    #[test]
+    fn callers_that_create_the_key_at_once_all_open_the_one_key() {
+        // Each finds no key, writes one aside and links it into place: all but one find the
+        // link taken, and open the key the first one linked (the window holds an fsync, so
+        // eight callers released at once race in it).
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let key = dir.path().join("state/approval.key");
+            let barrier = std::sync::Barrier::new(8);
+            let opened: Vec<Result<Tickets, KeyFileError>> = std::thread::scope(|s| {
+                let callers: Vec<_> = (0..8)
+                    .map(|_| {
+                        s.spawn(|| {
+                            barrier.wait();
+                            Tickets::open(&key)
+                        })
+                    })
+                    .collect();
+                callers.into_iter().map(|c| c.join().unwrap()).collect()
+            });
+            let opened: Vec<Tickets> = opened.into_iter().map(Result::unwrap).collect();
+            let req = request(&["deploy"]);
+            let call = Presented::new("deploy", None, &Map::new(), &req);
+            for tickets in &opened {
+                let pending = opened[0].issue(&call, req.clone(), "");
+                assert_eq!(Answers::only(tickets, &pending.ticket, true).take(&call), Some(Ok(true)));
+            }
+            let left: Vec<_> =
+                std::fs::read_dir(dir.path().join("state")).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert_eq!(left.len(), 2, "the key and its record, nothing written aside: {left:?}");
+        }
+    }
 }
