@@ -493,4 +493,103 @@ mod tests {
             assert!(!Arc::ptr_eq(&decided(&ctx, tool), &decided(&ctx, tool)));
         }
     }
+
+    #[test]
+    fn the_context_keys_are_the_six_and_no_other_is_set() {
+        assert_eq!(Context::keys(), ["url", "selection", "clipboard", "file", "cwd", "transcript"]);
+        let mut c = Context::new();
+        c.set("url", "https://example.com").unwrap();
+        let e = c.set("urls", "x").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown context key `urls`; known keys: url, selection, clipboard, file, cwd, transcript"
+        );
+        assert_eq!(c.values(), &serde_json::json!({"url": "https://example.com"}).as_object().cloned().unwrap());
+    }
+
+    #[test]
+    fn a_variable_passed_is_passed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let also = agent(dir.path(), "also", "pass_env = [\"A\", \"B\"]\n");
+        let c = Context::new().with_pass_env(["A", "A"]).with_pass_env(["A", "C"]).with_agent(also);
+        assert_eq!(c.pass_env(), ["A", "C", "B"]);
+    }
+
+    #[test]
+    fn the_sandbox_key_changes_with_each_setting_the_sandbox_level_depends_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let base = Context::new().with_workspace(root.clone());
+        let variants = [
+            base.clone().with_sandbox(SandboxMode::Off),
+            base.clone().with_denied_reads([root.join("secret")]),
+            base.clone().with_denied_reads([root.join("secret")]).dropping_default_reads(true),
+            base.clone().with_control_plane([root.clone()]),
+            base.clone().with_workspace(root.join("other")),
+        ];
+        let keys: Vec<String> = std::iter::once(&base).chain(&variants).map(Context::sandbox_key).collect();
+        for (i, key) in keys.iter().enumerate() {
+            assert_eq!(keys.iter().filter(|k| *k == key).count(), 1, "{i}: {key}");
+        }
+        assert_eq!(base.sandbox_key(), base.clone().with_mode("Coding").sandbox_key());
+        assert!(keys[1].starts_with("Off "), "{}", keys[1]);
+    }
+
+    #[test]
+    fn control_plane_and_own_secrets_add_to_what_was_set_and_keep_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for d in ["packs", "key", "secrets", "op"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let c = Context::new()
+            .with_mode("Coding")
+            .with_denied_reads([root.join("op")])
+            .with_control_plane([root.join("packs")])
+            .protecting_files(&[root.join("key")])
+            .own_secrets(&[root.join("secrets"), root.join("key")])
+            .dropping_default_reads(true);
+        assert_eq!(c.mode(), Some("Coding"));
+        assert_eq!(&*c.control_plane, [root.join("key"), root.join("packs")]);
+        assert_eq!(&*c.own_reads, [root.join("key"), root.join("secrets")]);
+        assert_eq!(&*c.denied_reads(), [root.join("key"), root.join("op"), root.join("secrets")]);
+        assert!(c.default_reads_dropped);
+        assert!(!c.clone().dropping_default_reads(false).default_reads_dropped);
+    }
+
+    #[test]
+    fn reads_are_denied_to_read_only_and_workspace_tools_that_do_not_state_reads_credentials() {
+        let tool = |name: &str, policy: serde_json::Value| serde_json::json!({"name": name, "description": "d", "policy": policy, "command": {"program": "true"}});
+        let (_dir, catalog) = crate::call::tests::pack(&[
+            tool("ro", serde_json::json!({"tier": "read_only"})),
+            tool("ws", serde_json::json!({"tier": "workspace"})),
+            tool("sys", serde_json::json!({"tier": "system"})),
+            tool("cred", serde_json::json!({"tier": "workspace", "reads_credentials": true})),
+        ]);
+        let c = Context::new();
+        let denies: Vec<bool> = ["ro", "ws", "sys", "cred"].map(|n| c.denies_reads(catalog.get(n).unwrap())).to_vec();
+        assert_eq!(denies, [true, true, false, false]);
+    }
+
+    #[test]
+    fn a_tool_that_narrows_reads_reads_the_places_it_names_and_its_own_directory() {
+        let ws = tempfile::tempdir().unwrap();
+        let ws_real = std::fs::canonicalize(ws.path()).unwrap();
+        let (dir, catalog) = crate::call::tests::pack(&[
+            serde_json::json!({"name": "narrow", "description": "d", "policy": {"read_only": true,
+                "readable": ["{{workspace}}/data", "/etc/hostname"]}, "command": {"program": "true"}}),
+            serde_json::json!({"name": "wide", "description": "d", "policy": {"read_only": true},
+                "command": {"program": "true"}}),
+        ]);
+        let c = Context::new().with_workspace(ws.path().to_owned());
+        assert_eq!(
+            c.readable_places(catalog.get("narrow").unwrap()),
+            Some(vec![
+                ws_real.join("data"),
+                PathBuf::from("/etc/hostname"),
+                std::fs::canonicalize(dir.path()).unwrap()
+            ])
+        );
+        assert_eq!(c.readable_places(catalog.get("wide").unwrap()), None);
+    }
 }

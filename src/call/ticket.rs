@@ -920,4 +920,245 @@ mod tests {
         assert!(!names.contains(&"1-00ff".to_owned()));
         assert!(names.contains(&format!("{far}-00aa")));
     }
+
+    /// A ticket sealed with `tickets`' key and these claims, as a packs that issued it would.
+    fn sealed(key: &Path, claims: &Value) -> String {
+        let secret = std::fs::read(key).unwrap();
+        Seal::derived_for(LABEL, secret.trim_ascii()).seal(claims)
+    }
+
+    #[test]
+    fn a_tickets_nonce_is_one_to_sixty_four_hex_digits() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("k");
+        let tickets = Tickets::open(&key).unwrap();
+        let req = request(&["deploy"]);
+        let call = Presented::new("deploy", None, &Map::new(), &req);
+        let expires = millis(SystemTime::now()) + 60_000;
+        let with_nonce = |n: &str| {
+            sealed(
+                &key,
+                &json!({"k": "ticket", "t": "deploy", "g": null, "i": "call", "a": call.arguments,
+                "c": call.command, "x": expires, "n": n}),
+            )
+        };
+        for good in ["a", "f".repeat(64).as_str(), "0123456789abcdefABCDEF"] {
+            assert_eq!(Answers::only(&tickets, &with_nonce(good), true).take(&call), Some(Ok(true)), "{good}");
+        }
+        for bad in ["", "f".repeat(65).as_str(), "e".repeat(80).as_str(), "../x", "ab-cd", "g0"] {
+            assert_eq!(
+                Answers::only(&tickets, &with_nonce(bad), true).take(&call),
+                Some(Err(TicketError::Forged)),
+                "{bad}"
+            );
+        }
+        // Claims of the wrong kinds do not open either.
+        let base = json!({"k": "ticket", "t": "deploy", "g": null, "i": "call", "a": call.arguments,
+            "c": call.command, "x": expires, "n": "ab"});
+        for (k, v) in [("k", json!("session")), ("g", json!(1)), ("p", json!(2)), ("i", json!(true)), ("x", json!("1"))]
+        {
+            let mut claims = base.clone();
+            claims[k] = v;
+            assert_eq!(
+                Answers::only(&tickets, &sealed(&key, &claims), true).take(&call),
+                Some(Err(TicketError::Forged)),
+                "{k}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_expired_ticket_says_when_it_expired() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("k");
+        let tickets = Tickets::open(&key).unwrap();
+        let req = request(&["deploy"]);
+        let call = Presented::new("deploy", None, &Map::new(), &req);
+        // 2001-09-09T01:46:40Z is 1,000,000,000 s after the epoch.
+        let ticket = sealed(
+            &key,
+            &json!({"k": "ticket", "t": "deploy", "g": null, "i": "call", "a": call.arguments,
+            "c": call.command, "x": 1_000_000_000_000_u64 + 999, "n": "ab"}),
+        );
+        let answer = Answers::only(&tickets, &ticket, true).take(&call);
+        let want = TicketError::Expired { at: "2001-09-09T01:46:40Z".into() };
+        assert_eq!(answer, Some(Err(want.clone())));
+        assert_eq!(want.to_string(), "the ticket expired at 2001-09-09T01:46:40Z");
+    }
+
+    #[test]
+    fn a_key_is_thirty_two_to_four_thousand_and_ninety_six_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+            path
+        };
+        // The size counts the whole file; the key is what is left once trimmed.
+        assert!(Tickets::open(&write("32", &[b'k'; 32])).is_ok());
+        assert!(Tickets::open(&write("32nl", &[&[b'k'; 32][..], b"\n"].concat())).is_ok());
+        assert!(matches!(Tickets::open(&write("31", &[b'k'; 31])), Err(KeyFileError::BadSize { bytes: 31, .. })));
+        assert!(matches!(
+            Tickets::open(&write("31sp", &[&[b'k'; 31][..], b"  \n"].concat())),
+            Err(KeyFileError::BadSize { bytes: 34, .. })
+        ));
+        assert!(Tickets::open(&write("4096", &[b'k'; 4096])).is_ok());
+        // Read no further than one byte past the limit.
+        assert!(matches!(Tickets::open(&write("4097", &[b'k'; 4097])), Err(KeyFileError::BadSize { bytes: 4097, .. })));
+        assert!(matches!(Tickets::open(&write("big", &[b'k'; 9000])), Err(KeyFileError::BadSize { bytes: 4097, .. })));
+        let error = Tickets::open(&write("abc", b"abc")).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("approval key {}: a key is 32 to 4096 bytes (it holds 3)", dir.path().join("abc").display())
+        );
+        // Another key: tickets of one do not open with the other.
+        let (a, b) =
+            (Tickets::open(&write("a", &[b'a'; 40])).unwrap(), Tickets::open(&write("b", &[b'b'; 40])).unwrap());
+        let req = request(&["deploy"]);
+        let call = Presented::new("deploy", None, &Map::new(), &req);
+        let pending = a.issue(&call, req, "");
+        assert_eq!(Answers::only(&b, &pending.ticket, true).take(&call), Some(Err(TicketError::Forged)));
+        assert_eq!(Answers::only(&a, &pending.ticket, true).take(&call), Some(Ok(true)));
+    }
+
+    #[test]
+    fn a_key_that_cannot_be_opened_is_an_io_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        // Its directory is a file (ENOTDIR): neither a link nor missing.
+        let key = file.join("approval.key");
+        let error = Tickets::open(&key).unwrap_err();
+        assert!(
+            matches!(&error, KeyFileError::Io { path, source } if *path == key
+            && source.raw_os_error() == Some(libc::ENOTDIR)),
+            "{error:?}"
+        );
+        // The used-ticket record is a file: refused.
+        let key = dir.path().join("k");
+        std::fs::write(dir.path().join("k.used"), "").unwrap();
+        let error = Tickets::open(&key).unwrap_err();
+        assert!(matches!(&error, KeyFileError::Io { path, .. } if *path == dir.path().join("k.used")), "{error:?}");
+    }
+
+    #[test]
+    fn a_ticket_whose_use_cannot_be_recorded_is_not_honoured() {
+        let dir = tempfile::tempdir().unwrap();
+        let tickets = Tickets::open(&dir.path().join("k")).unwrap();
+        let req = request(&["deploy"]);
+        let call = Presented::new("deploy", None, &Map::new(), &req);
+        let pending = tickets.issue(&call, req, "");
+        let used = dir.path().join("k.used");
+        std::fs::remove_dir(&used).unwrap();
+        std::fs::write(&used, "").unwrap();
+        let answers = Answers::new(&tickets).approve(&pending.ticket);
+        let answer = answers.take(&call);
+        assert!(matches!(&answer, Some(Err(TicketError::Record { path, .. })) if *path == used), "{answer:?}");
+        assert!(!answers.all_honoured());
+    }
+
+    #[test]
+    fn every_ticket_honoured_is_said_and_those_no_call_took_are_audited() {
+        let dir = tempfile::tempdir().unwrap();
+        let tickets = Tickets::open(&dir.path().join("k")).unwrap();
+        let req = request(&["deploy"]);
+        let call = Presented::new("deploy", None, &Map::new(), &req);
+        let (one, two) = (tickets.issue(&call, req.clone(), ""), tickets.issue(&call, req.clone(), ""));
+        assert!(Answers::new(&tickets).all_honoured(), "no ticket, none refused");
+        let answers = Answers::new(&tickets).approve(&one.ticket).deny(&two.ticket);
+        assert!(!answers.all_honoured());
+        assert_eq!(answers.take(&call), Some(Ok(true)));
+        assert!(!answers.all_honoured());
+        assert_eq!(answers.take(&call), Some(Ok(false)));
+        assert!(answers.all_honoured());
+
+        let log = dir.path().join("audit.jsonl");
+        let context = crate::call::Context::new().with_audit(crate::audit::AuditLog::open(&log).unwrap());
+        let three = tickets.issue(&call, req, "");
+        let answers = Answers::new(&tickets).approve(&three.ticket).approve("not a ticket");
+        let refused = answers.audit_refused(&context);
+        assert_eq!(refused, answers.refused());
+        assert_eq!(refused.len(), 2);
+        assert_eq!(refused[0].0.as_deref(), Some("deploy"));
+        assert_eq!(refused[1], (None, TicketError::Forged));
+        let lines: Vec<Value> =
+            std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["tool"], "deploy");
+        assert_eq!(lines[0]["decision"], "denied");
+        assert_eq!(lines[0]["outcome"], "ticket_refused");
+        assert_eq!(
+            lines[0]["error"],
+            "approval ticket refused: no call of `deploy` in the response is the one it was issued for"
+        );
+        assert_eq!(lines[1]["tool"], "");
+        assert_eq!(lines[1]["error"], format!("approval ticket refused: {}", TicketError::Forged));
+    }
+
+    #[test]
+    fn what_is_said_aloud_is_at_most_a_hundred_and_sixty_characters() {
+        let fits = "x".repeat(160 - "May I run a? It will: .".len());
+        assert_eq!(speak("a", &fits).chars().count(), 160);
+        assert_eq!(speak("a", &fits), format!("May I run a? It will: {fits}."));
+        let long = format!("{fits}y");
+        let said = speak("a", &long);
+        assert_eq!(said.chars().count(), 160);
+        assert_eq!(said, format!("May I run a? It will: {}...", &long[..157 - "May I run a? It will: ".len()]));
+        assert_eq!(speak("db_dump.v2-x", "Dump it. Then more."), "May I run db dump v2 x? It will: Dump it.");
+    }
+
+    #[test]
+    fn a_pending_call_as_json_names_the_tool_its_ticket_prompt_sentence_and_expiry() {
+        let dir = tempfile::tempdir().unwrap();
+        let tickets = Tickets::open(&dir.path().join("k")).unwrap();
+        let req = request(&["deploy", "main"]);
+        let call = Presented::new("deploy", None, &Map::new(), &req);
+        let mut pending = tickets.issue(&call, req, "Deploy a branch.");
+        pending.expires = UNIX_EPOCH + Duration::from_millis(1_000_000_000_999);
+        let json = pending.to_json();
+        assert_eq!(
+            json["pending"],
+            json!({"tool": "deploy", "ticket": pending.ticket, "prompt": pending.prompt,
+                "speak": "May I run deploy? It will: Deploy a branch.", "expires": "2001-09-09T01:46:40Z"})
+        );
+        assert_eq!(
+            json["message"],
+            "`deploy` has not run: it waits for a person's approval. Go on with other work; do not call it again \
+             for this, the answer comes later."
+        );
+    }
+
+    #[test]
+    fn callers_that_create_the_key_at_once_all_open_the_one_key() {
+        // Each finds no key, writes one aside and links it into place: all but one find the
+        // link taken, and open the key the first one linked (the window holds an fsync, so
+        // eight callers released at once race in it).
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let key = dir.path().join("state/approval.key");
+            let barrier = std::sync::Barrier::new(8);
+            let opened: Vec<Result<Tickets, KeyFileError>> = std::thread::scope(|s| {
+                let callers: Vec<_> = (0..8)
+                    .map(|_| {
+                        s.spawn(|| {
+                            barrier.wait();
+                            Tickets::open(&key)
+                        })
+                    })
+                    .collect();
+                callers.into_iter().map(|c| c.join().unwrap()).collect()
+            });
+            let opened: Vec<Tickets> = opened.into_iter().map(Result::unwrap).collect();
+            let req = request(&["deploy"]);
+            let call = Presented::new("deploy", None, &Map::new(), &req);
+            for tickets in &opened {
+                let pending = opened[0].issue(&call, req.clone(), "");
+                assert_eq!(Answers::only(tickets, &pending.ticket, true).take(&call), Some(Ok(true)));
+            }
+            let left: Vec<_> =
+                std::fs::read_dir(dir.path().join("state")).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert_eq!(left.len(), 2, "the key and its record, nothing written aside: {left:?}");
+        }
+    }
 }
