@@ -1208,7 +1208,9 @@ mod tests {
         i.timeout = Duration::from_millis(ms);
         let started = Instant::now();
         let out = run(&i).unwrap();
-        assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+        // Not the 30 s the tools would sleep, or forever: a bound that tells those apart, not a
+        // speed (a starved test machine took over 5 s for a 300 ms timeout).
+        assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
         assert!(out.timed_out);
         out
     }
@@ -1226,7 +1228,7 @@ mod tests {
     fn leftover_grandchild_does_not_hold_us() {
         let t = Instant::now();
         let out = run(&inv(&["sh", "-c", "sleep 30 & echo $! >&2; echo done"])).unwrap();
-        assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
+        assert!(t.elapsed() < Duration::from_secs(20), "took {:?}", t.elapsed());
         assert!(!out.timed_out);
         assert_eq!(out.exit_code, Some(0));
         assert_eq!(out.stdout, b"done\n");
@@ -1259,7 +1261,7 @@ mod tests {
             // SAFETY: kill(2) on a pid the escaped child printed; it is still ours (a sleep).
             unsafe { libc::kill(pid.parse().expect("a pid"), libc::SIGKILL) };
         }
-        assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
+        assert!(elapsed < Duration::from_secs(20), "took {elapsed:?}");
         assert!(!out.timed_out);
         assert_eq!(out.exit_code, Some(0));
         assert!(text.ends_with("done\n"), "{text:?}");
@@ -1419,7 +1421,7 @@ mod tests {
         let took = started.elapsed();
         assert_eq!(out.exit_code, Some(0));
         // Not the 30 s `yes` could go on for: the grace, with a margin that only bounds it.
-        assert!(took < DRAIN_GRACE * 10, "took {took:?}");
+        assert!(took < DRAIN_GRACE * 20, "took {took:?}");
         assert_eq!(out.stdout.len(), 1024);
         // The escaped `yes` dies of SIGPIPE once the pipe's last reader is gone.
     }
