@@ -123,7 +123,7 @@ impl OAuth {
         let mut keys =
             self.keys.read().map(|k| Arc::clone(&k)).map_err(|_| Refused("the key set is unavailable".into()))?;
         // Only a token that names a key may cause a fetch (and then at most every 10 s).
-        if !kid.is_empty() && find(&keys, &kid).is_none() && self.may_refetch() {
+        if !kid.is_empty() && find(&keys, &kid).is_none() && self.may_refetch(Instant::now()) {
             // A new key (rotation): fetch the set again (rate-limited).
             match fetch_keys(&self.fetcher, &self.jwks_uri).await {
                 Ok(fresh) => {
@@ -155,12 +155,13 @@ impl OAuth {
         Ok(Client { principal: format!("jwt:{sub}"), context: Arc::clone(&self.client.context) })
     }
 
-    fn may_refetch(&self) -> bool {
+    /// Whether the key set may be fetched again `now` (then not for another `REFETCH_EVERY`).
+    fn may_refetch(&self, now: Instant) -> bool {
         let mut last = self.fetched.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if last.elapsed() < REFETCH_EVERY {
+        if now.saturating_duration_since(*last) < REFETCH_EVERY {
             return false;
         }
-        *last = Instant::now();
+        *last = now;
         true
     }
 }
@@ -305,4 +306,423 @@ where
     let (mut sender, connection) = hyper::client::conn::http1::handshake(io).await?;
     tokio::spawn(connection);
     sender.send_request(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::call::Context;
+    use jsonwebtoken::{EncodingKey, Header};
+    use std::collections::HashMap;
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A status and a body, by path.
+    type Routes = Arc<Mutex<HashMap<String, (u16, Vec<u8>)>>>;
+
+    /// A loopback HTTP/1.1 server answering canned documents by path (404 for any other),
+    /// counting the requests for each path. No network beyond 127.0.0.1.
+    struct Server {
+        url: String,
+        routes: Routes,
+        hits: Arc<Mutex<Vec<String>>>,
+        stop: Arc<AtomicBool>,
+    }
+
+    impl Server {
+        fn start() -> Self {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let url = format!("http://{}", listener.local_addr().unwrap());
+            let routes: Routes = Arc::default();
+            let hits: Arc<Mutex<Vec<String>>> = Arc::default();
+            let stop = Arc::new(AtomicBool::new(false));
+            let (r, h, s) = (Arc::clone(&routes), Arc::clone(&hits), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if s.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let Ok(mut stream) = stream else { continue };
+                    let mut request = Vec::new();
+                    let mut buf = [0; 1024];
+                    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => request.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let text = String::from_utf8_lossy(&request);
+                    let path = text.split(' ').nth(1).unwrap_or_default().to_owned();
+                    h.lock().unwrap().push(path.clone());
+                    let (status, body) = r.lock().unwrap().get(&path).cloned().unwrap_or((404, b"{}".to_vec()));
+                    let head = format!(
+                        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    // The client may hang up on a document it will not read whole.
+                    let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(&body));
+                }
+            });
+            Server { url, routes, hits, stop }
+        }
+
+        fn route(&self, path: &str, status: u16, body: impl Into<Vec<u8>>) {
+            self.routes.lock().unwrap().insert(path.to_owned(), (status, body.into()));
+        }
+
+        fn json(&self, path: &str, body: &Value) {
+            self.route(path, 200, body.to_string());
+        }
+
+        fn hits(&self, path: &str) -> usize {
+            self.hits.lock().unwrap().iter().filter(|p| *p == path).count()
+        }
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::SeqCst);
+            let _ = std::net::TcpStream::connect(self.url.trim_start_matches("http://"));
+        }
+    }
+
+    /// A test key: an Ed25519 key made from a fixed seed (PKCS#8 v1: a 16-byte header, the seed).
+    fn test_key(seed: u8) -> EncodingKey {
+        let mut der =
+            vec![0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20];
+        der.extend([seed; 32]);
+        EncodingKey::from_ed_der(&der)
+    }
+
+    /// The public JWK of `test_key(seed)`, named `kid`.
+    fn jwk(seed: u8, kid: &str) -> Value {
+        let mut jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(&test_key(seed), Algorithm::EdDSA).unwrap();
+        jwk.common.key_id = Some(kid.to_owned());
+        serde_json::to_value(jwk).unwrap()
+    }
+
+    fn now() -> i64 {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs().try_into().unwrap()
+    }
+
+    const RESOURCE: &str = "https://tools.example.com/mcp";
+
+    /// Valid claims for `issuer` and `RESOURCE`, with `changes` merged in (`null` removes one).
+    fn claims(issuer: &str, changes: Value) -> Value {
+        let mut claims = json!({"iss": issuer, "aud": RESOURCE, "sub": "alice", "exp": now() + 300});
+        for (k, v) in changes.as_object().unwrap() {
+            if v.is_null() {
+                claims.as_object_mut().unwrap().remove(k);
+            } else {
+                claims[k] = v.clone();
+            }
+        }
+        claims
+    }
+
+    fn token(seed: u8, kid: Option<&str>, claims: &Value) -> String {
+        let mut header = Header::new(Algorithm::EdDSA);
+        header.kid = kid.map(str::to_owned);
+        jsonwebtoken::encode(&header, claims, &test_key(seed)).unwrap()
+    }
+
+    fn client() -> Client {
+        Client { principal: String::new(), context: Arc::new(Context::new()) }
+    }
+
+    fn options(issuer: &str, jwks_uri: Option<String>) -> OAuthOptions {
+        OAuthOptions { issuer: issuer.to_owned(), resource: RESOURCE.into(), audience: None, jwks_uri, ca: None }
+    }
+
+    /// A resource server that has fetched nothing (for what needs no keys).
+    fn offline(resource: &str) -> OAuth {
+        OAuth {
+            options: OAuthOptions { resource: resource.into(), ..options("https://issuer.example.com", None) },
+            jwks_uri: String::new(),
+            keys: RwLock::default(),
+            fetched: Mutex::new(Instant::now()),
+            fetcher: Fetcher::new(None).unwrap(),
+            client: client(),
+        }
+    }
+
+    fn refused(result: Result<Client, Refused>) -> String {
+        match result {
+            Ok(client) => panic!("accepted, as {}", client.principal),
+            Err(Refused(why)) => why,
+        }
+    }
+
+    #[test]
+    fn the_metadata_names_the_resource_and_its_issuer_and_is_served_under_the_resources_path() {
+        let oauth = offline(RESOURCE);
+        assert_eq!(
+            oauth.metadata(),
+            json!({
+                "resource": RESOURCE,
+                "authorization_servers": ["https://issuer.example.com"],
+                "bearer_methods_supported": ["header"],
+                "resource_name": "packs",
+            })
+        );
+        assert_eq!(oauth.metadata_path(), "/.well-known/oauth-protected-resource/mcp");
+        assert_eq!(oauth.metadata_url(), "https://tools.example.com/.well-known/oauth-protected-resource/mcp");
+        let root = offline("http://127.0.0.1:8080/");
+        assert_eq!(root.metadata_path(), "/.well-known/oauth-protected-resource");
+        assert_eq!(root.metadata_url(), "http://127.0.0.1:8080/.well-known/oauth-protected-resource");
+        let deep = offline("https://tools.example.com:8443/a/b/");
+        assert_eq!(deep.metadata_url(), "https://tools.example.com:8443/.well-known/oauth-protected-resource/a/b");
+    }
+
+    #[test]
+    fn only_https_or_http_to_a_loopback_host_is_taken() {
+        for url in [
+            "https://issuer.example.com",
+            "https://issuer.example.com/tenant/jwks",
+            "http://localhost:8080/jwks",
+            "http://127.0.0.1/",
+            "http://127.5.6.7:9/",
+            "http://[::1]:8080/jwks",
+        ] {
+            assert_eq!(check_url(url), Ok(()), "{url}");
+        }
+        for url in [
+            "http://issuer.example.com/jwks",
+            "http://127.0.0.1.evil.com/jwks",
+            "http://localhost.example/jwks",
+            "http://10.0.0.1/jwks",
+            "http://0.0.0.0/jwks",
+            "http://[::2]/jwks",
+            "ftp://localhost/jwks",
+            "/jwks",
+        ] {
+            let error = check_url(url).unwrap_err();
+            assert!(error.contains(url) && error.contains("only https"), "{url}: {error}");
+        }
+        assert!(check_url("https://exa mple.com").unwrap_err().contains("is not a URL"));
+        for host in ["localhost", "127.0.0.1", "127.255.0.1", "::1", "[::1]"] {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        for host in ["localhost.example", "127.0.0.1.evil.com", "example.com", "10.0.0.1", "::2", ""] {
+            assert!(!is_loopback_host(host), "{host}");
+        }
+    }
+
+    #[test]
+    fn find_picks_the_named_public_key_or_the_only_one_and_never_a_shared_secret() {
+        let secret = json!({"kty": "oct", "kid": "sym", "k": "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"});
+        let set = |keys: Vec<Value>| -> JwkSet { serde_json::from_value(json!({ "keys": keys })).unwrap() };
+        let kid = |k: Option<&jsonwebtoken::jwk::Jwk>| k.and_then(|k| k.common.key_id.clone());
+        let two = set(vec![jwk(1, "k1"), jwk(2, "k2"), secret.clone()]);
+        assert_eq!(kid(find(&two, "k2")), Some("k2".into()));
+        assert_eq!(kid(find(&two, "k1")), Some("k1".into()));
+        assert_eq!(kid(find(&two, "k3")), None);
+        assert_eq!(kid(find(&two, "sym")), None, "a shared secret is never a token's key");
+        assert_eq!(kid(find(&two, "")), None, "a token that names no key, and two keys");
+        let one = set(vec![secret.clone(), jwk(1, "k1")]);
+        assert_eq!(kid(find(&one, "")), Some("k1".into()), "the only public key");
+        assert_eq!(kid(find(&set(vec![secret]), "")), None);
+        assert_eq!(kid(find(&set(vec![]), "")), None);
+    }
+
+    #[test]
+    fn the_key_set_may_be_fetched_again_once_every_ten_seconds() {
+        let oauth = offline(RESOURCE);
+        let start = Instant::now();
+        *oauth.fetched.lock().unwrap() = start;
+        assert!(!oauth.may_refetch(start));
+        assert!(!oauth.may_refetch(start + REFETCH_EVERY - Duration::from_millis(1)));
+        assert!(oauth.may_refetch(start + REFETCH_EVERY));
+        // And the clock starts again from then.
+        assert!(!oauth.may_refetch(start + REFETCH_EVERY));
+        assert!(!oauth.may_refetch(start + REFETCH_EVERY + Duration::from_secs(9)));
+        assert!(oauth.may_refetch(start + REFETCH_EVERY * 3));
+        assert_eq!(REFETCH_EVERY, Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn a_fetch_takes_a_json_document_of_at_most_a_megabyte_answered_with_200() {
+        let server = Server::start();
+        let fetcher = Fetcher::new(None).unwrap();
+        let url = |path: &str| format!("{}{path}", server.url);
+        server.json("/doc", &json!({"a": [1, 2]}));
+        assert_eq!(fetcher.get_json(&url("/doc")).await, Ok(json!({"a": [1, 2]})));
+        let error = fetcher.get_json(&url("/missing")).await.unwrap_err();
+        assert_eq!(error, format!("{}: HTTP 404 Not Found", url("/missing")));
+        server.route("/created", 201, "{}");
+        assert!(fetcher.get_json(&url("/created")).await.unwrap_err().ends_with("HTTP 201 Created"));
+        server.route("/html", 200, "<html></html>");
+        let error = fetcher.get_json(&url("/html")).await.unwrap_err();
+        assert!(error.starts_with(&format!("{}: not JSON", url("/html"))), "{error}");
+        // A string that makes the document exactly MAX_DOCUMENT bytes long, then one more.
+        let largest = format!("\"{}\"", "x".repeat(MAX_DOCUMENT - 2));
+        server.route("/largest", 200, largest.clone());
+        assert_eq!(fetcher.get_json(&url("/largest")).await, Ok(Value::String(largest[1..largest.len() - 1].into())));
+        server.route("/too-large", 200, format!("\"{}\"", "x".repeat(MAX_DOCUMENT - 1)));
+        let error = fetcher.get_json(&url("/too-large")).await.unwrap_err();
+        assert!(error.starts_with(&url("/too-large")) && error.contains("length limit"), "{error}");
+        assert_eq!(MAX_DOCUMENT, 1 << 20);
+        // Nothing listening.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let error = fetcher.get_json(&format!("http://{closed}/jwks")).await.unwrap_err();
+        assert!(error.starts_with(&format!("http://{closed}/jwks: ")), "{error}");
+        assert!(fetcher.get_json("http:///jwks").await.is_err());
+    }
+
+    #[tokio::test]
+    async fn the_key_set_is_a_jwk_set() {
+        let server = Server::start();
+        let fetcher = Fetcher::new(None).unwrap();
+        server.json("/jwks", &json!({"keys": [jwk(1, "k1"), jwk(2, "k2")]}));
+        let keys = fetch_keys(&fetcher, &format!("{}/jwks", server.url)).await.unwrap();
+        let kids: Vec<_> = keys.keys.iter().filter_map(|k| k.common.key_id.as_deref()).collect();
+        assert_eq!(kids, ["k1", "k2"]);
+        server.json("/bad", &json!({"keys": 3}));
+        let error = fetch_keys(&fetcher, &format!("{}/bad", server.url)).await.unwrap_err();
+        assert!(error.starts_with(&format!("{}/bad: not a JWK set", server.url)), "{error}");
+    }
+
+    #[tokio::test]
+    async fn discovery_reads_the_jwks_uri_of_metadata_that_names_the_same_issuer() {
+        let server = Server::start();
+        let fetcher = Fetcher::new(None).unwrap();
+        let issuer = format!("{}/tenant", server.url);
+        let jwks = format!("{}/keys", server.url);
+        // RFC 8414's place: the well-known path, then the issuer's path.
+        server.json("/.well-known/oauth-authorization-server/tenant", &json!({"issuer": issuer, "jwks_uri": jwks}));
+        assert_eq!(discover(&fetcher, &issuer).await, Ok(jwks.clone()));
+        // Metadata for another issuer is not taken; the OpenID configuration is tried next.
+        server.json(
+            "/.well-known/oauth-authorization-server/tenant",
+            &json!({"issuer": "https://evil.example", "jwks_uri": "x"}),
+        );
+        let error = discover(&fetcher, &issuer).await.unwrap_err();
+        assert!(error.starts_with("cannot discover the issuer's keys: "), "{error}");
+        assert!(error.contains(&format!("its `issuer` is not `{issuer}`")), "{error}");
+        assert!(error.contains("/tenant/.well-known/openid-configuration: HTTP 404"), "{error}");
+        let openid = format!("{}/other-keys", server.url);
+        server.json("/tenant/.well-known/openid-configuration", &json!({"issuer": issuer, "jwks_uri": openid}));
+        assert_eq!(discover(&fetcher, &issuer).await, Ok(openid));
+        server.json("/tenant/.well-known/openid-configuration", &json!({"issuer": issuer}));
+        assert!(discover(&fetcher, &issuer).await.unwrap_err().ends_with("openid-configuration: no `jwks_uri`"));
+    }
+
+    #[tokio::test]
+    async fn a_token_is_verified_against_the_issuers_keys_and_claims() {
+        let server = Server::start();
+        let issuer = format!("{}/tenant", server.url);
+        server.json(
+            "/.well-known/oauth-authorization-server/tenant",
+            &json!({"issuer": issuer, "jwks_uri": format!("{}/jwks", server.url)}),
+        );
+        server.json("/jwks", &json!({"keys": [jwk(1, "k1")]}));
+        let oauth = OAuth::start(options(&issuer, None), client()).await.unwrap();
+        assert_eq!(server.hits("/jwks"), 1);
+        let ok = |t: &str| {
+            let t = t.to_owned();
+            let oauth = &oauth;
+            async move { oauth.verify(&t).await.map(|c| c.principal) }
+        };
+        assert_eq!(ok(&token(1, Some("k1"), &claims(&issuer, json!({})))).await.unwrap(), "jwt:alice");
+        // The only key, for a token that names none.
+        assert_eq!(ok(&token(1, None, &claims(&issuer, json!({"sub": "bob"})))).await.unwrap(), "jwt:bob");
+        // Within the leeway.
+        assert!(ok(&token(1, Some("k1"), &claims(&issuer, json!({"exp": now() - 10})))).await.is_ok());
+        // A token whose key is in the set fetches nothing.
+        assert_eq!(server.hits("/jwks"), 1);
+
+        let why = |claims: Value| refused_now(&oauth, token(1, Some("k1"), &claims));
+        assert!(why(claims(&issuer, json!({"iss": "https://other.example"}))).await.ends_with("InvalidIssuer"));
+        assert!(why(claims(&issuer, json!({"aud": "https://other.example/mcp"}))).await.ends_with("InvalidAudience"));
+        assert!(why(claims(&issuer, json!({"exp": now() - 100}))).await.ends_with("ExpiredSignature"));
+        assert!(why(claims(&issuer, json!({"nbf": now() + 100}))).await.ends_with("ImmatureSignature"));
+        for claim in ["exp", "iss", "aud", "sub"] {
+            let error = why(claims(&issuer, json!({ claim: null }))).await;
+            assert!(error.starts_with("the token is not valid: ") && error.contains(claim), "{claim}: {error}");
+        }
+        // Signed by another key under the key's id.
+        let forged = refused_now(&oauth, token(2, Some("k1"), &claims(&issuer, json!({})))).await;
+        assert!(forged.ends_with("InvalidSignature"), "{forged}");
+        assert!(refused_now(&oauth, "not.a.jwt".into()).await.starts_with("not a JWT: "));
+        let hs = jsonwebtoken::encode(
+            &Header { kid: Some("k1".into()), ..Header::new(Algorithm::HS256) },
+            &claims(&issuer, json!({})),
+            &EncodingKey::from_secret(b"secret"),
+        )
+        .unwrap();
+        assert_eq!(refused_now(&oauth, hs).await, "a token signed with a shared secret (HS*) is refused");
+        // An alg other than the key's (refused before the signature is looked at).
+        let es = Header { kid: Some("k1".into()), ..Header::new(Algorithm::ES256) };
+        let b64 = |v: &Value| {
+            use base64::Engine;
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+        };
+        let es = format!("{}.{}.AAAA", b64(&serde_json::to_value(es).unwrap()), b64(&claims(&issuer, json!({}))));
+        assert_eq!(refused_now(&oauth, es).await, "the token's alg ES256 is not its key's (EdDSA)");
+        assert_eq!(server.hits("/jwks"), 1, "no token above named a key the set lacks");
+
+        // An unknown key fetches the set again, once per ten seconds.
+        let k2 = token(2, Some("k2"), &claims(&issuer, json!({})));
+        assert_eq!(refused_now(&oauth, k2.clone()).await, "no key `k2` in the issuer's key set");
+        assert_eq!(server.hits("/jwks"), 2);
+        assert_eq!(
+            refused_now(&oauth, token(2, Some("k3"), &claims(&issuer, json!({})))).await,
+            "no key `k3` in the issuer's key set"
+        );
+        assert_eq!(server.hits("/jwks"), 2, "within ten seconds of the last fetch");
+        // The issuer rotates in k2; ten seconds later a token signed with it is taken.
+        server.json("/jwks", &json!({"keys": [jwk(1, "k1"), jwk(2, "k2")]}));
+        assert!(refused_now(&oauth, k2.clone()).await.starts_with("no key `k2`"));
+        *oauth.fetched.lock().unwrap() -= REFETCH_EVERY;
+        assert_eq!(ok(&k2).await.unwrap(), "jwt:alice");
+        assert_eq!(server.hits("/jwks"), 3);
+        assert_eq!(ok(&k2).await.unwrap(), "jwt:alice");
+        assert!(ok(&token(1, Some("k1"), &claims(&issuer, json!({})))).await.is_ok());
+        // A token that names no key, and two keys; a token naming a shared secret.
+        assert!(refused_now(&oauth, token(1, None, &claims(&issuer, json!({})))).await.starts_with("no key ``"));
+        server.json("/jwks", &json!({"keys": [jwk(1, "k1"), {"kty": "oct", "kid": "sym", "k": "c2VjcmV0"}]}));
+        *oauth.fetched.lock().unwrap() -= REFETCH_EVERY;
+        let sym = token(1, Some("sym"), &claims(&issuer, json!({})));
+        assert_eq!(refused_now(&oauth, sym).await, "no key `sym` in the issuer's key set");
+        assert_eq!(server.hits("/jwks"), 4);
+    }
+
+    async fn refused_now(oauth: &OAuth, token: String) -> String {
+        refused(oauth.verify(&token).await)
+    }
+
+    #[tokio::test]
+    async fn the_audience_is_the_resource_unless_given_and_the_urls_are_checked_at_start() {
+        let server = Server::start();
+        server.json("/jwks", &json!({"keys": [jwk(1, "k1")]}));
+        let jwks = Some(format!("{}/jwks", server.url));
+        let given = OAuthOptions { audience: Some("api://packs".into()), ..options(&server.url, jwks.clone()) };
+        let oauth = OAuth::start(given, client()).await.unwrap();
+        assert_eq!(server.hits("/jwks"), 1);
+        let claims = |aud: &str| claims(&server.url, json!({ "aud": aud }));
+        assert_eq!(oauth.verify(&token(1, Some("k1"), &claims("api://packs"))).await.unwrap().principal, "jwt:alice");
+        assert!(refused(oauth.verify(&token(1, Some("k1"), &claims(RESOURCE))).await).ends_with("InvalidAudience"));
+        // No discovery when the key set's URL is given.
+        assert_eq!(server.hits.lock().unwrap().len(), 1);
+
+        for (issuer, resource, jwks_uri) in [
+            ("http://issuer.example.com", RESOURCE, jwks.clone()),
+            (server.url.as_str(), "http://tools.example.com/mcp", jwks.clone()),
+            (server.url.as_str(), RESOURCE, Some("http://issuer.example.com/jwks".into())),
+        ] {
+            let options = OAuthOptions { resource: resource.into(), ..options(issuer, jwks_uri) };
+            let error = OAuth::start(options, client()).await.err().unwrap();
+            assert!(error.contains("only https (or http to a loopback address) is taken"), "{error}");
+        }
+        // Discovered, and checked too.
+        server.json(
+            "/.well-known/oauth-authorization-server",
+            &json!({"issuer": server.url, "jwks_uri": "http://issuer.example.com/jwks"}),
+        );
+        let error = OAuth::start(options(&server.url, None), client()).await.err().unwrap();
+        assert_eq!(error, "`http://issuer.example.com/jwks`: only https (or http to a loopback address) is taken");
+        server.route("/jwks", 500, "{}");
+        let error = OAuth::start(options(&server.url, jwks), client()).await.err().unwrap();
+        assert!(error.ends_with("/jwks: HTTP 500 Internal Server Error"), "{error}");
+    }
 }
