@@ -109,4 +109,14 @@ mod tests {
         assert!(text.contains("packs_call_duration_seconds_count 3"), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
+    #[test]
+    fn http_responses_are_counted_by_status_code() {
+        let m = Metrics::default();
+        m.responded(200);
+        m.responded(200);
+        m.responded(401);
+        let text = m.render();
+        assert!(text.contains(r#"packs_http_responses_total{code="200"} 2"#), "{text}");
+        assert!(text.contains(r#"packs_http_responses_total{code="401"} 1"#), "{text}");
+    }
 }
