@@ -89,8 +89,9 @@ pub fn serve(options: Options, input: impl BufRead, output: impl Write + Send + 
             break;
         }
         if bytes.len() as u64 > MAX_MESSAGE {
-            // Drop the rest of the line unread into memory, answer, go on.
-            let ended = skip_line(&mut input)?;
+            // Drop the rest of the line unread into memory, answer, go on (a line of
+            // MAX_MESSAGE + 1 bytes was read whole: its newline is the last byte).
+            let ended = bytes.ends_with(b"\n") || skip_line(&mut input)?;
             peer.error(
                 &Value::Null,
                 PARSE_ERROR,
@@ -146,5 +147,75 @@ fn skip_line(input: &mut impl BufRead) -> std::io::Result<bool> {
                 input.consume(n);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::call::Context;
+    use crate::catalog::SearchPath;
+
+    /// What `serve` wrote.
+    #[derive(Clone, Default)]
+    struct Out(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Out {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Serve `input` over an empty pack directory; the messages written.
+    fn serve_input(input: Vec<u8>) -> Vec<Value> {
+        let dir = tempfile::tempdir().unwrap();
+        let options = Options {
+            search: SearchPath::dirs([dir.path()]),
+            context: Context::new(),
+            yes: false,
+            watch: false,
+            locked: None,
+            snapshot: None,
+            approvals: None,
+        };
+        let out = Out::default();
+        serve(options, std::io::Cursor::new(input), out.clone()).unwrap();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    /// `{"jsonrpc":"2.0","id":ID,"method":"ping"}` padded with spaces to `len` bytes, newline included.
+    fn ping(id: u64, len: usize) -> Vec<u8> {
+        let mut line = json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string().into_bytes();
+        line.resize(len - 1, b' ');
+        line.push(b'\n');
+        line
+    }
+
+    #[test]
+    fn a_message_of_up_to_sixteen_mib_is_read_and_a_longer_one_is_skipped_with_a_parse_error() {
+        assert_eq!(MAX_MESSAGE, 16 << 20);
+        let max = usize::try_from(MAX_MESSAGE).unwrap();
+        let mut input = ping(1, max);
+        // Read whole, newline included: the next line is the next message.
+        input.extend(ping(2, max + 1));
+        input.extend(ping(3, 100));
+        input.extend(b"\n");
+        input.extend(b"\xff\n");
+        input.extend(ping(4, max + 2));
+        input.extend(ping(5, 50));
+        // The last line is too long and has no end: the input ends there.
+        input.extend(vec![b' '; max + 10]);
+        let answers = serve_input(input);
+        let too_long = json!({"jsonrpc": "2.0", "id": null,
+            "error": {"code": PARSE_ERROR, "message": "a message longer than 16 MiB is refused"}});
+        let not_utf8 = json!({"jsonrpc": "2.0", "id": null,
+            "error": {"code": PARSE_ERROR, "message": "not JSON: the line is not valid UTF-8"}});
+        let pong = |id: u64| json!({"jsonrpc": "2.0", "id": id, "result": {}});
+        assert_eq!(answers, [pong(1), too_long.clone(), pong(3), not_utf8, too_long.clone(), pong(5), too_long]);
     }
 }
