@@ -207,6 +207,9 @@ mod tests {
         input.extend(b"\n");
         input.extend(b"\xff\n");
         input.extend(ping(4, max + 2));
+        // What follows the first MAX_MESSAGE + 1 bytes is dropped, not read as a message.
+        input.extend(vec![b'x'; max + 3]);
+        input.push(b'\n');
         input.extend(ping(5, 50));
         // The last line is too long and has no end: the input ends there.
         input.extend(vec![b' '; max + 10]);
@@ -216,6 +219,9 @@ mod tests {
         let not_utf8 = json!({"jsonrpc": "2.0", "id": null,
             "error": {"code": PARSE_ERROR, "message": "not JSON: the line is not valid UTF-8"}});
         let pong = |id: u64| json!({"jsonrpc": "2.0", "id": id, "result": {}});
-        assert_eq!(answers, [pong(1), too_long.clone(), pong(3), not_utf8, too_long.clone(), pong(5), too_long]);
+        assert_eq!(
+            answers,
+            [pong(1), too_long.clone(), pong(3), not_utf8, too_long.clone(), too_long.clone(), pong(5), too_long]
+        );
     }
 }
