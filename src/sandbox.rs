@@ -827,18 +827,23 @@ mod imp {
         Ok((fd, resolved))
     }
 
-    fn build_read_ruleset(abi: i32, denied: &[std::path::PathBuf]) -> std::io::Result<OwnedFd> {
-        let access = read_access(abi);
+    /// An empty Landlock ruleset handling `access` (the read rights), every right required.
+    fn new_read_ruleset(access: BitFlags<AccessFs>) -> std::io::Result<OwnedFd> {
         let error =
             |e: landlock::RulesetError| std::io::Error::other(format!("cannot build the Landlock read ruleset: {e}"));
-        let ruleset = created(
+        created(
             Ruleset::default()
                 .set_compatibility(CompatLevel::HardRequirement)
                 .handle_access(access)
                 .map_err(error)?
                 .create()
                 .map_err(error)?,
-        )?;
+        )
+    }
+
+    fn build_read_ruleset(abi: i32, denied: &[std::path::PathBuf]) -> std::io::Result<OwnedFd> {
+        let access = read_access(abi);
+        let ruleset = new_read_ruleset(access)?;
         // Listing (names, not contents) and linking everywhere; reading and executing around
         // the denied paths.
         let root = open_path(Path::new("/")).map_err(|e| std::io::Error::other(format!("/: {e}")))?;
@@ -869,16 +874,7 @@ mod imp {
         denied: &[std::path::PathBuf],
     ) -> std::io::Result<OwnedFd> {
         let access = read_access(abi);
-        let error =
-            |e: landlock::RulesetError| std::io::Error::other(format!("cannot build the Landlock read ruleset: {e}"));
-        let ruleset = created(
-            Ruleset::default()
-                .set_compatibility(CompatLevel::HardRequirement)
-                .handle_access(access)
-                .map_err(error)?
-                .create()
-                .map_err(error)?,
-        )?;
+        let ruleset = new_read_ruleset(access)?;
         let homes = crate::reads::resolve(crate::reads::homes());
         let path_dirs = crate::reads::path_dirs(std::env::var_os("PATH").as_deref(), &homes, denied);
         let system = crate::reads::SYSTEM_READABLE.iter().map(Path::new);
