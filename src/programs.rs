@@ -258,6 +258,18 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
+    /// A scratch directory (canonical) holding a directory of each name: the holder (kept
+    /// alive by the caller), its path, and the directories.
+    fn dirs<const N: usize>(names: [&str; N]) -> (tempfile::TempDir, PathBuf, [PathBuf; N]) {
+        let holder = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(holder.path()).unwrap();
+        let made = names.map(|n| root.join(n));
+        for d in &made {
+            std::fs::create_dir(d).unwrap();
+        }
+        (holder, root, made)
+    }
+
     fn tool(dir: &Path, name: &str, text: &str) -> PathBuf {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
@@ -267,11 +279,8 @@ mod tests {
 
     #[test]
     fn a_kept_result_holds_until_a_change_on_the_way_could_alter_it() {
-        let root = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(root.path()).unwrap();
-        let (a, b, m) = (root.join("a"), root.join("b"), root.join("missing/bin"));
-        std::fs::create_dir(&a).unwrap();
-        std::fs::create_dir(&b).unwrap();
+        let (_root, root, [a, b]) = dirs(["a", "b"]);
+        let m = root.join("missing/bin");
         let path = std::env::join_paths([&m, &a, &b]).unwrap();
         let programs = Programs::new();
         programs.keep();
@@ -316,12 +325,7 @@ mod tests {
     fn a_search_past_a_file_not_executable_is_not_kept() {
         // `a/prog` is not executable, `x/link` a hard link to it: a `chmod` through the link
         // raises no notice on `a`, yet a fresh search finds `a/prog` after it.
-        let root = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(root.path()).unwrap();
-        let (a, b, x) = (root.join("a"), root.join("b"), root.join("x"));
-        for d in [&a, &b, &x] {
-            std::fs::create_dir(d).unwrap();
-        }
+        let (_root, _, [a, b, x]) = dirs(["a", "b", "x"]);
         let in_a = tool(&a, "prog", "#!/bin/sh\n");
         std::fs::set_permissions(&in_a, std::fs::Permissions::from_mode(0o644)).unwrap();
         std::fs::hard_link(&in_a, x.join("link")).unwrap();
@@ -341,11 +345,7 @@ mod tests {
     fn a_search_through_proc_is_not_kept() {
         // `/proc/PID/root` and `/proc/PID/cwd` lead into that process's mounts, which the
         // link's text resolved here may not be; and procfs makes no notices.
-        let root = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(root.path()).unwrap();
-        let (a, b) = (root.join("a"), root.join("b"));
-        std::fs::create_dir(&a).unwrap();
-        std::fs::create_dir(&b).unwrap();
+        let (_root, _, [a, b]) = dirs(["a", "b"]);
         let in_b = tool(&b, "prog", "#!/bin/sh\n");
         let through_proc = Path::new("/proc/self/root").join(a.strip_prefix("/").unwrap());
         let path = std::env::join_paths([&through_proc, &b]).unwrap();
@@ -362,11 +362,7 @@ mod tests {
 
     #[test]
     fn a_search_past_a_link_is_not_kept_and_nothing_is_kept_unless_asked() {
-        let root = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(root.path()).unwrap();
-        let (a, b) = (root.join("a"), root.join("b"));
-        std::fs::create_dir(&a).unwrap();
-        std::fs::create_dir(&b).unwrap();
+        let (_root, root, [a, b]) = dirs(["a", "b"]);
         let in_b = tool(&b, "prog", "#!/bin/sh\n");
         // A dangling link in an earlier directory: its target could appear anywhere.
         std::os::unix::fs::symlink(root.join("nowhere"), a.join("prog")).unwrap();
