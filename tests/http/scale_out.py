@@ -76,21 +76,28 @@ async def run_calls(url, ids, failed, on_call=None, callers=4):
 async def caller(url, pending, succeeded, failed, on_call):
     while pending:
         http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+        # The call in flight: when the client itself breaks under it (its task group ends
+        # with the connection, and the error comes out of `async with`, not `call_tool`),
+        # that call failed in flight.
+        in_flight = None
         try:
             async with Client(streamable_http_client(url, http_client=http)) as c:
                 while pending:
                     call_id = pending.pop(0)
                     if on_call:
                         on_call(len(succeeded))
+                    in_flight = call_id
                     try:
                         r = await c.call_tool("stamp", {"id": call_id})
                     except Exception as e:  # noqa: BLE001 - a call that failed is recorded, not retried
+                        in_flight = None
                         failed.append((call_id, repr(e)))
                         break
+                    in_flight = None
                     assert not r.is_error and r.content[0].text == f"{call_id}\n", r
                     succeeded.append(call_id)
         except Exception as e:  # noqa: BLE001 - the client itself broke (its connection): make another
-            failed.append(("(client)", repr(e)))
+            failed.append((in_flight or "(client)", repr(e)))
 
 
 async def legacy_approvals(url):
