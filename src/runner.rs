@@ -509,7 +509,11 @@ thread_local! {
 impl ReadBuf {
     fn take() -> Self {
         let mut buf = READ_BUF.take();
-        buf.resize(READ_BUF_BYTES, 0);
+        if buf.len() < READ_BUF_BYTES {
+            // Zeroed by the allocator (`calloc`): memory fresh from the kernel is not written,
+            // so a one-shot run touches only the pages its output fills (16 page faults less).
+            buf = vec![0; READ_BUF_BYTES];
+        }
         Self(buf)
     }
 }

@@ -2,6 +2,7 @@
 
 mod args;
 mod call;
+mod command_line;
 mod convert;
 mod lint;
 mod list;
@@ -126,7 +127,7 @@ struct Cli {
     mode: Option<String>,
 
     #[command(subcommand)]
-    command: Command,
+    command: command_line::Commands,
 }
 
 // Each command's own options are added when that command is parsed (clap's `defer`), not for
@@ -271,12 +272,8 @@ impl ColorWhen {
 
 /// Run the CLI with the process's arguments; returns the exit code.
 pub(crate) fn main() -> i32 {
-    use clap::{CommandFactory, FromArgMatches};
-    let parsed = Cli::command()
-        .color(ColorWhen::from_args().clap())
-        .try_get_matches()
-        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
-    let (cli, matches) = match parsed {
+    use clap::CommandFactory;
+    let (cli, matches) = match command_line::parse(std::env::args_os().collect()) {
         Ok(parsed) => parsed,
         Err(e) => {
             let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
@@ -285,9 +282,9 @@ pub(crate) fn main() -> i32 {
         }
     };
     // `serve --http` shuts down gracefully on a signal instead (finishing calls in flight).
-    let http = matches!(&cli.command, Command::Serve(args) if args.http.is_some());
+    let http = matches!(&cli.command.0, Command::Serve(args) if args.http.is_some());
     if matches!(
-        cli.command,
+        cli.command.0,
         Command::Run(_) | Command::Call(_) | Command::Serve(_) | Command::Exec(_) | Command::Test(_)
     ) {
         if !http {
@@ -296,17 +293,17 @@ pub(crate) fn main() -> i32 {
         // What a tool leaves outside its process group becomes packs' to end (Linux).
         crate::orphans::adopt();
     }
-    if matches!(cli.command, Command::Run(_) | Command::Exec(_)) {
+    if matches!(cli.command.0, Command::Run(_) | Command::Exec(_)) {
         crate::sandbox::one_call_per_process();
     }
     // The operator's configuration, resolved once; a flag this command cannot honour is refused.
     let operator = cli.operator(&matches);
-    let front = cli.command.front();
+    let front = cli.command.0.front();
     if let Err(e) = front.check(&operator) {
         report(&e.into());
         return exit::USAGE;
     }
-    let result = match cli.command {
+    let result = match cli.command.0 {
         Command::Exec(args) => match open_session(operator, &front) {
             Ok(session) => {
                 if !cli.quiet {
