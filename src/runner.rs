@@ -33,6 +33,8 @@ pub(crate) const STDERR_TAIL_BYTES: usize = 64 * 1024;
 
 /// Size of the buffer the output is read into.
 const READ_BUF_BYTES: usize = 64 * 1024;
+/// The read buffer of a thread's first run, grown to [`READ_BUF_BYTES`] by a read that fills it.
+const FIRST_READ_BYTES: usize = 4 * 1024;
 
 /// After the child is reaped and its group killed, how long the readers may
 /// keep draining before we stop waiting for writers that left the group.
@@ -462,6 +464,7 @@ pub(crate) fn run_observed(
                         Got::Data(len) => {
                             on_chunk(pipe.stream, &buf[..len]);
                             kept.add(pipe.stream, &buf[..len]);
+                            buf.filled(len);
                         }
                         Got::Again => {}
                         Got::Closed => pipes[slot] = None,
@@ -509,12 +512,19 @@ thread_local! {
 impl ReadBuf {
     fn take() -> Self {
         let mut buf = READ_BUF.take();
-        if buf.len() < READ_BUF_BYTES {
-            // Zeroed by the allocator (`calloc`): memory fresh from the kernel is not written,
-            // so a one-shot run touches only the pages its output fills (16 page faults less).
-            buf = vec![0; READ_BUF_BYTES];
+        if buf.is_empty() {
+            // A thread's first run starts small: a one-shot `packs run` of a tool that prints
+            // a line would otherwise zero (and fault in) 16 pages it never reads into.
+            buf = vec![0; FIRST_READ_BYTES];
         }
         Self(buf)
+    }
+
+    /// A read of `len` bytes was made: one that filled the buffer grows it to its full size.
+    fn filled(&mut self, len: usize) {
+        if len == self.0.len() && len < READ_BUF_BYTES {
+            self.0.resize(READ_BUF_BYTES, 0);
+        }
     }
 }
 
@@ -1061,6 +1071,34 @@ mod tests {
             timeout: Duration::from_secs(20),
             max_output_bytes: 1024 * 1024,
         }
+    }
+
+    /// A thread's first read buffer is small, grows by a read that fills it, and the grown one
+    /// is what the thread's next run gets; every byte of a long output arrives either way.
+    #[test]
+    fn the_read_buffer_starts_small_and_grows_when_a_read_fills_it() {
+        std::thread::spawn(|| {
+            let mut buf = ReadBuf::take();
+            assert_eq!(buf.len(), FIRST_READ_BYTES);
+            buf.filled(FIRST_READ_BYTES - 1);
+            assert_eq!(buf.len(), FIRST_READ_BYTES);
+            buf.filled(FIRST_READ_BYTES);
+            assert_eq!(buf.len(), READ_BUF_BYTES);
+            buf.filled(READ_BUF_BYTES);
+            assert_eq!(buf.len(), READ_BUF_BYTES);
+            drop(buf);
+            assert_eq!(ReadBuf::take().len(), READ_BUF_BYTES, "kept for the thread's next run");
+            let out = run(&inv(&["head", "-c", "300000", "/dev/zero"])).unwrap();
+            assert_eq!(out.stdout.len(), 300_000);
+        })
+        .join()
+        .unwrap();
+        std::thread::spawn(|| {
+            let out = run(&inv(&["head", "-c", "300000", "/dev/zero"])).unwrap();
+            assert_eq!(out.stdout.len(), 300_000, "a fresh thread's small buffer reads all of it");
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]
