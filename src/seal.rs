@@ -4,8 +4,7 @@
 //! every replica that holds the same key reads them, so no replica keeps them in memory.
 //! Deferred approvals' tickets (`call/ticket.rs`) are sealed too, with a key file's key.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use data_encoding::BASE64URL_NOPAD as URL_SAFE_NO_PAD;
 use hmac_sha256::HMAC;
 use serde_json::Value;
 
@@ -50,8 +49,8 @@ impl Seal {
 
     /// `value` as a token: base64url of its JSON, a dot, base64url of the HMAC of that text.
     pub(crate) fn seal(&self, value: &Value) -> String {
-        let body = URL_SAFE_NO_PAD.encode(value.to_string());
-        format!("{body}.{}", URL_SAFE_NO_PAD.encode(HMAC::mac(&body, self.key)))
+        let body = URL_SAFE_NO_PAD.encode(value.to_string().as_bytes());
+        format!("{body}.{}", URL_SAFE_NO_PAD.encode(&HMAC::mac(&body, self.key)))
     }
 
     /// The value sealed in `token`, if this key sealed it (compared in constant time).
@@ -60,9 +59,9 @@ impl Seal {
             return None;
         }
         let (body, tag) = token.split_once('.')?;
-        let tag: [u8; 32] = URL_SAFE_NO_PAD.decode(tag).ok()?.try_into().ok()?;
+        let tag: [u8; 32] = URL_SAFE_NO_PAD.decode(tag.as_bytes()).ok()?.try_into().ok()?;
         HMAC::verify(body, self.key, &tag).then_some(())?;
-        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(body).ok()?).ok()
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(body.as_bytes()).ok()?).ok()
     }
 }
 
@@ -93,7 +92,7 @@ mod tests {
         assert_eq!(Seal::derived(b"other").open(&token), None);
         assert_eq!(Seal::random().open(&token), None);
         let (body, tag) = token.split_once('.').unwrap();
-        let forged = URL_SAFE_NO_PAD.encode(json!({"t": "rm", "x": 2}).to_string());
+        let forged = URL_SAFE_NO_PAD.encode(json!({"t": "rm", "x": 2}).to_string().as_bytes());
         assert_eq!(seal.open(&format!("{forged}.{tag}")), None);
         assert_eq!(seal.open(body), None);
         assert_eq!(seal.open(&format!("{body}.")), None);
