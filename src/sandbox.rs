@@ -484,7 +484,7 @@ pub(crate) fn for_a_describe() -> Enforcement {
 #[derive(Debug)]
 pub(crate) struct Prepared {
     /// The private temporary directory (the tool's `TMPDIR`), removed when dropped.
-    pub(crate) tmpdir: Option<tempfile::TempDir>,
+    pub(crate) tmpdir: Option<PrivateDir>,
     inner: imp::Inner,
 }
 
@@ -509,24 +509,102 @@ fn temp_base() -> PathBuf {
     .clone()
 }
 
+/// A call's private temporary directory: made with mode 0700 under a name no other process
+/// can guess (96 bits from the kernel's random source, `getrandom`, drawn anew for each: a tool
+/// that saw one call's name learns nothing about the next), and removed when dropped, on the
+/// error paths that drop it too.
+#[derive(Debug)]
+pub(crate) struct PrivateDir {
+    path: PathBuf,
+}
+
+impl PrivateDir {
+    /// The name's prefix: a directory left behind (packs killed) says whose it was.
+    const PREFIX: &str = "packs-call-";
+
+    /// A new directory in `base` (made absolute: it is a tool's `TMPDIR` and a Landlock
+    /// rule's path). A name taken already is drawn again, a few times.
+    pub(crate) fn new_in(base: &Path) -> std::io::Result<Self> {
+        use std::os::unix::fs::DirBuilderExt;
+        let base = if base.is_absolute() { base.to_owned() } else { std::env::current_dir()?.join(base) };
+        let mut tries = 0;
+        loop {
+            let mut bytes = [0u8; 12];
+            getrandom::fill(&mut bytes)?;
+            let path = base.join(format!("{}{}", Self::PREFIX, data_encoding::HEXLOWER.encode(&bytes)));
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => return Ok(Self { path }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => tries += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
 /// Remove the call's temp dir even when the tool made parts of it unreadable
 /// (`chmod 0` on a subdirectory): open every directory up, then remove it all.
-impl Drop for Prepared {
+impl Drop for PrivateDir {
     fn drop(&mut self) {
-        let Some(tmp) = self.tmpdir.take() else { return };
+        let path = &self.path;
         // Most tools leave their TMPDIR empty: one `rmdir`, where removing a tree opens the
         // directory and lists it first.
-        let path = tmp.keep();
-        if std::fs::remove_dir(&path).is_ok() || std::fs::remove_dir_all(&path).is_ok() {
+        if std::fs::remove_dir(path).is_ok() || std::fs::remove_dir_all(path).is_ok() {
             return;
         }
         use std::os::unix::fs::PermissionsExt;
-        for entry in walkdir::WalkDir::new(&path).follow_links(false).into_iter().flatten() {
+        for entry in walkdir::WalkDir::new(path).follow_links(false).into_iter().flatten() {
             if entry.file_type().is_dir() {
                 let _ = std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o700));
             }
         }
-        let _ = std::fs::remove_dir_all(&path);
+        let _ = std::fs::remove_dir_all(path);
+    }
+}
+
+#[cfg(test)]
+mod private_dir_tests {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    use super::PrivateDir;
+
+    #[test]
+    fn a_private_dir_is_the_owners_alone_unguessable_and_removed_when_dropped() {
+        let base = tempfile::tempdir().unwrap();
+        let (a, b) = (PrivateDir::new_in(base.path()).unwrap(), PrivateDir::new_in(base.path()).unwrap());
+        for dir in [&a, &b] {
+            let meta = std::fs::metadata(dir.path()).unwrap();
+            assert!(meta.is_dir());
+            assert_eq!(meta.mode() & 0o7777, 0o700, "{}", dir.path().display());
+            let name = dir.path().file_name().unwrap().to_str().unwrap();
+            let random = name.strip_prefix(PrivateDir::PREFIX).unwrap();
+            assert!(random.len() == 24 && random.bytes().all(|c| c.is_ascii_hexdigit()), "{name}");
+            assert_eq!(dir.path().parent(), Some(base.path()));
+        }
+        assert_ne!(a.path(), b.path());
+        // A tool's leftovers, a subdirectory it locked among them, go with it.
+        let (a_path, b_path) = (a.path().to_owned(), b.path().to_owned());
+        std::fs::create_dir_all(b_path.join("x/y")).unwrap();
+        std::fs::write(b_path.join("x/y/f"), "f").unwrap();
+        std::fs::set_permissions(b_path.join("x"), std::fs::Permissions::from_mode(0o000)).unwrap();
+        drop((a, b));
+        assert!(!a_path.exists() && !b_path.exists());
+        assert_eq!(std::fs::read_dir(base.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_private_dir_is_made_where_asked_or_not_at_all() {
+        let base = tempfile::tempdir().unwrap();
+        let missing = base.path().join("missing");
+        assert_eq!(PrivateDir::new_in(&missing).unwrap_err().kind(), std::io::ErrorKind::NotFound);
+        assert!(!missing.exists());
+        // A relative base is made absolute (the tool's TMPDIR is read from anywhere).
+        let here = std::env::current_dir().unwrap();
+        let dir = PrivateDir::new_in(std::path::Path::new(".")).unwrap();
+        assert!(dir.path().is_absolute() && dir.path().starts_with(&here), "{}", dir.path().display());
     }
 }
 
@@ -543,10 +621,10 @@ impl Prepared {
     /// Build what `enforcement` needs: the temp dir, the Landlock ruleset, the seccomp program.
     pub(crate) fn new(enforcement: &Enforcement) -> std::io::Result<Self> {
         let tmpdir = match &enforcement.writes_under {
-            Some(_) => Some(tempfile::Builder::new().prefix("packs-call-").tempdir_in(temp_base())?),
+            Some(_) => Some(PrivateDir::new_in(&temp_base())?),
             None => None,
         };
-        let inner = imp::Inner::new(enforcement, tmpdir.as_ref().map(tempfile::TempDir::path))?;
+        let inner = imp::Inner::new(enforcement, tmpdir.as_ref().map(PrivateDir::path))?;
         Ok(Self { tmpdir, inner })
     }
 

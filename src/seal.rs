@@ -4,12 +4,9 @@
 //! every replica that holds the same key reads them, so no replica keeps them in memory.
 //! Deferred approvals' tickets (`call/ticket.rs`) are sealed too, with a key file's key.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{KeyInit, Mac};
+use data_encoding::BASE64URL_NOPAD as URL_SAFE_NO_PAD;
+use hmac_sha256::HMAC;
 use serde_json::Value;
-
-type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
 /// The key tokens are sealed with.
 #[derive(Clone)]
@@ -41,9 +38,7 @@ impl Seal {
     /// A key derived from `secret` for one purpose (`label`): tokens sealed for one purpose
     /// never open for another, even from the same secret.
     pub(crate) fn derived_for(label: &[u8], secret: &[u8]) -> Self {
-        let mut mac = HmacSha256::new_from_slice(label).expect("HMAC takes any key");
-        mac.update(secret);
-        Seal { key: mac.finalize().into_bytes().into() }
+        Seal { key: HMAC::mac(secret, label) }
     }
 
     /// 64 unpredictable bits, for nonces.
@@ -54,10 +49,8 @@ impl Seal {
 
     /// `value` as a token: base64url of its JSON, a dot, base64url of the HMAC of that text.
     pub(crate) fn seal(&self, value: &Value) -> String {
-        let body = URL_SAFE_NO_PAD.encode(value.to_string());
-        let mut mac = self.mac();
-        mac.update(body.as_bytes());
-        format!("{body}.{}", URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes()))
+        let body = URL_SAFE_NO_PAD.encode(value.to_string().as_bytes());
+        format!("{body}.{}", URL_SAFE_NO_PAD.encode(&HMAC::mac(&body, self.key)))
     }
 
     /// The value sealed in `token`, if this key sealed it (compared in constant time).
@@ -66,15 +59,9 @@ impl Seal {
             return None;
         }
         let (body, tag) = token.split_once('.')?;
-        let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
-        let mut mac = self.mac();
-        mac.update(body.as_bytes());
-        mac.verify_slice(&tag).ok()?;
-        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(body).ok()?).ok()
-    }
-
-    fn mac(&self) -> HmacSha256 {
-        HmacSha256::new_from_slice(&self.key).expect("HMAC takes any key")
+        let tag: [u8; 32] = URL_SAFE_NO_PAD.decode(tag.as_bytes()).ok()?.try_into().ok()?;
+        HMAC::verify(body, self.key, &tag).then_some(())?;
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(body.as_bytes()).ok()?).ok()
     }
 }
 
@@ -88,9 +75,7 @@ fn random_bytes() -> [u8; 32] {
     }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let seed = format!("{now}-{}-{:p}", std::process::id(), &bytes);
-    let mut mac = HmacSha256::new_from_slice(seed.as_bytes()).expect("HMAC takes any key");
-    mac.update(b"packs fallback randomness");
-    mac.finalize().into_bytes().into()
+    HMAC::mac(b"packs fallback randomness", seed)
 }
 
 #[cfg(test)]
@@ -107,11 +92,46 @@ mod tests {
         assert_eq!(Seal::derived(b"other").open(&token), None);
         assert_eq!(Seal::random().open(&token), None);
         let (body, tag) = token.split_once('.').unwrap();
-        let forged = URL_SAFE_NO_PAD.encode(json!({"t": "rm", "x": 2}).to_string());
+        let forged = URL_SAFE_NO_PAD.encode(json!({"t": "rm", "x": 2}).to_string().as_bytes());
         assert_eq!(seal.open(&format!("{forged}.{tag}")), None);
         assert_eq!(seal.open(body), None);
         assert_eq!(seal.open(&format!("{body}.")), None);
         assert_eq!(seal.open(&"a".repeat(MAX_TOKEN + 1)), None);
         assert_ne!(seal.nonce(), seal.nonce());
+    }
+
+    /// RFC 4231's HMAC-SHA-256 test cases 1, 2 and 6 (a key longer than a block), through
+    /// the key derivation: the keys replicas derive from a shared file must not change.
+    #[test]
+    fn hmac_sha256_gives_rfc_4231s_known_answers() {
+        let hex = |b: [u8; 32]| b.iter().map(|b| format!("{b:02x}")).collect::<String>();
+        let cases: [(&[u8], &[u8], &str); 3] = [
+            (&[0x0b; 20], b"Hi There", "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"),
+            (
+                b"Jefe",
+                b"what do ya want for nothing?",
+                "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
+            ),
+            (
+                &[0xaa; 131],
+                b"Test Using Larger Than Block-Size Key - Hash Key First",
+                "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54",
+            ),
+        ];
+        for (key, data, mac) in cases {
+            assert_eq!(hex(Seal::derived_for(key, data).key), mac);
+        }
+    }
+
+    /// A token sealed by an earlier build (computed independently: Python's `hmac` and
+    /// `base64`) still opens, and the same value seals to the same bytes.
+    #[test]
+    fn a_token_sealed_by_an_earlier_build_opens() {
+        let token = "eyJ0Ijoicm0iLCJ4IjoxfQ.gt4QukhuJ2BVm5EA-7jkl0hkyaYiB8Gtcrhu3-c1F-A";
+        let seal = Seal::derived(b"secret");
+        assert_eq!(seal.open(token), Some(json!({"t": "rm", "x": 1})));
+        assert_eq!(seal.seal(&json!({"t": "rm", "x": 1})), token);
+        assert_eq!(seal.open(&token.replace(".gt4Q", ".gt4R")), None, "a changed tag");
+        assert_eq!(seal.open(&token[..token.len() - 1]), None, "a short tag");
     }
 }

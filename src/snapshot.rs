@@ -32,7 +32,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use sha2::{Digest, Sha256};
+use hmac_sha256::Hash as Sha256;
 
 use crate::describe_cache::{self, DescribeCache, Identity};
 

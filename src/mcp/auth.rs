@@ -64,8 +64,7 @@ pub(crate) enum TokenFileError {
 }
 
 fn digest(token: &str) -> [u8; 32] {
-    use sha2::Digest;
-    sha2::Sha256::digest(token.as_bytes()).into()
+    hmac_sha256::Hash::hash(token.as_bytes())
 }
 
 impl Tokens {

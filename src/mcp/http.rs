@@ -850,10 +850,14 @@ fn check_stateless_headers(
 
 /// A header value, decoded when it uses the `=?base64?…?=` sentinel.
 fn decode_header_value(value: &str) -> Option<String> {
-    use base64::Engine as _;
     match value.strip_prefix("=?base64?").and_then(|v| v.strip_suffix("?=")) {
         Some(encoded) => {
-            let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).ok()?;
+            // Padding only at the end: data-encoding reads `QQ==QQ==` as two padded blocks,
+            // and a client's one encoded name is one block sequence (RFC 4648, section 3.2).
+            if encoded.trim_end_matches('=').contains('=') {
+                return None;
+            }
+            let bytes = data_encoding::BASE64.decode(encoded.as_bytes()).ok()?;
             String::from_utf8(bytes).ok()
         }
         None => Some(value.to_owned()),

@@ -653,10 +653,7 @@ mod tests {
         assert_eq!(refused_now(&oauth, hs).await, "a token signed with a shared secret (HS*) is refused");
         // An alg other than the key's (refused before the signature is looked at).
         let es = Header { kid: Some("k1".into()), ..Header::new(Algorithm::ES256) };
-        let b64 = |v: &Value| {
-            use base64::Engine;
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
-        };
+        let b64 = |v: &Value| data_encoding::BASE64URL_NOPAD.encode(v.to_string().as_bytes());
         let es = format!("{}.{}.AAAA", b64(&serde_json::to_value(es).unwrap()), b64(&claims(&issuer, json!({}))));
         assert_eq!(refused_now(&oauth, es).await, "the token's alg ES256 is not its key's (EdDSA)");
         assert_eq!(server.hits("/jwks"), 1, "no token above named a key the set lacks");

@@ -245,6 +245,10 @@ fn the_stateless_era_checks_its_headers_against_the_body() {
         (format!("{v}Mcp-Method: tools/call\r\n"), "Mcp-Name header is missing"),
         (format!("{v}Mcp-Method: tools/call\r\nMcp-Name: nap\r\n"), "Mcp-Name `nap` does not match"),
         (format!("{v}Mcp-Method: tools/call\r\nMcp-Name: =?base64?!!?=\r\n"), "not valid base64"),
+        // Standard base64 with its padding, once at the end: not two padded blocks ("echo" and
+        // "_words"), nor the name unpadded.
+        (format!("{v}Mcp-Method: tools/call\r\nMcp-Name: =?base64?ZWNobw==X3dvcmRz?=\r\n"), "not valid base64"),
+        (format!("{v}Mcp-Method: tools/call\r\nMcp-Name: =?base64?ZWNob193b3Jkcw?=\r\n"), "not valid base64"),
     ] {
         let r = post(s.addr, &headers, &body);
         assert_eq!(r.status, 400, "{why}: {}", r.body);

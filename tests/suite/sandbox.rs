@@ -60,6 +60,32 @@ fn a_read_only_tool_writes_nowhere_but_its_private_tmpdir() {
 }
 
 #[test]
+fn each_call_gets_a_private_tmpdir_of_its_own_only_its_owner_can_enter() {
+    let packs = Packs::new().manifest(
+        "tmp",
+        shell_tool("tmp", json!({"read_only": true}), json!({}), r#"stat -c "%a $TMPDIR" "$TMPDIR""#, &[]),
+    );
+    let run = || {
+        let out = Test::new().packs_dir(&packs).args(["run", "tmp"]).run();
+        out.success();
+        out.stdout().trim().to_owned()
+    };
+    let (first, second) = (run(), run());
+    let mut names = Vec::new();
+    for line in [&first, &second] {
+        let (mode, dir) = line.split_once(' ').unwrap_or_else(|| panic!("{line}"));
+        assert_eq!(mode, "700", "{line}");
+        assert!(!Path::new(dir).exists(), "the private TMPDIR {dir} outlived the call");
+        let name = Path::new(dir).file_name().unwrap().to_str().unwrap().to_owned();
+        // 96 random bits, hex: the next call's name cannot be told from this one's.
+        let random = name.strip_prefix("packs-call-").unwrap_or_else(|| panic!("{name}"));
+        assert!(random.len() == 24 && random.bytes().all(|c| c.is_ascii_hexdigit()), "{name}");
+        names.push(name);
+    }
+    assert_ne!(names[0], names[1]);
+}
+
+#[test]
 fn a_workspace_tool_writes_inside_even_when_a_link_is_swapped_after_the_check() {
     let ws = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
