@@ -193,7 +193,23 @@ pub(crate) fn default_list() -> &'static [PathBuf] {
 /// link one `readlink` more.
 pub(crate) fn resolve(paths: &[PathBuf]) -> Vec<PathBuf> {
     let mut known = Known::new();
-    let mut out: Vec<PathBuf> = paths.iter().filter_map(|p| follow(p, &mut known, |_, _| {})).collect();
+    let mut out: Vec<PathBuf> =
+        paths.iter().filter_map(|p| follow(p, &mut known, |_, _| {}, &mut Vec::new())).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `denied` as the rules keep it: [`resolve`]d, and every link crossed on the way to it, as
+/// itself (`~/.config` when it is a link to `~/dotfiles/config`). Reads through a link are
+/// judged where they lead, so denying the link costs nothing there; kept out of every
+/// writable place, it cannot be retargeted by a tool that may write its directory, which
+/// would move the store out of the list at the next call.
+pub(crate) fn denied(denied: &[PathBuf]) -> Vec<PathBuf> {
+    let mut known = Known::new();
+    let mut links = Vec::new();
+    let mut out: Vec<PathBuf> = denied.iter().filter_map(|p| follow(p, &mut known, |_, _| {}, &mut links)).collect();
+    out.append(&mut links);
     out.sort();
     out.dedup();
     out
@@ -223,12 +239,17 @@ type Known = std::collections::HashMap<PathBuf, Entry>;
 /// to each link's target (a relative one from the link's directory, `..` after a link from
 /// where the link led). A name missing, not a directory before the end, or a link past the
 /// [`MAX_LINKS`]th ends the lookups: the names after it are taken as they are written (`..`
-/// going up). `None`: `path` cannot be made absolute.
-fn follow(path: &Path, known: &mut Known, mut looked: impl FnMut(&Path, &std::ffi::OsStr)) -> Option<PathBuf> {
+/// going up). Each link crossed is added to `links`. `None`: `path` cannot be made absolute.
+fn follow(
+    path: &Path,
+    known: &mut Known,
+    mut looked: impl FnMut(&Path, &std::ffi::OsStr),
+    links: &mut Vec<PathBuf>,
+) -> Option<PathBuf> {
     let path = std::path::absolute(path).ok()?;
     let mut pending: std::collections::VecDeque<std::ffi::OsString> = parts(&path).into();
     let mut at = PathBuf::from("/");
-    let mut links = 0;
+    let mut followed = 0;
     while let Some(part) = pending.pop_front() {
         if part == "/" {
             at = PathBuf::from("/");
@@ -242,8 +263,9 @@ fn follow(path: &Path, known: &mut Known, mut looked: impl FnMut(&Path, &std::ff
         let next = at.join(&part);
         match lookup(&next, known) {
             Entry::Dir => at = next,
-            Entry::Link(target) if links < MAX_LINKS => {
-                links += 1;
+            Entry::Link(target) if followed < MAX_LINKS => {
+                followed += 1;
+                links.push(next);
                 for p in parts(&target).into_iter().rev() {
                     pending.push_front(p);
                 }
@@ -354,13 +376,13 @@ impl Walk {
         }
     }
 
-    /// `denied` resolved ([`resolve`]) and the walk that keeps it true: each directory is
+    /// `denied` resolved, links crossed included ([`denied`]), and the walk that keeps it true: each directory is
     /// recorded before a name is looked up in it, so a change after the lookup is a change;
     /// then the paths are resolved again: one that resolves elsewhere now (a change the
     /// modification times may miss, made in the clock tick of the look) makes the walk stale
     /// at once.
     pub(crate) fn resolved(denied: &[PathBuf]) -> (Vec<PathBuf>, Self) {
-        Self::resolved_by(denied, resolve)
+        Self::resolved_by(denied, self::denied)
     }
 
     fn resolved_by(denied: &[PathBuf], mut again: impl FnMut(&[PathBuf]) -> Vec<PathBuf>) -> (Vec<PathBuf>, Self) {
@@ -370,8 +392,12 @@ impl Walk {
             unrecorded: false,
         };
         let mut known = Known::new();
-        let mut resolved: Vec<PathBuf> =
-            denied.iter().filter_map(|p| follow(p, &mut known, |dir, name| walk.record(dir, name))).collect();
+        let mut links = Vec::new();
+        let mut resolved: Vec<PathBuf> = denied
+            .iter()
+            .filter_map(|p| follow(p, &mut known, |dir, name| walk.record(dir, name), &mut links))
+            .collect();
+        resolved.append(&mut links);
         resolved.sort();
         resolved.dedup();
         if again(denied) != resolved {
@@ -596,7 +622,7 @@ mod tests {
             if !home.join(".aws").exists() {
                 std::os::unix::fs::symlink(home.join("dotfiles/aws"), home.join(".aws")).unwrap();
             }
-            resolve(d)
+            self::denied(d)
         });
         assert_eq!(resolved, denied);
         assert!(walk.unrecorded && walk.changed(), "a link made while the paths were resolved");
@@ -604,14 +630,14 @@ mod tests {
         // the link's target (`~/dotfiles`, for `aws`) was watched.
         let mut first = true;
         let (resolved, walk) = Walk::resolved_by(&denied, |d| {
-            let resolved = resolve(d);
+            let resolved = self::denied(d);
             if std::mem::take(&mut first) {
                 std::fs::rename(home.join("dotfiles/aws"), home.join("dotfiles/old")).unwrap();
                 std::os::unix::fs::symlink(home.join("elsewhere/aws"), home.join("dotfiles/aws")).unwrap();
             }
             resolved
         });
-        assert_eq!(resolved, [home.join("dotfiles/aws")]);
+        assert_eq!(resolved, [home.join(".aws"), home.join("dotfiles/aws")], "the link crossed kept too");
         assert!(!walk.unrecorded);
         assert!(walk.changed(), "a link made on the way to a link's target");
     }
@@ -710,7 +736,11 @@ mod tests {
         let root = std::fs::canonicalize(dir.path()).unwrap();
         let home = chains(&root);
         let denied = [home.join(".config/gh")];
-        assert_eq!(Walk::resolved(&denied).0, [root.join("data/cfg/gh")]);
+        assert_eq!(
+            Walk::resolved(&denied).0,
+            [root.join("data/cfg/gh"), home.join(".config"), root.join("opt/links/l1")],
+            "the store and the links crossed"
+        );
         // Every directory whose entries decide it: the link's, the link's target's way.
         let walk = quiet_walk_of_times(&denied);
         for d in ["home", "opt", "opt/links", "data", "data/cfg"] {
@@ -719,7 +749,7 @@ mod tests {
         // The link in the middle of the chain retargeted: `~/.config/gh` is elsewhere now.
         relink("../../data/cfg2", &root.join("opt/links/l1"));
         assert_eq!(seen_both_ways(walk), (true, true), "the middle link retargeted");
-        assert_eq!(Walk::resolved(&denied).0, [root.join("data/cfg2/gh")]);
+        assert_eq!(resolve(&denied), [root.join("data/cfg2/gh")]);
         // The first link retargeted, the last directory renamed, a missing one made.
         let walk = quiet_walk_of_times(&denied);
         relink(root.join("data/cfg"), &home.join(".config"));
@@ -739,7 +769,7 @@ mod tests {
         let root = std::fs::canonicalize(dir.path()).unwrap();
         let home = chains(&root);
         let aws = [home.join(".aws/credentials")];
-        assert_eq!(Walk::resolved(&aws).0, [root.join("data/aws/credentials")]);
+        assert_eq!(Walk::resolved(&aws).0, [root.join("data/aws/credentials"), home.join(".aws")]);
         let walk = quiet_walk_of_times(&aws);
         std::fs::create_dir(root.join("data/aws")).unwrap();
         assert_eq!(seen_both_ways(walk), (true, true), "the store made through the link");
@@ -747,7 +777,7 @@ mod tests {
         let walk = quiet_walk_of_times(&kube);
         relink(root.join("data"), &root.join("loop/b"));
         assert_eq!(seen_both_ways(walk), (true, true), "the loop broken");
-        assert_eq!(Walk::resolved(&kube).0, [root.join("data/config")]);
+        assert_eq!(resolve(&kube), [root.join("data/config")]);
     }
 
     #[test]

@@ -814,7 +814,7 @@ mod imp {
         }
         // The walk is taken first: a change made while the rules are built is seen next time.
         let (resolved, walk) = if super::ONE_CALL.load(std::sync::atomic::Ordering::Relaxed) {
-            (crate::reads::resolve(denied), crate::reads::Walk::unrecorded())
+            (crate::reads::denied(denied), crate::reads::Walk::unrecorded())
         } else {
             crate::reads::Walk::resolved(denied)
         };

@@ -627,6 +627,41 @@ fn a_tool_that_may_write_a_stores_parent_cannot_move_it_out_of_the_list() {
 }
 
 #[test]
+fn a_tool_that_may_write_a_links_directory_cannot_retarget_a_store_out_of_the_list() {
+    // Dotfiles kept in a checkout that is the workspace: `~/.aws -> dotfiles/links/aws`, and
+    // `dotfiles/links/aws -> ../private/aws`. The link in the middle is the workspace's own:
+    // retargeted, `~/.aws` would resolve elsewhere at the next run, and
+    // `dotfiles/private/aws` would read.
+    let scratch = tempfile::tempdir().unwrap();
+    let root = real(scratch.path());
+    let (home, ws) = (root.join("home"), root.join("dotfiles"));
+    for d in ["home", "dotfiles/links", "dotfiles/private/aws"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    std::fs::write(ws.join("private/aws/credentials"), SECRET).unwrap();
+    std::os::unix::fs::symlink("../dotfiles/links/aws", home.join(".aws")).unwrap();
+    std::os::unix::fs::symlink("../private/aws", ws.join("links/aws")).unwrap();
+    let packs = Packs::new().manifest(
+        "retarget",
+        json!({"name": "retarget", "description": "d", "policy": {"tier": "workspace"},
+               "command": {"program": "sh", "args": ["-c",
+                   "ln -sfn /nonexistent links/aws 2>/dev/null || echo refused; cat private/aws/credentials 2>/dev/null; echo done"]}}),
+    );
+    for _ in 0..2 {
+        let out = Test::new()
+            .packs_dir(&packs)
+            .env("HOME", &home)
+            .arg("--workspace")
+            .arg(&ws)
+            .args(["run", "retarget"])
+            .run();
+        out.success();
+        assert_eq!(out.stdout(), "refused\ndone\n");
+    }
+    assert_eq!(std::fs::read_link(ws.join("links/aws")).unwrap(), Path::new("../private/aws"));
+}
+
+#[test]
 fn a_tool_stating_unix_sockets_false_reaches_no_datagram_socket_through_a_socketpair() {
     crate::common::require("python3");
     // A local daemon reading datagrams on a pathname socket (`/dev/log`, journald's).
