@@ -82,8 +82,8 @@ mod imp {
     use std::collections::{HashMap, HashSet};
     use std::ffi::{OsStr, OsString};
     use std::fs::File;
-    use std::mem::MaybeUninit;
-    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::mem::{ManuallyDrop, MaybeUninit};
+    use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
     use std::os::unix::ffi::OsStrExt;
     use std::path::{Path, PathBuf};
 
@@ -94,7 +94,7 @@ mod imp {
     /// Watches and the mount table; see the module.
     #[derive(Debug)]
     pub(crate) struct Notices {
-        inotify: OwnedFd,
+        inotify: Instance,
         /// Polled for `POLLPRI`: the mount table changed.
         mounts: File,
         /// Per watch, the names whose events matter (`None`: every name). An event on the
@@ -115,7 +115,9 @@ mod imp {
     impl Notices {
         /// No watch yet; `None` when the kernel offers no inotify or mount table.
         pub(crate) fn new() -> Option<Self> {
-            let inotify = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).ok()?;
+            let inotify = Instance(ManuallyDrop::new(
+                inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).ok()?,
+            ));
             let mounts = File::open("/proc/self/mountinfo").ok()?;
             Some(Self {
                 inotify,
@@ -201,7 +203,7 @@ mod imp {
                 return false;
             }
             let mut fds = [
-                libc::pollfd { fd: self.inotify.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: self.inotify.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 },
                 libc::pollfd { fd: self.mounts.as_raw_fd(), events: libc::POLLPRI, revents: 0 },
             ];
             // SAFETY: `fds` is a valid array of two pollfd for the duration of the call.
@@ -260,6 +262,42 @@ mod imp {
                     Err(_) => return false,
                 }
             }
+        }
+    }
+
+    /// An inotify instance, closed off the thread that drops it: closing one that holds
+    /// watches waits for the kernel to destroy them (a grace period, about 8 ms here), which a
+    /// call that found its rules stale and built new ones would wait for (holding the lock on
+    /// the rules kept, that other calls wait for).
+    #[derive(Debug)]
+    struct Instance(ManuallyDrop<OwnedFd>);
+
+    impl AsFd for Instance {
+        fn as_fd(&self) -> BorrowedFd<'_> {
+            self.0.as_fd()
+        }
+    }
+
+    impl Drop for Instance {
+        fn drop(&mut self) {
+            // SAFETY: taken once, here, and never used after: `self` is being dropped.
+            let fd = unsafe { ManuallyDrop::take(&mut self.0) };
+            close_later(fd);
+        }
+    }
+
+    /// Close `fd` on a thread of its own, started the first time (here, when it cannot be).
+    fn close_later(fd: OwnedFd) {
+        static CLOSER: std::sync::OnceLock<Option<std::sync::mpsc::Sender<OwnedFd>>> = std::sync::OnceLock::new();
+        let closer = CLOSER.get_or_init(|| {
+            let (send, closing) = std::sync::mpsc::channel::<OwnedFd>();
+            let thread = std::thread::Builder::new().name("packs-notices-close".into());
+            thread.spawn(move || closing.into_iter().for_each(drop)).ok().map(|_| send)
+        });
+        match closer {
+            // A thread gone gives the descriptor back, closed here as it is dropped.
+            Some(send) => drop(send.send(fd)),
+            None => drop(fd),
         }
     }
 
