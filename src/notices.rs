@@ -485,4 +485,25 @@ mod tests {
         assert!(!heard(dir, watched, false, || std::fs::write(at("other"), "x").unwrap()));
         assert!(heard(dir, None, false, || std::fs::remove_file(at("other")).unwrap()));
     }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn an_overflowed_queue_is_heard_whatever_the_names_it_lost() {
+        // Past `max_queued_events`, the kernel drops events and queues one overflow: every
+        // event queued names no watched name, but the ones dropped might have.
+        let most: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+            .ok()
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(16384);
+        if most > 100_000 {
+            return;
+        }
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path();
+        assert!(heard(dir, Some(&["watched"]), false, || {
+            for i in 0..=most {
+                std::fs::File::create(dir.join(i.to_string())).unwrap();
+            }
+        }));
+    }
 }
