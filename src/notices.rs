@@ -54,8 +54,9 @@ pub(crate) fn seen(f_type: u32) -> bool {
 /// Whether two names that differ may be one entry in a directory of a file system of type
 /// `f_type`: always on vfat, exFAT, NTFS, HFS(+), JFS and ISO 9660 (case-insensitive, or
 /// may be mounted so); on ext4, f2fs, tmpfs, bcachefs and an overlay when the directory
-/// itself folds case (`casefolded`, asked only there). A notice there names the entry as it was spelled
-/// (`.SSH` for `.ssh`, or another Unicode normalization of it), so any name matters.
+/// itself folds case (`casefolded`, asked only there). A notice there names the entry as it
+/// was spelled (`.SSH` for `.ssh`, or another Unicode normalization of it), so any name
+/// matters.
 pub(crate) fn any_case(f_type: u32, casefolded: impl FnOnce() -> bool) -> bool {
     const FOLDING: &[u32] = &[
         0x4d44,      // MSDOS_SUPER_MAGIC (vfat, msdos)

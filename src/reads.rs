@@ -6,9 +6,10 @@
 //! denied path but that path ([`crate::grants::grants`], the same walk writes use around
 //! packs' configuration), and listing directories (`ReadDir`) on the whole tree. What that
 //! leaves: a denied entry's name and metadata (`ls ~/.ssh`, `stat`) but never its contents;
-//! an entry created in a directory on the way (`/`, `/home`, `$HOME`, `~/.config`...) after
-//! the rules were built is not readable until they are rebuilt ([`Walk::changed`]: the next
-//! call after the directory changed, the list resolved again); a denied path that does not
+//! an entry created in a directory on the way (`/`, `/home`, `$HOME`, `~/.config`..., and
+//! every directory crossed following a link on the way: [`follow`]) after the rules were
+//! built is not readable until they are rebuilt ([`Walk::changed`]: the next call after the
+//! directory changed, the list resolved again); a denied path that does not
 //! exist is kept ([`resolve`]): created later, it is unreadable (the directory on its way is
 //! not granted whole) and denied once the rules are rebuilt. A hard link or bind mount made
 //! elsewhere before packs started is another path to the same file.
@@ -202,9 +203,10 @@ pub(crate) fn resolve(paths: &[PathBuf]) -> Vec<PathBuf> {
 
 /// `denied` as the rules keep it: [`resolve`]d, and every link crossed on the way to it, as
 /// itself (`~/.config` when it is a link to `~/dotfiles/config`). Reads through a link are
-/// judged where they lead, so denying the link costs nothing there; kept out of every
-/// writable place, it cannot be retargeted by a tool that may write its directory, which
-/// would move the store out of the list at the next call.
+/// judged where they lead, so denying the link costs reads only that its directory's entries
+/// are granted one by one; kept out of every writable place, it cannot be retargeted by a
+/// tool that may write its directory, which would move the store out of the list at the
+/// next call.
 pub(crate) fn denied(denied: &[PathBuf]) -> Vec<PathBuf> {
     let mut known = Known::new();
     let mut links = Vec::new();
