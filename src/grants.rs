@@ -61,17 +61,24 @@ pub(crate) fn grants(place: &Path, protected: &[PathBuf]) -> std::io::Result<Vec
 }
 
 /// Grant every entry of `dir` (open as `fd`, which holds a protected path below it) but the
-/// protected ones, opening up the directories on the way to them.
+/// protected ones, opening up the directories on the way to them. An entry listed under
+/// another name than a protected path's but that is its entry (the same inode: the name in
+/// another case on a case-insensitive file system, `.SSH` for `.ssh`, or a hard link beside
+/// it) is taken for it.
 #[cfg(target_os = "linux")]
 fn open_up(fd: &std::os::fd::OwnedFd, dir: &Path, protected: &[PathBuf], out: &mut Vec<Opened>) {
     use std::os::unix::ffi::OsStrExt;
     let Ok(mut entries) = open::listing(fd) else { return };
+    let same = open::next_names(fd, dir, protected);
     while let Some(Ok(entry)) = entries.read() {
         let name = entry.file_name();
         if name == c"." || name == c".." {
             continue;
         }
-        let path = dir.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
+        let mut path = dir.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
+        if let Some((_, named)) = same.iter().find(|(ino, named)| *ino == entry.ino() && *named != path) {
+            path = named.clone();
+        }
         let listed = entry.file_type();
         if listed == rustix::fs::FileType::Symlink || protected.contains(&path) {
             continue;
@@ -131,6 +138,33 @@ mod open {
     pub(super) fn listing(dir: impl AsFd) -> std::io::Result<rustix::fs::Dir> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         Ok(rustix::fs::Dir::new(rustix::fs::openat(dir, c".", flags, Mode::empty())?)?)
+    }
+
+    /// The next names of the `protected` paths below `dir` (open as `fd`) that are there, by
+    /// their inode numbers: on `dir`'s own device (a mount point's listed inode is the one
+    /// beneath it), links not followed.
+    pub(super) fn next_names(
+        fd: impl AsFd,
+        dir: &Path,
+        protected: &[std::path::PathBuf],
+    ) -> Vec<(u64, std::path::PathBuf)> {
+        let Ok(here) = rustix::fs::fstat(&fd) else { return Vec::new() };
+        let mut names: Vec<&std::ffi::OsStr> = protected
+            .iter()
+            .filter_map(|p| match p.strip_prefix(dir).ok()?.components().next()? {
+                Component::Normal(name) => Some(name),
+                _ => None,
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+            .into_iter()
+            .filter_map(|name| {
+                let stat = rustix::fs::statat(&fd, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok()?;
+                (stat.st_dev == here.st_dev).then(|| (stat.st_ino, dir.join(name)))
+            })
+            .collect()
     }
 
     /// The entry `name` of the directory `dir`, listed as `listed`: opened without following
@@ -211,6 +245,23 @@ mod tests {
         ];
         want.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
         assert_eq!(got, want);
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn an_entry_that_is_a_protected_one_under_another_name_is_taken_for_it() {
+        // A hard link beside a protected file is the same entry, as `.SSH` is `.ssh` on a
+        // case-insensitive file system: listed under a name of its own, never granted.
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("home/.config/gh")).unwrap();
+        std::fs::write(root.join("home/.netrc"), "secret").unwrap();
+        std::fs::write(root.join("home/notes"), "notes").unwrap();
+        std::fs::hard_link(root.join("home/.netrc"), root.join("home/NETRC")).unwrap();
+        let protected = [root.join("home/.config/gh"), root.join("home/.netrc")];
+        let mut got = granted(&root.join("home"), &protected);
+        got.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+        assert_eq!(got, [Grant::File(root.join("home/notes"))]);
     }
 
     #[test]

@@ -51,15 +51,42 @@ pub(crate) fn seen(f_type: u32) -> bool {
     !UNSEEN.contains(&f_type)
 }
 
+/// Whether two names that differ may be one entry in a directory of a file system of type
+/// `f_type`: always on vfat, exFAT, NTFS, HFS(+), JFS and ISO 9660 (case-insensitive, or
+/// may be mounted so); on ext4, f2fs, tmpfs, bcachefs and an overlay when the directory
+/// itself folds case (`casefolded`, asked only there). A notice there names the entry as it
+/// was spelled (`.SSH` for `.ssh`, or another Unicode normalization of it), so any name
+/// matters.
+pub(crate) fn any_case(f_type: u32, casefolded: impl FnOnce() -> bool) -> bool {
+    const FOLDING: &[u32] = &[
+        0x4d44,      // MSDOS_SUPER_MAGIC (vfat, msdos)
+        0x2011_bab0, // EXFAT_SUPER_MAGIC
+        0x7366_746e, // NTFS3 ("ntfs")
+        0x5346_544e, // NTFS_SB_MAGIC
+        0x4244,      // HFS_SUPER_MAGIC
+        0x482b,      // HFSPLUS_SUPER_MAGIC
+        0x3153_464a, // JFS_SUPER_MAGIC
+        0x9660,      // ISOFS_SUPER_MAGIC
+    ];
+    const MAY_FOLD: &[u32] = &[
+        0xef53,      // EXT4_SUPER_MAGIC (ext2, ext3)
+        0xf2f5_2010, // F2FS_SUPER_MAGIC
+        0x0102_1994, // TMPFS_MAGIC
+        0xca45_1a4e, // BCACHEFS_SUPER_MAGIC
+        0x794c_7630, // OVERLAYFS_SUPER_MAGIC (its layers' flags)
+    ];
+    FOLDING.contains(&f_type) || (MAY_FOLD.contains(&f_type) && casefolded())
+}
+
 #[cfg(target_os = "linux")]
 mod imp {
     use std::collections::{HashMap, HashSet};
     use std::ffi::{OsStr, OsString};
     use std::fs::File;
-    use std::mem::MaybeUninit;
-    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::mem::{ManuallyDrop, MaybeUninit};
+    use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
     use std::os::unix::ffi::OsStrExt;
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
 
     use rustix::fs::inotify;
 
@@ -68,13 +95,20 @@ mod imp {
     /// Watches and the mount table; see the module.
     #[derive(Debug)]
     pub(crate) struct Notices {
-        inotify: OwnedFd,
+        inotify: Instance,
         /// Polled for `POLLPRI`: the mount table changed.
         mounts: File,
         /// Per watch, the names whose events matter (`None`: every name). An event on the
         /// directory itself (moved, removed, its mode or times changed, unmounted, its watch
         /// gone) always does, and so does an overflow of the queue.
         names: HashMap<i32, Option<HashSet<OsString>>>,
+        /// The watch of each directory watched, by the path it was watched at: a name added
+        /// later costs no system call. The path's own replacement is a notice on its parent,
+        /// watched for its name by every caller (each walks down from `/`), so while no
+        /// notice came the path still leads to the directory watched.
+        dirs: HashMap<PathBuf, i32>,
+        /// Whether an entry created or moved in under any name matters ([`Notices::new_entries`]).
+        new_entries: bool,
         /// A notice that matters came: it stays so.
         heard: bool,
     }
@@ -82,40 +116,43 @@ mod imp {
     impl Notices {
         /// No watch yet; `None` when the kernel offers no inotify or mount table.
         pub(crate) fn new() -> Option<Self> {
-            let inotify = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).ok()?;
+            let inotify = Instance(ManuallyDrop::new(
+                inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).ok()?,
+            ));
             let mounts = File::open("/proc/self/mountinfo").ok()?;
-            Some(Self { inotify, mounts, names: HashMap::new(), heard: false })
+            Some(Self {
+                inotify,
+                mounts,
+                names: HashMap::new(),
+                dirs: HashMap::new(),
+                new_entries: false,
+                heard: false,
+            })
+        }
+
+        /// The same, but an entry created or moved in under any name in a watched directory
+        /// matters too (one whose name is not watched, and that is not removed or moved out
+        /// again before [`Notices::quiet`] reads the notices): what grants each entry of the
+        /// directory one by one must grant a new one. Removed, moved out, its mode or times
+        /// changed, its contents written: an entry whose name is not watched does not matter.
+        pub(crate) fn new_entries(mut self) -> Self {
+            self.new_entries = true;
+            self
         }
 
         /// Watch `dir` (the last component not followed) for entries named `name` (`None`:
         /// any) created, removed, moved in or out or changed in mode or times, and for its own
         /// removal, move or change (its mode, its times); not when its file system makes
-        /// no notices ([`super::seen`]).
+        /// no notices ([`super::seen`]). In a directory where two names may be one entry
+        /// ([`super::any_case`]: a case-insensitive file system or directory), every name.
         pub(crate) fn watch(&mut self, dir: &Path, name: Option<&OsStr>) -> Watch {
-            use inotify::WatchFlags as W;
-            use rustix::fs::OFlags;
-            // The file system of `dir` itself (a link not followed, as the watch is made).
-            let Ok(at) =
-                rustix::fs::open(dir, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC, rustix::fs::Mode::empty())
-            else {
-                return Watch::Failed;
+            let wd = match self.dirs.get(dir) {
+                Some(&wd) => wd,
+                None => match self.add(dir) {
+                    Ok(wd) => wd,
+                    Err(not) => return not,
+                },
             };
-            let Ok(fs) = rustix::fs::fstatfs(&at) else { return Watch::Failed };
-            // `f_type` is 32 or 64 bits wide, signed or not: the magic numbers are 32 bits.
-            #[allow(clippy::cast_sign_loss, clippy::cast_possible_truncation, trivial_numeric_casts)]
-            if !super::seen(fs.f_type as u32) {
-                return Watch::Unseen;
-            }
-            let mask = W::CREATE
-                | W::DELETE
-                | W::MOVED_FROM
-                | W::MOVED_TO
-                | W::ATTRIB
-                | W::MODIFY
-                | W::DELETE_SELF
-                | W::MOVE_SELF
-                | W::DONT_FOLLOW;
-            let Ok(wd) = inotify::add_watch(&self.inotify, dir, mask) else { return Watch::Failed };
             let names = self.names.entry(wd).or_insert_with(|| Some(HashSet::new()));
             match (names, name) {
                 (Some(set), Some(name)) => {
@@ -127,6 +164,39 @@ mod imp {
             Watch::Watched
         }
 
+        /// A new watch on `dir`, for no name yet (every name where names may differ in case
+        /// alone).
+        fn add(&mut self, dir: &Path) -> Result<i32, Watch> {
+            use inotify::WatchFlags as W;
+            use rustix::fs::OFlags;
+            // The file system of `dir` itself (a link not followed, as the watch is made).
+            let at =
+                rustix::fs::open(dir, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC, rustix::fs::Mode::empty())
+                    .map_err(|_| Watch::Failed)?;
+            let fs = rustix::fs::fstatfs(&at).map_err(|_| Watch::Failed)?;
+            // `f_type` is 32 or 64 bits wide, signed or not: the magic numbers are 32 bits.
+            #[allow(clippy::cast_sign_loss, clippy::cast_possible_truncation, trivial_numeric_casts)]
+            let f_type = fs.f_type as u32;
+            if !super::seen(f_type) {
+                return Err(Watch::Unseen);
+            }
+            let mask = W::CREATE
+                | W::DELETE
+                | W::MOVED_FROM
+                | W::MOVED_TO
+                | W::ATTRIB
+                | W::MODIFY
+                | W::DELETE_SELF
+                | W::MOVE_SELF
+                | W::DONT_FOLLOW;
+            let wd = inotify::add_watch(&self.inotify, dir, mask).map_err(|_| Watch::Failed)?;
+            if super::any_case(f_type, || casefolded(dir)) {
+                self.names.insert(wd, None);
+            }
+            self.dirs.insert(dir.to_owned(), wd);
+            Ok(wd)
+        }
+
         /// Whether nothing that matters came since the watches were made (one `poll`, not
         /// blocking; notices that came are read). Once false, always false.
         pub(crate) fn quiet(&mut self) -> bool {
@@ -134,7 +204,7 @@ mod imp {
                 return false;
             }
             let mut fds = [
-                libc::pollfd { fd: self.inotify.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: self.inotify.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 },
                 libc::pollfd { fd: self.mounts.as_raw_fd(), events: libc::POLLPRI, revents: 0 },
             ];
             // SAFETY: `fds` is a valid array of two pollfd for the duration of the call.
@@ -151,36 +221,99 @@ mod imp {
 
         /// Read every queued event; false when one of them matters.
         fn only_unrelated_events(&mut self) -> bool {
+            use inotify::ReadFlags as R;
             let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
             let mut reader = inotify::Reader::new(&self.inotify, &mut buf);
             let mut unrelated = true;
+            // Entries created (or moved in) under names not watched, and not gone since.
+            let mut added: HashSet<(i32, OsString)> = HashSet::new();
             loop {
                 match reader.next() {
                     Ok(event) => {
+                        let flags = event.events();
                         // A file's contents written (`MODIFY` with a name) move no entry.
-                        let entry = event.events().intersects(
-                            inotify::ReadFlags::CREATE
-                                | inotify::ReadFlags::DELETE
-                                | inotify::ReadFlags::MOVED_FROM
-                                | inotify::ReadFlags::MOVED_TO
-                                | inotify::ReadFlags::ATTRIB,
-                        );
-                        let matters = event.events().contains(inotify::ReadFlags::QUEUE_OVERFLOW)
+                        let entry = flags.intersects(R::CREATE | R::DELETE | R::MOVED_FROM | R::MOVED_TO | R::ATTRIB);
+                        let matters = flags.contains(R::QUEUE_OVERFLOW)
                             || match (event.file_name(), self.names.get(&event.wd())) {
                                 (Some(_), _) if !entry => false,
-                                (Some(name), Some(Some(names))) => names.contains(OsStr::from_bytes(name.to_bytes())),
+                                (Some(name), Some(Some(names))) => {
+                                    // The whole name, not a prefix of it (`.conf` is not `.config`).
+                                    let name = OsStr::from_bytes(name.to_bytes());
+                                    if names.contains(name) {
+                                        true
+                                    } else {
+                                        if self.new_entries && flags.intersects(R::CREATE | R::MOVED_TO) {
+                                            added.insert((event.wd(), name.to_owned()));
+                                        } else if flags.intersects(R::DELETE | R::MOVED_FROM) {
+                                            added.remove(&(event.wd(), name.to_owned()));
+                                        }
+                                        false
+                                    }
+                                }
                                 (Some(_), Some(None)) => true,
                                 // The directory itself (its modification time set alone is a
-                                // `MODIFY`), or a watch we do not know.
+                                // `MODIFY`; removed, moved, unmounted, its watch gone), or a
+                                // watch we do not know.
                                 _ => true,
                             };
                         unrelated &= !matters;
                     }
-                    Err(rustix::io::Errno::AGAIN) => return unrelated,
+                    Err(rustix::io::Errno::AGAIN) => return unrelated && added.is_empty(),
                     Err(rustix::io::Errno::INTR) => {}
                     Err(_) => return false,
                 }
             }
+        }
+    }
+
+    /// An inotify instance, closed off the thread that drops it: closing one that holds
+    /// watches waits for the kernel to destroy them (a grace period, about 8 ms here), which a
+    /// call that found its rules stale and built new ones would wait for (holding the lock on
+    /// the rules kept, that other calls wait for).
+    #[derive(Debug)]
+    struct Instance(ManuallyDrop<OwnedFd>);
+
+    impl AsFd for Instance {
+        fn as_fd(&self) -> BorrowedFd<'_> {
+            self.0.as_fd()
+        }
+    }
+
+    impl Drop for Instance {
+        fn drop(&mut self) {
+            // SAFETY: taken once, here, and never used after: `self` is being dropped.
+            let fd = unsafe { ManuallyDrop::take(&mut self.0) };
+            close_later(fd);
+        }
+    }
+
+    /// Close `fd` on a thread of its own, started the first time (here, when it cannot be).
+    fn close_later(fd: OwnedFd) {
+        static CLOSER: std::sync::OnceLock<Option<std::sync::mpsc::Sender<OwnedFd>>> = std::sync::OnceLock::new();
+        let closer = CLOSER.get_or_init(|| {
+            let (send, closing) = std::sync::mpsc::channel::<OwnedFd>();
+            let thread = std::thread::Builder::new().name("packs-notices-close".into());
+            thread.spawn(move || closing.into_iter().for_each(drop)).ok().map(|_| send)
+        });
+        match closer {
+            // A thread gone gives the descriptor back, closed here as it is dropped.
+            Some(send) => drop(send.send(fd)),
+            None => drop(fd),
+        }
+    }
+
+    /// Whether the directory at `dir` has the case-folding flag (`FS_CASEFOLD_FL`: ext4,
+    /// f2fs, tmpfs, bcachefs made with it); one that cannot be opened or asked is taken to.
+    fn casefolded(dir: &Path) -> bool {
+        use rustix::fs::OFlags;
+        const CASEFOLD: u32 = 0x4000_0000;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let Ok(fd) = rustix::fs::open(dir, flags, rustix::fs::Mode::empty()) else { return true };
+        match rustix::fs::ioctl_getflags(&fd) {
+            Ok(got) => got.bits() & CASEFOLD != 0,
+            // No inode flags on this file system: no case folding either.
+            Err(rustix::io::Errno::NOTTY | rustix::io::Errno::INVAL | rustix::io::Errno::OPNOTSUPP) => false,
+            Err(_) => true,
         }
     }
 }
@@ -197,6 +330,9 @@ mod imp {
     impl Notices {
         pub(crate) fn new() -> Option<Self> {
             None
+        }
+        pub(crate) fn new_entries(self) -> Self {
+            self
         }
         pub(crate) fn watch(&mut self, _: &Path, _: Option<&OsStr>) -> super::Watch {
             super::Watch::Failed
@@ -234,5 +370,141 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(notices.watch(dir.path(), None), Watch::Watched);
         assert_eq!(notices.watch(&dir.path().join("missing"), None), Watch::Failed);
+    }
+
+    #[test]
+    fn names_that_may_differ_in_case_alone_are_all_heeded_on_a_folding_file_system() {
+        // vfat, exFAT, ntfs3: always, without asking the directory.
+        for folding in [0x4d44, 0x2011_bab0, 0x7366_746e] {
+            assert!(any_case(folding, || panic!("asked")), "{folding:#x}");
+        }
+        // ext4, tmpfs, overlay: when the directory folds case.
+        for may in [0xef53, 0x0102_1994, 0x794c_7630] {
+            assert!(any_case(may, || true), "{may:#x}");
+            assert!(!any_case(may, || false), "{may:#x}");
+        }
+        // xfs, btrfs: never.
+        for never in [0x5846_5342, 0x9123_683e] {
+            assert!(!any_case(never, || panic!("asked")), "{never:#x}");
+        }
+    }
+
+    /// A change made in a directory.
+    #[cfg(target_os = "linux")]
+    type Change<'a> = Box<dyn FnOnce() + 'a>;
+
+    /// A fresh watch of `dir` for `names`, new entries heeded or not; `then` done; whether
+    /// it was heard.
+    #[cfg(target_os = "linux")]
+    fn heard(dir: &std::path::Path, names: Option<&[&str]>, new_entries: bool, then: impl FnOnce()) -> bool {
+        let mut notices = Notices::new().unwrap();
+        if new_entries {
+            notices = notices.new_entries();
+        }
+        match names {
+            Some(names) => {
+                for name in names {
+                    assert_eq!(notices.watch(dir, Some(std::ffi::OsStr::new(name))), Watch::Watched);
+                }
+            }
+            None => assert_eq!(notices.watch(dir, None), Watch::Watched),
+        }
+        assert!(notices.quiet());
+        then();
+        !notices.quiet()
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn only_a_watched_name_a_new_entry_or_the_directory_itself_is_heard() {
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path();
+        let at = |name: &str| dir.join(name);
+        std::fs::create_dir(at(".config")).unwrap();
+        for f in ["notes", ".con", ".configs", ".bash_history"] {
+            std::fs::write(at(f), "x").unwrap();
+        }
+        let watched = Some(&[".config", ".netrc"][..]);
+        // Off the names, and nothing new left: not heard.
+        let quiet: [(&str, Change); 6] = [
+            ("contents written", Box::new(|| std::fs::write(at(".bash_history"), "y").unwrap())),
+            (
+                "a mode changed",
+                Box::new(|| {
+                    std::fs::set_permissions(at("notes"), std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+                }),
+            ),
+            ("a prefix of a name removed", Box::new(|| std::fs::remove_file(at(".con")).unwrap())),
+            ("a longer name removed", Box::new(|| std::fs::remove_file(at(".configs")).unwrap())),
+            (
+                "made and removed again",
+                Box::new(|| {
+                    std::fs::write(at(".netr"), "x").unwrap();
+                    std::fs::rename(at(".netr"), at(".tmp")).unwrap();
+                    std::fs::remove_file(at(".tmp")).unwrap();
+                }),
+            ),
+            ("moved out", Box::new(|| std::fs::rename(at("notes"), at(".config/notes")).unwrap())),
+        ];
+        for (what, then) in quiet {
+            assert!(!heard(dir, watched, true, then), "{what}");
+        }
+        // A watched name, a new entry (when heeded), the directory itself: heard.
+        let loud: [(&str, bool, Change); 6] = [
+            ("a watched name made", false, Box::new(|| std::fs::write(at(".netrc"), "x").unwrap())),
+            (
+                "a watched name renamed over",
+                false,
+                Box::new(|| {
+                    std::fs::write(at("n"), "x").unwrap();
+                    std::fs::rename(at("n"), at(".netrc")).unwrap();
+                }),
+            ),
+            ("a watched name removed", false, Box::new(|| std::fs::remove_file(at(".netrc")).unwrap())),
+            (
+                "a watched name's mode changed",
+                false,
+                Box::new(|| {
+                    std::fs::set_permissions(at(".config"), std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                        .unwrap();
+                }),
+            ),
+            ("a new entry", true, Box::new(|| std::fs::write(at("new"), "x").unwrap())),
+            (
+                "the directory touched",
+                false,
+                Box::new(|| {
+                    std::fs::File::open(dir).unwrap().set_modified(std::time::SystemTime::UNIX_EPOCH).unwrap();
+                }),
+            ),
+        ];
+        for (what, new_entries, then) in loud {
+            assert!(heard(dir, watched, new_entries, then), "{what}");
+        }
+        // Without new entries heeded, a new entry off the names is not heard; with every
+        // name watched, any is.
+        assert!(!heard(dir, watched, false, || std::fs::write(at("other"), "x").unwrap()));
+        assert!(heard(dir, None, false, || std::fs::remove_file(at("other")).unwrap()));
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn an_overflowed_queue_is_heard_whatever_the_names_it_lost() {
+        // Past `max_queued_events`, the kernel drops events and queues one overflow: every
+        // event queued names no watched name, but the ones dropped might have.
+        let most: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+            .ok()
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(16384);
+        if most > 100_000 {
+            return;
+        }
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path();
+        assert!(heard(dir, Some(&["watched"]), false, || {
+            for i in 0..=most {
+                std::fs::File::create(dir.join(i.to_string())).unwrap();
+            }
+        }));
     }
 }

@@ -6,9 +6,10 @@
 //! denied path but that path ([`crate::grants::grants`], the same walk writes use around
 //! packs' configuration), and listing directories (`ReadDir`) on the whole tree. What that
 //! leaves: a denied entry's name and metadata (`ls ~/.ssh`, `stat`) but never its contents;
-//! an entry created in a directory on the way (`/`, `/home`, `$HOME`, `~/.config`...) after
-//! the rules were built is not readable until they are rebuilt ([`Walk::changed`]: the next
-//! call after the directory changed, the list resolved again); a denied path that does not
+//! an entry created in a directory on the way (`/`, `/home`, `$HOME`, `~/.config`..., and
+//! every directory crossed following a link on the way: [`follow`]) after the rules were
+//! built is not readable until they are rebuilt ([`Walk::changed`]: the next call after the
+//! directory changed, the list resolved again); a denied path that does not
 //! exist is kept ([`resolve`]): created later, it is unreadable (the directory on its way is
 //! not granted whole) and denied once the rules are rebuilt. A hard link or bind mount made
 //! elsewhere before packs started is another path to the same file.
@@ -183,82 +184,162 @@ pub(crate) fn default_list() -> &'static [PathBuf] {
 /// after it. Never dropped: the walk around it then grants the directories on the way one
 /// entry at a time and never the name itself, so a store created later (`aws configure`
 /// while `packs serve` runs) is unreadable at once, and denied when the rules are rebuilt
-/// (which resolves the list again: a missing directory may come back as a link).
+/// (which resolves the list again: a missing directory may come back as a link). A dangling
+/// link is followed to where its target would be created (`~/.aws -> /data/aws`, missing:
+/// `/data/aws`), a link that loops (`ELOOP`) kept as itself with the names after it.
 ///
-/// The default list names two dozen paths under one home, most of them missing: each
-/// existing directory is resolved once (`realpath` costs a `readlink` per component), and a
-/// missing path costs one `lstat` (one that cannot be `lstat`ed cannot be resolved either).
+/// Each path is resolved as the kernel resolves it ([`follow`]): one name at a time, links
+/// followed by reading them. The default list names two dozen paths under one home, most of
+/// them missing: each path looked up costs one `lstat` once for the whole list, and each
+/// link one `readlink` more.
 pub(crate) fn resolve(paths: &[PathBuf]) -> Vec<PathBuf> {
-    let mut known = std::collections::HashMap::new();
-    let mut out: Vec<PathBuf> = paths.iter().filter_map(|p| resolve_one(p, &mut known)).collect();
+    let mut known = Known::new();
+    let mut out: Vec<PathBuf> =
+        paths.iter().filter_map(|p| follow(p, &mut known, |_, _| {}, &mut Vec::new())).collect();
     out.sort();
     out.dedup();
     out
 }
 
-/// `path` resolved as [`resolve`] says; `known` holds the paths resolved so far (`None`:
-/// missing or unresolvable).
-fn resolve_one(path: &Path, known: &mut std::collections::HashMap<PathBuf, Option<PathBuf>>) -> Option<PathBuf> {
-    let path = std::path::absolute(path).ok()?;
-    let mut missing = Vec::new();
-    let mut existing = path.as_path();
-    loop {
-        if let Some(real) = real_path(existing, known) {
-            let mut out = real;
-            for part in missing.iter().rev() {
-                match part {
-                    std::path::Component::ParentDir => {
-                        out.pop();
-                    }
-                    std::path::Component::Normal(name) => out.push(name),
-                    _ => {}
-                }
-            }
-            return Some(out);
-        }
-        missing.push(existing.components().next_back()?);
-        existing = existing.parent()?;
-    }
+/// `denied` as the rules keep it: [`resolve`]d, and every link crossed on the way to it, as
+/// itself (`~/.config` when it is a link to `~/dotfiles/config`). Reads through a link are
+/// judged where they lead, so denying the link costs reads only that its directory's entries
+/// are granted one by one; kept out of every writable place, it cannot be retargeted by a
+/// tool that may write its directory, which would move the store out of the list at the
+/// next call.
+pub(crate) fn denied(denied: &[PathBuf]) -> Vec<PathBuf> {
+    let mut known = Known::new();
+    let mut links = Vec::new();
+    let mut out: Vec<PathBuf> = denied.iter().filter_map(|p| follow(p, &mut known, |_, _| {}, &mut links)).collect();
+    out.append(&mut links);
+    out.sort();
+    out.dedup();
+    out
 }
 
-/// `path` (absolute) with its links resolved, as `canonicalize` gives it, from what is
-/// known: an entry that is not a link is its parent resolved and its name, so only links
-/// (and `.`/`..`) cost a `realpath`. `None`: it does not exist or cannot be reached.
-fn real_path(path: &Path, known: &mut std::collections::HashMap<PathBuf, Option<PathBuf>>) -> Option<PathBuf> {
-    if let Some(real) = known.get(path) {
-        return real.clone();
+/// Most symbolic links followed on the way to one path (the kernel's limit: past it,
+/// `ELOOP`).
+const MAX_LINKS: usize = 40;
+
+/// What a path was when it was looked up (itself, a link not followed).
+#[derive(Debug, Clone)]
+enum Entry {
+    Dir,
+    /// A link, and its target as written.
+    Link(PathBuf),
+    /// Missing, unreachable (no permission), or not a directory.
+    Other,
+}
+
+/// The paths looked up so far (each one's directory resolved), and what they were.
+type Known = std::collections::HashMap<PathBuf, Entry>;
+
+/// `path` resolved as the kernel would resolve it, with [`resolve`]'s answer where it does not
+/// exist: from `/`, one name at a time, `looked` told each directory (resolved) and the name
+/// looked up in it before the lookup. So what it is told is every directory whose entries
+/// decide the answer: each ancestor of each path crossed, each link's directory, and the way
+/// to each link's target (a relative one from the link's directory, `..` after a link from
+/// where the link led). A name missing, not a directory before the end, or a link past the
+/// [`MAX_LINKS`]th ends the lookups: the names after it are taken as they are written (`..`
+/// going up). Each link crossed is added to `links`. `None`: `path` cannot be made absolute.
+fn follow(
+    path: &Path,
+    known: &mut Known,
+    mut looked: impl FnMut(&Path, &std::ffi::OsStr),
+    links: &mut Vec<PathBuf>,
+) -> Option<PathBuf> {
+    let path = std::path::absolute(path).ok()?;
+    let mut pending: std::collections::VecDeque<std::ffi::OsString> = parts(&path).into();
+    let mut at = PathBuf::from("/");
+    let mut followed = 0;
+    while let Some(part) = pending.pop_front() {
+        if part == "/" {
+            at = PathBuf::from("/");
+            continue;
+        }
+        if part == ".." {
+            at.pop();
+            continue;
+        }
+        looked(&at, &part);
+        let next = at.join(&part);
+        match lookup(&next, known) {
+            Entry::Dir => at = next,
+            Entry::Link(target) if followed < MAX_LINKS => {
+                followed += 1;
+                links.push(next);
+                for p in parts(&target).into_iter().rev() {
+                    pending.push_front(p);
+                }
+            }
+            Entry::Link(_) | Entry::Other => {
+                at = next;
+                break;
+            }
+        }
+    }
+    for part in pending {
+        match part.to_str() {
+            Some("/") => at = PathBuf::from("/"),
+            Some("..") => {
+                at.pop();
+            }
+            _ => at.push(part),
+        }
+    }
+    Some(at)
+}
+
+/// What `path` is, from `known` or an `lstat` (and a `readlink` for a link).
+fn lookup(path: &Path, known: &mut Known) -> Entry {
+    if let Some(entry) = known.get(path) {
+        return entry.clone();
     }
     #[cfg(test)]
     tests::LOOKUPS.with(|n| n.set(n.get() + 1));
-    let real = match (std::fs::symlink_metadata(path), path.parent(), path.file_name()) {
-        (Err(_), _, _) => None,
-        // The root.
-        (Ok(_), None, _) => Some(path.to_owned()),
-        (Ok(meta), Some(parent), Some(name))
-            if !meta.file_type().is_symlink()
-                && path.components().next_back() == Some(std::path::Component::Normal(name)) =>
-        {
-            real_path(parent, known).map(|p| p.join(name))
-        }
-        (Ok(_), _, _) => {
+    let entry = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
             #[cfg(test)]
-            tests::REALPATHS.with(|n| n.set(n.get() + 1));
-            std::fs::canonicalize(path).ok()
+            tests::READLINKS.with(|n| n.set(n.get() + 1));
+            // An empty target resolves to nothing (`ENOENT`).
+            match std::fs::read_link(path) {
+                Ok(target) if !target.as_os_str().is_empty() => Entry::Link(target),
+                _ => Entry::Other,
+            }
         }
+        Ok(meta) if meta.is_dir() => Entry::Dir,
+        _ => Entry::Other,
     };
-    known.insert(path.to_owned(), real.clone());
-    real
+    known.insert(path.to_owned(), entry.clone());
+    entry
 }
 
-/// The directories walked to grant read rights around `denied` (each one's ancestors), and
-/// what they looked like: an entry added, removed or renamed in one changes it. Where the
-/// kernel offers change notices and each directory is on a file system that makes them
-/// ([`crate::notices::seen`]), they are watched too, and asked instead of looking at each
-/// directory again (one `poll` per check instead of a `stat` per directory).
+/// `path`'s names, `/` for the root, `..` kept (taken after the links before it).
+fn parts(path: &Path) -> Vec<std::ffi::OsString> {
+    use std::path::Component;
+    path.components()
+        .filter_map(|c| match c {
+            Component::RootDir => Some("/".into()),
+            Component::ParentDir => Some("..".into()),
+            Component::Normal(n) => Some(n.to_owned()),
+            Component::CurDir | Component::Prefix(_) => None,
+        })
+        .collect()
+}
+
+/// The directories whose entries decide where the denied paths resolve ([`follow`]: every
+/// directory a name was looked up in on the way, links and their targets' ways included),
+/// and what they looked like: an entry added, removed or renamed in one changes it. Where
+/// the kernel offers change notices and each directory is on a file system that makes them
+/// ([`crate::notices::seen`]), they are watched too, each for the names looked up in it
+/// (and for any entry created there, which the rules must grant), and asked instead of
+/// looking at each directory again (one `poll` per check instead of a `stat` per
+/// directory).
 #[derive(Debug)]
 pub(crate) struct Walk {
     seen: Vec<(PathBuf, Option<Stamp>)>,
-    /// Every directory of `seen` that exists, watched (made before it was looked at).
+    /// Every directory of `seen`, watched for the names looked up in it (made before they
+    /// were looked up).
     notices: Option<std::sync::Mutex<crate::notices::Notices>>,
     /// Nothing was recorded, or the paths moved while they were ([`Walk::resolved`]): the
     /// rules are stale at once ([`Walk::unrecorded`]).
@@ -270,56 +351,58 @@ type Stamp = (u64, i64, i64);
 
 impl Walk {
     /// The directories on the way to `denied`, as they are now.
-    pub(crate) fn of(denied: &[PathBuf]) -> Self {
-        let mut walk = Self {
-            seen: Vec::new(),
-            notices: crate::notices::Notices::new().map(std::sync::Mutex::new),
-            unrecorded: false,
-        };
-        walk.record(denied);
-        walk
+    #[cfg(test)]
+    fn of(denied: &[PathBuf]) -> Self {
+        Self::resolved(denied).1
     }
 
-    /// Record the directories on the way to `more` too (those not recorded yet).
-    fn record(&mut self, more: &[PathBuf]) {
-        let mut dirs: Vec<PathBuf> = more
-            .iter()
-            .flat_map(|d| d.ancestors().skip(1).map(Path::to_owned))
-            .filter(|d| !self.seen.iter().any(|(s, _)| s == d))
-            .collect();
-        dirs.sort();
-        dirs.dedup();
-        // Parents sort before their children: a missing directory is not watched, but its
-        // creation is a notice on its parent, watched already. A directory that cannot be
-        // watched (or is on a file system that makes no notices) turns them off: each
-        // directory is compared instead.
-        for d in dirs {
-            let watched = self.notices.as_mut().is_some_and(|n| {
-                n.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).watch(&d, None)
-                    == crate::notices::Watch::Watched
-            });
-            let stamp = look(&d);
-            if !watched && stamp.is_some() {
+    /// Record that `name` is looked up in `dir` (resolved, reached): watched for it, and
+    /// `dir` looked at the first time, before the lookup. A directory that cannot be watched
+    /// (or is on a file system that makes no notices) turns them off: each directory is
+    /// compared instead.
+    fn record(&mut self, dir: &Path, name: &std::ffi::OsStr) {
+        if let Some(notices) = self.notices.as_mut() {
+            let watched = notices.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).watch(dir, Some(name))
+                == crate::notices::Watch::Watched;
+            if !watched {
                 self.notices = None;
             }
-            self.seen.push((d, stamp));
+        }
+        if !self.seen.iter().any(|(s, _)| s == dir) {
+            let stamp = look(dir);
+            // Reached, but gone or unreachable already: nothing to compare with.
+            if stamp.is_none() {
+                self.unrecorded = true;
+            }
+            self.seen.push((dir.to_owned(), stamp));
         }
     }
 
-    /// `denied` resolved ([`resolve`]) and the walk that keeps it true: the directories on
-    /// the way to the paths as named are recorded before they are resolved, so a link made
-    /// on the way meanwhile is a change; those on the way to the resolved paths after, and
-    /// then the paths are resolved again: one that resolves elsewhere now (a link made on
-    /// its way before that was recorded) makes the walk stale at once.
+    /// `denied` resolved, links crossed included ([`denied`]), and the walk that keeps it true: each directory is
+    /// recorded before a name is looked up in it, so a change after the lookup is a change;
+    /// then the paths are resolved again: one that resolves elsewhere now (a change the
+    /// modification times may miss, made in the clock tick of the look) makes the walk stale
+    /// at once.
     pub(crate) fn resolved(denied: &[PathBuf]) -> (Vec<PathBuf>, Self) {
-        Self::resolved_by(denied, resolve)
+        Self::resolved_by(denied, self::denied)
     }
 
-    fn resolved_by(denied: &[PathBuf], mut resolve: impl FnMut(&[PathBuf]) -> Vec<PathBuf>) -> (Vec<PathBuf>, Self) {
-        let mut walk = Self::of(denied);
-        let resolved = resolve(denied);
-        walk.record(&resolved);
-        if resolve(denied) != resolved {
+    fn resolved_by(denied: &[PathBuf], mut again: impl FnMut(&[PathBuf]) -> Vec<PathBuf>) -> (Vec<PathBuf>, Self) {
+        let mut walk = Self {
+            seen: Vec::new(),
+            notices: crate::notices::Notices::new().map(|n| std::sync::Mutex::new(n.new_entries())),
+            unrecorded: false,
+        };
+        let mut known = Known::new();
+        let mut links = Vec::new();
+        let mut resolved: Vec<PathBuf> = denied
+            .iter()
+            .filter_map(|p| follow(p, &mut known, |dir, name| walk.record(dir, name), &mut links))
+            .collect();
+        resolved.append(&mut links);
+        resolved.sort();
+        resolved.dedup();
+        if again(denied) != resolved {
             walk.unrecorded = true;
         }
         (resolved, walk)
@@ -331,8 +414,9 @@ impl Walk {
         Self { seen: Vec::new(), notices: None, unrecorded: true }
     }
 
-    /// Whether a directory walked changed since (its inode or modification time, or a
-    /// notice on it or on an entry in it).
+    /// Whether a directory walked changed since: its inode or modification time, or, where
+    /// it is watched, a notice on it, on a name looked up in it, or of an entry created in it
+    /// (or a mount).
     pub(crate) fn changed(&self) -> bool {
         if self.unrecorded {
             return true;
@@ -356,14 +440,14 @@ mod tests {
     use crate::grants::{Grant, grants};
 
     thread_local! {
-        /// `lstat`s made by [`real_path`] on this thread.
+        /// `lstat`s made by [`lookup`] on this thread.
         pub(super) static LOOKUPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-        /// `realpath`s made by [`real_path`] on this thread.
-        pub(super) static REALPATHS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        /// `readlink`s made by [`lookup`] on this thread.
+        pub(super) static READLINKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     }
 
     #[test]
-    fn the_default_list_costs_one_lookup_per_path_and_a_realpath_per_link_only() {
+    fn the_default_list_costs_one_lookup_per_path_and_a_readlink_per_link_only() {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         let home = root.join("home");
@@ -372,10 +456,10 @@ mod tests {
         std::os::unix::fs::symlink(root.join("elsewhere"), home.join(".ssh")).unwrap();
         let list = defaults(Some(&home));
         LOOKUPS.with(|n| n.set(0));
-        REALPATHS.with(|n| n.set(0));
+        READLINKS.with(|n| n.set(0));
         let got = resolve(&list);
         // Each path of the list, its missing parents (`.docker`, `.local`, `.local/share`,
-        // `.cargo`) and the directories above the home once each; one `realpath`: the link.
+        // `.cargo`) and the directories above the home once each; one `readlink`: the link.
         let distinct: std::collections::BTreeSet<&Path> = list.iter().flat_map(|p| p.ancestors()).collect();
         assert!(
             LOOKUPS.with(std::cell::Cell::get) <= distinct.len(),
@@ -383,7 +467,7 @@ mod tests {
             LOOKUPS.with(std::cell::Cell::get),
             distinct.len()
         );
-        assert_eq!(REALPATHS.with(std::cell::Cell::get), 1);
+        assert_eq!(READLINKS.with(std::cell::Cell::get), 1);
         // The same answer as resolving each path on its own.
         assert!(got.contains(&root.join("elsewhere")), "the link resolved: {got:?}");
         assert!(got.contains(&home.join(".config/gh")));
@@ -534,29 +618,30 @@ mod tests {
             (!walk.changed()).then_some(walk)
         });
         assert!(quiet.is_some(), "no walk was quiet");
-        // `~/.aws` made a link to `~/dotfiles/aws` after the walk of `~` began, before the
-        // paths were resolved.
+        // `~/.aws` made a link to `~/dotfiles/aws` once the walk looked it up, before the
+        // paths were resolved again: stale at once, whatever the notices say.
         let (resolved, walk) = Walk::resolved_by(&denied, |d| {
             if !home.join(".aws").exists() {
                 std::os::unix::fs::symlink(home.join("dotfiles/aws"), home.join(".aws")).unwrap();
             }
-            resolve(d)
+            self::denied(d)
         });
-        assert_eq!(resolved, [home.join("dotfiles/aws")]);
-        assert!(walk.changed(), "a link made while the paths were resolved");
-        // `~/dotfiles/aws` made a link elsewhere once the paths were resolved, before the
-        // way to them (`~/dotfiles`) was recorded.
+        assert_eq!(resolved, denied);
+        assert!(walk.unrecorded && walk.changed(), "a link made while the paths were resolved");
+        // `~/dotfiles/aws` made a link elsewhere once the paths were resolved twice: the way to
+        // the link's target (`~/dotfiles`, for `aws`) was watched.
         let mut first = true;
         let (resolved, walk) = Walk::resolved_by(&denied, |d| {
-            let resolved = resolve(d);
+            let resolved = self::denied(d);
             if std::mem::take(&mut first) {
                 std::fs::rename(home.join("dotfiles/aws"), home.join("dotfiles/old")).unwrap();
                 std::os::unix::fs::symlink(home.join("elsewhere/aws"), home.join("dotfiles/aws")).unwrap();
             }
             resolved
         });
-        assert_eq!(resolved, [home.join("dotfiles/aws")]);
-        assert!(walk.changed(), "a link made before the way to the resolved paths was recorded");
+        assert_eq!(resolved, [home.join(".aws"), home.join("dotfiles/aws")], "the link crossed kept too");
+        assert!(!walk.unrecorded);
+        assert!(walk.changed(), "a link made on the way to a link's target");
     }
 
     #[test]
@@ -577,5 +662,173 @@ mod tests {
         let walk = fresh();
         std::fs::create_dir(home.join(".docker")).unwrap();
         assert!(walk.changed(), "a missing directory on the way created");
+    }
+
+    /// A link at `at` to `target`, made as `ln -sfn` makes it: a new link renamed over the
+    /// old one.
+    fn relink(target: impl AsRef<Path>, at: &Path) {
+        let new = at.with_extension("new-link");
+        std::os::unix::fs::symlink(target, &new).unwrap();
+        std::fs::rename(&new, at).unwrap();
+    }
+
+    /// A scratch tree: `~/.config -> /opt/links/l1 -> ../../data/cfg` (a link whose target is
+    /// a link, relative), `~/.aws -> ../data/aws` (dangling), `~/.kube -> loop/a`, `loop/a ->
+    /// b -> a` (a loop), and `~/.netrc`.
+    fn chains(root: &Path) -> PathBuf {
+        for d in ["home", "opt/links", "data/cfg/gh", "data/cfg2/gh", "loop"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let home = root.join("home");
+        std::fs::write(home.join(".netrc"), "x").unwrap();
+        std::os::unix::fs::symlink("../../data/cfg", root.join("opt/links/l1")).unwrap();
+        std::os::unix::fs::symlink(root.join("opt/links/l1"), home.join(".config")).unwrap();
+        std::os::unix::fs::symlink("../data/aws", home.join(".aws")).unwrap();
+        std::os::unix::fs::symlink(root.join("loop/a"), home.join(".kube")).unwrap();
+        std::os::unix::fs::symlink("b", root.join("loop/a")).unwrap();
+        std::os::unix::fs::symlink("a", root.join("loop/b")).unwrap();
+        home
+    }
+
+    #[test]
+    fn paths_resolve_as_the_kernel_resolves_them_through_chains_of_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let home = chains(&root);
+        std::os::unix::fs::symlink("../opt/links/l1/../cfg2", home.join("rel")).unwrap();
+        // What exists resolves where the kernel says.
+        for p in [".config/gh", ".config", "rel/gh", ".config/../cfg2/gh", "rel/../../opt/links"] {
+            assert_eq!(resolve(&[home.join(p)]), [std::fs::canonicalize(home.join(p)).unwrap()], "{p}");
+        }
+        assert_eq!(resolve(&[home.join(".config/gh")]), [root.join("data/cfg/gh")]);
+        // `..` after a link goes up from where the link led, even on the way to a missing name.
+        assert_eq!(resolve(&[home.join(".config/../secret")]), [root.join("data/secret")]);
+        // A dangling link: where the store would be made through it.
+        assert_eq!(resolve(&[home.join(".aws")]), [root.join("data/aws")]);
+        assert_eq!(resolve(&[home.join(".aws/credentials")]), [root.join("data/aws/credentials")]);
+        // A loop: a link of the loop and the names after it (nothing reads through it).
+        let [looped] = &resolve(&[home.join(".kube/config")])[..] else { panic!() };
+        assert!([root.join("loop/a/config"), root.join("loop/b/config")].contains(looped), "{looped:?}");
+        // A file on the way: the names after it as written.
+        assert_eq!(resolve(&[home.join(".netrc/x/../y")]), [home.join(".netrc/y")]);
+    }
+
+    /// Whether `walk` sees a change: its notices, and the modification times alone.
+    #[cfg(target_os = "linux")]
+    fn seen_both_ways(mut walk: Walk) -> (bool, bool) {
+        let notices = walk.changed();
+        walk.notices = None;
+        (notices, walk.changed())
+    }
+
+    /// A walk of `denied` whose notices and times say nothing changed yet (see `quiet_walk`),
+    /// taken a clock tick before the change that follows.
+    #[cfg(target_os = "linux")]
+    fn quiet_walk_of_times(denied: &[PathBuf]) -> Walk {
+        let walk = quiet_walk(denied);
+        assert!(!walk.seen.iter().any(|(dir, was)| look(dir) != *was));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        walk
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_link_on_the_way_retargeted_anywhere_in_a_chain_is_a_change() {
+        let (_one, dir) = walk_home();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let home = chains(&root);
+        let denied = [home.join(".config/gh")];
+        assert_eq!(
+            Walk::resolved(&denied).0,
+            [root.join("data/cfg/gh"), home.join(".config"), root.join("opt/links/l1")],
+            "the store and the links crossed"
+        );
+        // Every directory whose entries decide it: the link's, the link's target's way.
+        let walk = quiet_walk_of_times(&denied);
+        for d in ["home", "opt", "opt/links", "data", "data/cfg"] {
+            assert!(walk.seen.iter().any(|(s, _)| *s == root.join(d)), "{d} in {:?}", walk.seen);
+        }
+        // The link in the middle of the chain retargeted: `~/.config/gh` is elsewhere now.
+        relink("../../data/cfg2", &root.join("opt/links/l1"));
+        assert_eq!(seen_both_ways(walk), (true, true), "the middle link retargeted");
+        assert_eq!(resolve(&denied), [root.join("data/cfg2/gh")]);
+        // The first link retargeted, the last directory renamed, a missing one made.
+        let walk = quiet_walk_of_times(&denied);
+        relink(root.join("data/cfg"), &home.join(".config"));
+        assert_eq!(seen_both_ways(walk), (true, true), "the first link retargeted");
+        let walk = quiet_walk_of_times(&denied);
+        std::fs::rename(root.join("data/cfg"), root.join("data/old")).unwrap();
+        assert_eq!(seen_both_ways(walk), (true, true), "the target renamed");
+        let walk = quiet_walk_of_times(&denied);
+        std::fs::create_dir(root.join("data/cfg")).unwrap();
+        assert_eq!(seen_both_ways(walk), (true, true), "the target made again");
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_dangling_link_s_target_made_or_a_loop_broken_is_a_change() {
+        let (_one, dir) = walk_home();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let home = chains(&root);
+        let aws = [home.join(".aws/credentials")];
+        assert_eq!(Walk::resolved(&aws).0, [root.join("data/aws/credentials"), home.join(".aws")]);
+        let walk = quiet_walk_of_times(&aws);
+        std::fs::create_dir(root.join("data/aws")).unwrap();
+        assert_eq!(seen_both_ways(walk), (true, true), "the store made through the link");
+        let kube = [home.join(".kube/config")];
+        let walk = quiet_walk_of_times(&kube);
+        relink(root.join("data"), &root.join("loop/b"));
+        assert_eq!(seen_both_ways(walk), (true, true), "the loop broken");
+        assert_eq!(resolve(&kube), [root.join("data/config")]);
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn an_unrelated_entry_changed_in_a_directory_on_the_way_is_no_change_but_a_new_one_is() {
+        let (_one, dir) = walk_home();
+        let home = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(home.join(".config/gh")).unwrap();
+        std::fs::create_dir(home.join("attic")).unwrap();
+        for f in [".bash_history", "notes", ".con", ".netrc"] {
+            std::fs::write(home.join(f), "x").unwrap();
+        }
+        let denied = [home.join(".config/gh"), home.join(".netrc"), home.join(".docker/config.json")];
+        // The directories above the home are watched for their names, and an entry created
+        // there by another test is a new entry: the home's own are tried until one is quiet.
+        let unrelated = (0..20).any(|i| {
+            let old = home.join(format!("old{i}"));
+            std::fs::write(&old, "x").unwrap();
+            let walk = quiet_walk(&denied);
+            let history = std::fs::OpenOptions::new().append(true).open(home.join(".bash_history")).unwrap();
+            std::io::Write::write_all(&mut &history, b"ls\n").unwrap();
+            std::fs::set_permissions(home.join("notes"), std::os::unix::fs::PermissionsExt::from_mode(0o600 + i))
+                .unwrap();
+            std::fs::File::open(home.join("notes")).unwrap().set_modified(std::time::SystemTime::UNIX_EPOCH).unwrap();
+            std::fs::rename(&old, home.join("attic").join(old.file_name().unwrap())).unwrap();
+            std::fs::remove_file(home.join(".con")).unwrap();
+            std::fs::write(home.join(".con"), "x").unwrap();
+            std::fs::remove_file(home.join(".con")).unwrap();
+            std::fs::write(home.join(".tmp"), "x").unwrap();
+            std::fs::remove_file(home.join(".tmp")).unwrap();
+            let quiet = !walk.changed();
+            std::fs::write(home.join(".con"), "x").unwrap();
+            quiet
+        });
+        assert!(unrelated, "writing, touching, removing or moving out an entry off the way, a prefix of a name on it");
+        let changes: [(&str, &dyn Fn()); 5] = [
+            ("an entry created (to be granted)", &|| std::fs::write(home.join("new"), "x").unwrap()),
+            ("a name on the way created", &|| std::fs::create_dir(home.join(".docker")).unwrap()),
+            ("a name on the way renamed over", &|| {
+                std::fs::write(home.join(".netrc.new"), "y").unwrap();
+                std::fs::rename(home.join(".netrc.new"), home.join(".netrc")).unwrap();
+            }),
+            ("a name on the way removed", &|| std::fs::remove_file(home.join(".netrc")).unwrap()),
+            ("a directory on the way renamed", &|| std::fs::rename(home.join(".config"), home.join("cfg")).unwrap()),
+        ];
+        for (what, change) in changes {
+            let walk = quiet_walk(&denied);
+            change();
+            assert!(walk.changed(), "{what}");
+        }
     }
 }

@@ -76,7 +76,7 @@ pub(crate) struct Needs {
     /// writable by the tool, even inside a place it may write ([`crate::grants`]).
     pub(crate) protected: Vec<PathBuf>,
     /// Reads confined: the paths no read reaches (absolute, resolved when the rules are
-    /// built: [`crate::reads::resolve`]); `None`: reads
+    /// built, links crossed kept too: [`crate::reads::denied`]); `None`: reads
     /// are not restricted (`system`, `elevated`, `policy.reads_credentials`).
     pub(crate) reads: Option<Vec<PathBuf>>,
     /// The operator replaced the default list of `reads` (`--no-default-deny-read`).
@@ -875,7 +875,8 @@ mod imp {
     type ReadRulesets =
         std::collections::HashMap<Vec<std::path::PathBuf>, (crate::reads::Walk, Arc<OwnedFd>, Resolved)>;
 
-    /// Denied paths as the rules around them were built (see [`crate::reads::resolve`]).
+    /// Denied paths as the rules around them were built, and each link crossed on the way
+    /// (see [`crate::reads::denied`]).
     type Resolved = Arc<[std::path::PathBuf]>;
 
     /// The read ruleset denying `denied`, and `denied` resolved: built once per process and
@@ -892,7 +893,7 @@ mod imp {
         }
         // The walk is taken first: a change made while the rules are built is seen next time.
         let (resolved, walk) = if super::ONE_CALL.load(std::sync::atomic::Ordering::Relaxed) {
-            (crate::reads::resolve(denied), crate::reads::Walk::unrecorded())
+            (crate::reads::denied(denied), crate::reads::Walk::unrecorded())
         } else {
             crate::reads::Walk::resolved(denied)
         };

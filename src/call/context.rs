@@ -22,7 +22,7 @@ pub struct Context {
     /// packs' own configuration, resolved: no confined tool writes there.
     control_plane: Arc<[PathBuf]>,
     /// What no confined tool reads, absolute, not resolved (the read rules resolve it each
-    /// time they are built: [`crate::reads::resolve`]); `None`: the default list under `$HOME`.
+    /// time they are built: [`crate::reads::denied`]); `None`: the default list under `$HOME`.
     denied_reads: Option<Arc<[PathBuf]>>,
     /// The operator dropped the default list (`--no-default-deny-read`): `denied_reads` is
     /// theirs alone.

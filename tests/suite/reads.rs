@@ -131,11 +131,13 @@ fn reads_are_open_to_system_tools_to_a_tool_that_states_reads_credentials_and_un
     assert!(!dry("opted").contains("credential stores unreadable"), "{}", dry("opted"));
 }
 
-/// One step of [`serve_reader`]: a call of `reader` on a file, or a file written (its
-/// directories made) while the server runs.
+/// One step of [`serve_reader`]: a call of `reader` on a file, a file written (its
+/// directories made) or a link made to a target (a new link renamed over the old one, as
+/// `ln -sfn` does) while the server runs.
 enum Step<'a> {
     Read(&'a Path),
     Write(&'a Path, &'a str),
+    Link(&'a Path, &'a Path),
 }
 
 /// Run `packs serve` with a `reader` tool under `home`, taking `steps` in order; the answer
@@ -158,6 +160,7 @@ fn serve_reader(home: &Path, steps: &[Step]) -> Vec<String> {
                 .to_string()
             ]),
             Step::Write(file, text) => json!(["write", file, text]),
+            Step::Link(target, at) => json!(["link", target, at]),
         })
         .collect();
     let script = "import subprocess, sys, json, os\n\
@@ -167,6 +170,7 @@ fn serve_reader(home: &Path, steps: &[Step]) -> Vec<String> {
          p.stdin.write(json.dumps({'jsonrpc': '2.0', 'method': 'notifications/initialized'}) + '\\n')\n\
          for step in json.loads(sys.argv[1]):\n\
          \x20   if step[0] == 'call': print(send(step[1]).strip())\n\
+         \x20   elif step[0] == 'link': os.symlink(step[1], step[2] + '.new'); os.replace(step[2] + '.new', step[2])\n\
          \x20   else: os.makedirs(os.path.dirname(step[1]), exist_ok=True); open(step[1], 'w').write(step[2])\n\
          p.stdin.close(); p.wait()\n";
     let steps = Value::from(steps).to_string();
@@ -224,6 +228,42 @@ fn a_credential_store_created_while_packs_serves_is_never_readable() {
         assert!(got[i].contains("Permission denied"), "call {i}: {got:?}");
     }
     assert!(got[3].contains("written later"), "{got:?}");
+}
+
+#[test]
+fn a_store_moved_by_a_link_in_the_middle_of_a_chain_is_denied_at_the_next_call() {
+    // `~/.config -> links/l1 -> data/cfg`: the link in the middle retargeted to `data/cfg2`
+    // moves `~/.config/gh` there, where `gh` keeps a token. The way to it (`links`, where
+    // neither `~/.config` nor `data/cfg` lies) is watched: the next call denies it.
+    let scratch = tempfile::tempdir_in("/var/tmp").or_else(|_| tempfile::tempdir()).unwrap();
+    let root = real(scratch.path());
+    let home = root.join("home");
+    for d in ["home", "links", "data/cfg/gh", "data/cfg2/gh"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    std::fs::write(root.join("data/cfg/gh/hosts.yml"), SECRET).unwrap();
+    std::fs::write(root.join("data/cfg2/gh/hosts.yml"), "cfg2 before").unwrap();
+    std::os::unix::fs::symlink("../data/cfg", root.join("links/l1")).unwrap();
+    std::os::unix::fs::symlink(root.join("links/l1"), home.join(".config")).unwrap();
+    let (store, other) = (home.join(".config/gh/hosts.yml"), root.join("data/cfg2/gh/hosts.yml"));
+    let got = serve_reader(
+        &home,
+        &[
+            Step::Read(&store),
+            Step::Read(&other),
+            Step::Link(Path::new("../data/cfg2"), &root.join("links/l1")),
+            Step::Write(&other, SECRET),
+            Step::Read(&store),
+            Step::Read(&other),
+        ],
+    );
+    assert!(got[1].contains("cfg2 before"), "not a store yet: {got:?}");
+    for (i, answer) in got.iter().enumerate() {
+        assert!(!answer.contains(SECRET), "call {i}: {got:?}");
+    }
+    for i in [0, 2, 3] {
+        assert!(got[i].contains("Permission denied"), "call {i}: {got:?}");
+    }
 }
 
 #[test]
@@ -584,6 +624,41 @@ fn a_tool_that_may_write_a_stores_parent_cannot_move_it_out_of_the_list() {
     assert_eq!(std::fs::read_to_string(h.join(".cargo/credentials.toml")).unwrap(), SECRET);
     assert_eq!(std::fs::read_to_string(h.join(".netrc")).unwrap(), SECRET, "replaced");
     assert!(!h.join(".cache-x").exists() && !h.join(".cargo/moved").exists());
+}
+
+#[test]
+fn a_tool_that_may_write_a_links_directory_cannot_retarget_a_store_out_of_the_list() {
+    // Dotfiles kept in a checkout that is the workspace: `~/.aws -> dotfiles/links/aws`, and
+    // `dotfiles/links/aws -> ../private/aws`. The link in the middle is the workspace's own:
+    // retargeted, `~/.aws` would resolve elsewhere at the next run, and
+    // `dotfiles/private/aws` would read.
+    let scratch = tempfile::tempdir().unwrap();
+    let root = real(scratch.path());
+    let (home, ws) = (root.join("home"), root.join("dotfiles"));
+    for d in ["home", "dotfiles/links", "dotfiles/private/aws"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    std::fs::write(ws.join("private/aws/credentials"), SECRET).unwrap();
+    std::os::unix::fs::symlink("../dotfiles/links/aws", home.join(".aws")).unwrap();
+    std::os::unix::fs::symlink("../private/aws", ws.join("links/aws")).unwrap();
+    let packs = Packs::new().manifest(
+        "retarget",
+        json!({"name": "retarget", "description": "d", "policy": {"tier": "workspace"},
+               "command": {"program": "sh", "args": ["-c",
+                   "ln -sfn /nonexistent links/aws 2>/dev/null || echo refused; cat private/aws/credentials 2>/dev/null; echo done"]}}),
+    );
+    for _ in 0..2 {
+        let out = Test::new()
+            .packs_dir(&packs)
+            .env("HOME", &home)
+            .arg("--workspace")
+            .arg(&ws)
+            .args(["run", "retarget"])
+            .run();
+        out.success();
+        assert_eq!(out.stdout(), "refused\ndone\n");
+    }
+    assert_eq!(std::fs::read_link(ws.join("links/aws")).unwrap(), Path::new("../private/aws"));
 }
 
 #[test]
