@@ -21,6 +21,7 @@ mod auth;
 pub mod http;
 mod metrics;
 pub mod oauth;
+mod progress;
 mod stdio;
 
 pub use stdio::serve;
@@ -885,6 +886,7 @@ impl Peer {
         let known = catalog.get(name).is_ok();
         let label = if known { name } else { "" };
         let sent = AtomicU64::new(0);
+        let progress_text = progress::ProgressText::default();
         let stateless = self.is_stateless();
         // A stateless-era client is asked by an `input_required` result whose `requestState`
         // is an approval ticket, then retries with the ticket and the person's answer.
@@ -911,13 +913,13 @@ impl Peer {
                     f.process = Some(process.clone());
                 }
             }
-            Status::Output { chunk, .. } => {
+            Status::Output { stream, chunk } => {
                 if let Some(token) = &progress {
                     let total = sent.fetch_add(chunk.len() as u64, Ordering::Relaxed) + chunk.len() as u64;
                     self.send(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
                         "progressToken": token,
                         "progress": total,
-                        "message": String::from_utf8_lossy(chunk),
+                        "message": progress_text.text(stream, chunk),
                     }}));
                 }
             }

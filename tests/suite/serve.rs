@@ -144,6 +144,31 @@ fn progress_notifications_carry_output() {
     assert_eq!(by_id(&m, 7)["result"]["content"][0]["text"], "-- hello\n");
 }
 
+/// A character the tool's output splits between two reads (two writes, 0.3 s apart) reaches
+/// the progress messages whole, not as two U+FFFD.
+#[test]
+fn a_character_split_between_reads_is_whole_in_the_progress_messages() {
+    let packs = Packs::new().manifest(
+        "split",
+        json!({"name": "split", "description": "d", "command": {"program": "sh", "args": ["-c", "printf '\\303'; sleep 0.3; printf '\\251 ok\\n'"]}}),
+    );
+    let m = session(
+        &packs,
+        &[],
+        &[
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "split", "arguments": {}, "_meta": {"progressToken": "t"}}}),
+        ],
+    );
+    assert_eq!(by_id(&m, 1)["result"]["content"][0]["text"], "\u{e9} ok\n", "{m:#?}");
+    let messages: Vec<&str> = m
+        .iter()
+        .filter(|x| x["method"] == "notifications/progress")
+        .map(|x| x["params"]["message"].as_str().unwrap())
+        .collect();
+    assert!(messages.len() >= 2, "two reads, two notifications: {messages:?}");
+    assert_eq!(messages.concat(), "\u{e9} ok\n", "{messages:?}");
+}
+
 #[test]
 fn a_line_that_is_not_utf8_gets_a_parse_error_and_the_server_goes_on() {
     let packs = tools();
