@@ -476,15 +476,37 @@ fn a_tool_cannot_read_packs_environment_or_memory() {
     assert_eq!(stdout, "environ refused\nmem refused\nmaps refused\n");
 }
 
+/// A tool that locks three nested directories of its TMPDIR (mode 000, a file in each, a
+/// link to `$1` in the innermost) is run unprivileged: as another user when the tests run
+/// as root (root's CAP_DAC_OVERRIDE removes anything), else as the tests' own user.
 #[test]
-#[ignore = "needs root (runs packs as another user, without root's capabilities)"]
 fn the_private_tmpdir_is_removed_even_when_the_tool_locks_it() {
-    let lock = r#"mkdir -p "$TMPDIR/a/b" && echo x > "$TMPDIR/a/b/f" && chmod 0 "$TMPDIR/a" && echo "$TMPDIR""#;
-    let out = run_unprivileged(&shell_tool("lock", json!({}), json!({}), lock, &[]));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let tmp = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let lock = r#"cd "$TMPDIR" && mkdir -p a/b/c && for d in a a/b a/b/c; do head -c 100000 /dev/zero > $d/blob; done &&
+ln -s "$1" a/b/c/link && chmod 0 a/b/c a/b a "$TMPDIR" && echo "$TMPDIR""#;
+    let tool = shell_tool("lock", json!({}), json!({"target": {"type": "string"}}), lock, &["{{target}}"]);
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("kept");
+    std::fs::write(&target, "kept").unwrap();
+    let arg = format!("target={}", target.display());
+    let root = std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m)).unwrap() == 0;
+    let (ok, stdout, stderr) = if root {
+        let copy = crate::common::ForOtherUser::new(&Packs::new().manifest("lock", tool));
+        let out = copy.command(&[]).args(["run", "lock", "--arg", &arg]).output().expect("setpriv (util-linux)");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    } else {
+        let out =
+            Test::new().packs_dir(&Packs::new().manifest("lock", tool)).args(["run", "lock", "--arg", &arg]).run();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), out.stderr.clone())
+    };
+    assert!(ok, "{stdout}{stderr}");
+    let tmp = stdout.trim();
     assert!(tmp.contains("packs-call-"), "{tmp}");
-    assert!(!Path::new(&tmp).exists(), "{tmp} was left behind");
+    assert!(!Path::new(tmp).exists(), "{tmp} was left behind");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept");
 }
 
 #[test]
