@@ -526,7 +526,7 @@ fn unsafe_base(uid: u32, mode: u32, euid: u32) -> Option<String> {
         Some(format!("owned by another user (uid {uid}), who can rename what packs makes in it"))
     } else if mode & 0o002 != 0 && !sticky {
         Some(format!(
-            "writable by every user without the sticky bit (mode {mode:o}): another could swap the call's directory"
+            "writable by every user without the sticky bit (mode {mode:o}): another user could swap the call's directory"
         ))
     } else if mode & 0o020 != 0 && !sticky && uid != euid {
         Some(format!(

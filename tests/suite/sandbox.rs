@@ -86,6 +86,30 @@ fn each_call_gets_a_private_tmpdir_of_its_own_only_its_owner_can_enter() {
 }
 
 #[test]
+fn a_tmpdir_base_another_user_could_swap_the_call_s_directory_in_is_refused_naming_it() {
+    let packs = Packs::new().manifest(
+        "tmp",
+        shell_tool("tmp", json!({"read_only": true}), json!({}), r#"echo x > "$TMPDIR/f" && echo "$TMPDIR""#, &[]),
+    );
+    let base = tempfile::tempdir().unwrap();
+    let mode = |m| std::fs::set_permissions(base.path(), std::os::unix::fs::PermissionsExt::from_mode(m)).unwrap();
+    let run = || Test::new().packs_dir(&packs).env("TMPDIR", base.path()).args(["run", "tmp"]).run();
+    mode(0o777);
+    let out = run();
+    out.code(2).stderr_contains(&format!(
+        "cannot make the private TMPDIR in {}: it is writable by every user without the sticky bit (mode 777)",
+        base.path().display()
+    ));
+    assert_eq!(std::fs::read_dir(base.path()).unwrap().count(), 0);
+    // With the sticky bit (as /tmp has), only the directory's owner may rename it.
+    mode(0o1777);
+    let out = run();
+    out.success();
+    assert!(out.stdout().trim().starts_with(&base.path().display().to_string()), "{}", out.stdout());
+    assert_eq!(std::fs::read_dir(base.path()).unwrap().count(), 0);
+}
+
+#[test]
 fn a_workspace_tool_writes_inside_even_when_a_link_is_swapped_after_the_check() {
     let ws = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
