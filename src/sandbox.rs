@@ -503,8 +503,7 @@ fn temp_base() -> PathBuf {
         let shm = Path::new("/dev/shm");
         let usable = std::fs::metadata(shm).is_ok_and(|m| {
             use std::os::unix::fs::MetadataExt;
-            // SAFETY: geteuid has no arguments and cannot fail.
-            m.is_dir() && unsafe_base(m.uid(), m.mode(), unsafe { libc::geteuid() }).is_none()
+            m.is_dir() && unsafe_base((m.uid(), m.gid()), m.mode(), packs_user()).is_none()
         })
             // SAFETY: access(2) with a NUL-terminated path literal.
             && unsafe { libc::access(c"/dev/shm".as_ptr(), libc::W_OK | libc::X_OK) } == 0;
@@ -515,11 +514,19 @@ fn temp_base() -> PathBuf {
     .clone()
 }
 
-/// Why a base directory owned by `uid` with `mode` would let a user other than `euid` (and
-/// root, who can anything) rename what packs makes in it, and so put a directory of their own
-/// in the call's place: its owner can, and so can whoever may write it unless it is sticky.
-/// A group-writable base of packs' own user is taken as that user's (a private group).
-fn unsafe_base(uid: u32, mode: u32, euid: u32) -> Option<String> {
+/// packs' effective user and group.
+fn packs_user() -> (u32, u32) {
+    // SAFETY: geteuid and getegid have no arguments and cannot fail.
+    unsafe { (libc::geteuid(), libc::getegid()) }
+}
+
+/// Why a base directory of `owner` (user, group) with `mode` would let a user other than
+/// packs' (`me`, user and group; root can anything anyway) rename what packs makes in it, and
+/// so put a directory of their own in the call's place: its owner can, and so can whoever
+/// may write it, unless it is sticky. A group-writable base of packs' own user and group is
+/// taken as that user's alone (a private group, the usual `umask 002` set-up).
+fn unsafe_base(owner: (u32, u32), mode: u32, me: (u32, u32)) -> Option<String> {
+    let ((uid, gid), (euid, egid)) = (owner, me);
     let sticky = mode & 0o1000 != 0;
     let mode = mode & 0o7777;
     if uid != euid && uid != 0 {
@@ -528,9 +535,9 @@ fn unsafe_base(uid: u32, mode: u32, euid: u32) -> Option<String> {
         Some(format!(
             "writable by every user without the sticky bit (mode {mode:o}): another user could swap the call's directory"
         ))
-    } else if mode & 0o020 != 0 && !sticky && uid != euid {
+    } else if mode & 0o020 != 0 && !sticky && (uid, gid) != (euid, egid) {
         Some(format!(
-            "writable by its group without the sticky bit (mode {mode:o}) and owned by root: a member could swap the call's directory"
+            "writable by its group (gid {gid}) without the sticky bit (mode {mode:o}): a member could swap the call's directory"
         ))
     } else {
         None
@@ -566,9 +573,8 @@ impl PrivateDir {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let base_fd = rustix::fs::open(&base, flags, Mode::empty())?;
         let stat = rustix::fs::fstat(&base_fd)?;
-        // SAFETY: geteuid has no arguments and cannot fail.
-        let euid = unsafe { libc::geteuid() };
-        if let Some(why) = unsafe_base(stat.st_uid, stat.st_mode, euid) {
+        let me = packs_user();
+        if let Some(why) = unsafe_base((stat.st_uid, stat.st_gid), stat.st_mode, me) {
             let e = format!("cannot make the private TMPDIR in {}: it is {why}", base.display());
             return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, e));
         }
@@ -589,12 +595,18 @@ impl PrivateDir {
         let path = base.join(&name);
         // What is at the name now must be what was made: a directory of packs' user, opened
         // without following a link. The mode is set on it (a umask may have narrowed it).
-        let replaced =
-            || std::io::Error::other(format!("the private TMPDIR {} was replaced as it was made", path.display()));
+        let replaced = || {
+            std::io::Error::other(format!(
+                "the private TMPDIR {} is not the directory packs made, of uid {}: it was replaced, \
+                 or its file system gives it another owner",
+                path.display(),
+                me.0
+            ))
+        };
         let dir = rustix::fs::openat(&base_fd, name.as_str(), flags | OFlags::NOFOLLOW, Mode::empty())
             .map_err(|_| replaced())?;
         let stat = rustix::fs::fstat(&dir)?;
-        if FileType::from_raw_mode(stat.st_mode) != FileType::Directory || stat.st_uid != euid {
+        if FileType::from_raw_mode(stat.st_mode) != FileType::Directory || stat.st_uid != me.0 {
             return Err(replaced());
         }
         if stat.st_mode & 0o7777 != 0o700 {
@@ -633,6 +645,11 @@ impl Drop for PrivateDir {
 /// this many descriptors open and no recursion.
 const OPEN_LEVELS: usize = 32;
 
+/// How many walks [`empty`] makes at most: one per [`OPEN_LEVELS`] of depth at worst (a
+/// directory moved up may not be listed by the walk that moved it), so a tree over 100,000
+/// levels deep, or one a process keeps adding to, may not go entirely.
+const MAX_PASSES: usize = 4096;
+
 /// Remove everything in the directory `top` (opened for reading), even what its owner locked:
 /// each directory is unlocked (mode 0700, by a descriptor opened without following a link)
 /// before it is read, and removed once emptied; anything else is unlinked. No link is ever
@@ -642,7 +659,11 @@ fn empty(top: std::os::fd::BorrowedFd<'_>) -> std::io::Result<()> {
     let mut deep = 0u64;
     // A pass that moved a deep directory up does another (a directory being read may not
     // list an entry added meanwhile).
-    while empty_pass(top, &mut first, &mut deep) > 0 {}
+    for _ in 0..MAX_PASSES {
+        if empty_pass(top, &mut first, &mut deep) == 0 {
+            break;
+        }
+    }
     first.map_or(Ok(()), Err)
 }
 
@@ -1012,26 +1033,41 @@ mod private_dir_tests {
     #[test]
     fn a_base_is_judged_by_who_may_rename_in_it() {
         use super::unsafe_base;
-        let (me, other) = (1000, 1001);
+        let me = (1000, 1000);
+        let (mine, my_group, root, other, staff) = ((1000, 1000), (1000, 50), (0, 0), (1001, 1001), (0, 50));
         // Packs' user's own, or root's, and no one else may write it unless it is sticky.
-        for (uid, mode) in [(me, 0o700), (me, 0o755), (me, 0o775), (me, 0o1777), (0, 0o755), (0, 0o1777), (0, 0o1775)] {
-            assert_eq!(unsafe_base(uid, 0o040_000 | mode, me), None, "{uid} {mode:o}");
+        let taken = [
+            (mine, 0o700),
+            (mine, 0o755),
+            (mine, 0o775),
+            (mine, 0o2775),
+            (mine, 0o1777),
+            (my_group, 0o755),
+            (my_group, 0o1775),
+            (root, 0o755),
+            (root, 0o1777),
+            (staff, 0o1775),
+        ];
+        for (owner, mode) in taken {
+            assert_eq!(unsafe_base(owner, 0o040_000 | mode, me), None, "{owner:?} {mode:o}");
         }
-        let refusals = [
+        let refused = [
             (other, 0o700, "owned by another user (uid 1001)"),
             (other, 0o1777, "owned by another user"),
-            (me, 0o777, "writable by every user"),
-            (0, 0o777, "writable by every user"),
-            (0, 0o775, "writable by its group"),
-            (0, 0o2775, "writable by its group"),
+            (mine, 0o777, "writable by every user without the sticky bit (mode 777)"),
+            (root, 0o777, "writable by every user"),
+            (my_group, 0o775, "writable by its group (gid 50) without the sticky bit (mode 775)"),
+            (staff, 0o775, "writable by its group (gid 50)"),
+            (root, 0o2775, "writable by its group (gid 0)"),
         ];
-        for (uid, mode, why) in refusals {
-            let said = unsafe_base(uid, 0o040_000 | mode, me).unwrap_or_default();
-            assert!(said.contains(why), "{uid} {mode:o}: {said}");
+        for (owner, mode, why) in refused {
+            let said = unsafe_base(owner, 0o040_000 | mode, me).unwrap_or_default();
+            assert!(said.contains(why), "{owner:?} {mode:o}: {said}");
         }
-        // Root runs packs: only another user's base is refused, and one everybody may swap in.
-        assert_eq!(unsafe_base(0, 0o040_775, 0), None);
-        assert!(unsafe_base(0, 0o040_777, 0).is_some());
+        // Root runs packs: another user's base is refused, and one every user may swap in.
+        assert_eq!(unsafe_base(root, 0o040_775, root), None);
+        assert!(unsafe_base(root, 0o040_777, root).is_some());
+        assert!(unsafe_base(mine, 0o040_700, root).is_some());
     }
 
     #[test]

@@ -522,8 +522,7 @@ ln -s "$1" a/b/c/link && chmod 0 a/b/c a/b a "$TMPDIR" && echo "$TMPDIR""#;
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     } else {
-        let out =
-            Test::new().packs_dir(&Packs::new().manifest("lock", tool)).args(["run", "lock", "--arg", &arg]).run();
+        let out = Test::new().packs_dir(Packs::new().manifest("lock", tool)).args(["run", "lock", "--arg", &arg]).run();
         (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), out.stderr.clone())
     };
     assert!(ok, "{stdout}{stderr}");
