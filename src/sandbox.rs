@@ -489,8 +489,10 @@ pub(crate) struct Prepared {
 }
 
 /// Where private temp dirs are made: packs' own `TMPDIR` when the operator set one, else
-/// `/dev/shm` when it is a writable directory (memory: creating and removing a directory
-/// there costs a tenth of what it costs on a disk's `/tmp`), else the system's temp dir.
+/// `/dev/shm` when it is a writable directory no other user can rename entries in (memory:
+/// creating and removing a directory there costs a tenth of what it costs on a disk's
+/// `/tmp`), else the system's temp dir. A base another user could swap the call's directory
+/// in is refused by [`PrivateDir::new_in`], naming it.
 fn temp_base() -> PathBuf {
     static BASE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BASE.get_or_init(|| {
@@ -499,69 +501,344 @@ fn temp_base() -> PathBuf {
             return std::fs::canonicalize(&base).unwrap_or(base);
         }
         let shm = Path::new("/dev/shm");
-        let writable = std::fs::metadata(shm).is_ok_and(|m| m.is_dir())
+        let usable = std::fs::metadata(shm).is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.is_dir() && unsafe_base((m.uid(), m.gid()), m.mode(), packs_user()).is_none()
+        })
             // SAFETY: access(2) with a NUL-terminated path literal.
             && unsafe { libc::access(c"/dev/shm".as_ptr(), libc::W_OK | libc::X_OK) } == 0;
-        let base = if writable { shm.to_owned() } else { std::env::temp_dir() };
-        // Resolved once: the call's directory made in it is granted by its path as it is.
+        let base = if usable { shm.to_owned() } else { std::env::temp_dir() };
+        // Resolved once: the call's directory is made in it, and named to the tool, by this path.
         std::fs::canonicalize(&base).unwrap_or(base)
     })
     .clone()
 }
 
+/// packs' effective user and group.
+fn packs_user() -> (u32, u32) {
+    // SAFETY: geteuid and getegid have no arguments and cannot fail.
+    unsafe { (libc::geteuid(), libc::getegid()) }
+}
+
+/// Why a base directory of `owner` (user, group) with `mode` would let a user other than
+/// packs' (`me`, user and group; root can anything anyway) rename what packs makes in it, and
+/// so put a directory of their own in the call's place: its owner can, and so can whoever
+/// may write it, unless it is sticky. A group-writable base of packs' own user and group is
+/// taken as that user's alone (a private group, the usual `umask 002` set-up).
+fn unsafe_base(owner: (u32, u32), mode: u32, me: (u32, u32)) -> Option<String> {
+    let ((uid, gid), (euid, egid)) = (owner, me);
+    let sticky = mode & 0o1000 != 0;
+    let mode = mode & 0o7777;
+    if uid != euid && uid != 0 {
+        Some(format!("owned by another user (uid {uid}), who can rename what packs makes in it"))
+    } else if mode & 0o002 != 0 && !sticky {
+        Some(format!(
+            "writable by every user without the sticky bit (mode {mode:o}): another user could swap the call's directory"
+        ))
+    } else if mode & 0o020 != 0 && !sticky && (uid, gid) != (euid, egid) {
+        Some(format!(
+            "writable by its group (gid {gid}) without the sticky bit (mode {mode:o}): a member could swap the call's directory"
+        ))
+    } else {
+        None
+    }
+}
+
 /// A call's private temporary directory: made with mode 0700 under a name no other process
 /// can guess (96 bits from the kernel's random source, `getrandom`, drawn anew for each: a tool
-/// that saw one call's name learns nothing about the next), and removed when dropped, on the
-/// error paths that drop it too.
+/// that saw one call's name learns nothing about the next), in a base no other user can
+/// rename it in, then opened (without following a link) and checked to be the directory made:
+/// the Landlock rules name that descriptor, not the path. Removed when dropped, on the error
+/// paths that drop it too, whatever the tool locked in it ([`empty`]).
 #[derive(Debug)]
 pub(crate) struct PrivateDir {
     path: PathBuf,
+    /// The base, open: the directory is made in it and removed from it by name.
+    base: std::os::fd::OwnedFd,
+    /// The directory's name in `base`.
+    name: String,
+    /// The directory as it was made and checked.
+    dir: std::os::fd::OwnedFd,
 }
 
 impl PrivateDir {
     /// The name's prefix: a directory left behind (packs killed) says whose it was.
     const PREFIX: &str = "packs-call-";
 
-    /// A new directory in `base` (made absolute: it is a tool's `TMPDIR` and a Landlock
-    /// rule's path). A name taken already is drawn again, a few times.
+    /// A new directory in `base` (made absolute: it is a tool's `TMPDIR`). A name taken
+    /// already is drawn again, a few times. A base another user could swap it in is refused.
     pub(crate) fn new_in(base: &Path) -> std::io::Result<Self> {
-        use std::os::unix::fs::DirBuilderExt;
+        use rustix::fs::{FileType, Mode, OFlags};
         let base = if base.is_absolute() { base.to_owned() } else { std::env::current_dir()?.join(base) };
-        let mut tries = 0;
-        loop {
-            let mut bytes = [0u8; 12];
-            getrandom::fill(&mut bytes)?;
-            let path = base.join(format!("{}{}", Self::PREFIX, data_encoding::HEXLOWER.encode(&bytes)));
-            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-                Ok(()) => return Ok(Self { path }),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => tries += 1,
-                Err(e) => return Err(e),
-            }
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let base_fd = rustix::fs::open(&base, flags, Mode::empty())?;
+        let stat = rustix::fs::fstat(&base_fd)?;
+        let me = packs_user();
+        if let Some(why) = unsafe_base((stat.st_uid, stat.st_gid), stat.st_mode, me) {
+            let e = format!("cannot make the private TMPDIR in {}: it is {why}", base.display());
+            return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, e));
         }
+        let mut tries = 0;
+        let name = loop {
+            let mut bytes = [0u8; 12];
+            getrandom::fill(&mut bytes).map_err(|e| {
+                let kind = std::io::Error::from(e).kind();
+                std::io::Error::new(kind, format!("cannot draw the private TMPDIR's name: {e}"))
+            })?;
+            let name = format!("{}{}", Self::PREFIX, data_encoding::HEXLOWER.encode(&bytes));
+            match rustix::fs::mkdirat(&base_fd, name.as_str(), Mode::from_raw_mode(0o700)) {
+                Ok(()) => break name,
+                Err(rustix::io::Errno::EXIST) if tries < 8 => tries += 1,
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let path = base.join(&name);
+        // What is at the name now must be what was made: a directory of packs' user, opened
+        // without following a link. The mode is set on it (a umask may have narrowed it).
+        let replaced = || {
+            std::io::Error::other(format!(
+                "the private TMPDIR {} is not the directory packs made, of uid {}: it was replaced, \
+                 or its file system gives it another owner",
+                path.display(),
+                me.0
+            ))
+        };
+        let dir = rustix::fs::openat(&base_fd, name.as_str(), flags | OFlags::NOFOLLOW, Mode::empty())
+            .map_err(|_| replaced())?;
+        let stat = rustix::fs::fstat(&dir)?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::Directory || stat.st_uid != me.0 {
+            return Err(replaced());
+        }
+        if stat.st_mode & 0o7777 != 0o700 {
+            rustix::fs::fchmod(&dir, Mode::from_raw_mode(0o700))?;
+        }
+        Ok(Self { path, base: base_fd, name, dir })
     }
 
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
+
+    /// The directory, opened as it was made: what the Landlock rules name.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(&self.dir)
+    }
 }
 
-/// Remove the call's temp dir even when the tool made parts of it unreadable
-/// (`chmod 0` on a subdirectory): open every directory up, then remove it all.
+/// Remove the call's temp dir, whatever the tool left and locked in it ([`empty`]).
 impl Drop for PrivateDir {
     fn drop(&mut self) {
-        let path = &self.path;
-        // Most tools leave their TMPDIR empty: one `rmdir`, where removing a tree opens the
-        // directory and lists it first.
-        if std::fs::remove_dir(path).is_ok() || std::fs::remove_dir_all(path).is_ok() {
+        use rustix::fs::AtFlags;
+        // Most tools leave their TMPDIR empty: one `rmdir`.
+        if rustix::fs::unlinkat(&self.base, self.name.as_str(), AtFlags::REMOVEDIR).is_ok() {
             return;
         }
-        use std::os::unix::fs::PermissionsExt;
-        for entry in walkdir::WalkDir::new(path).follow_links(false).into_iter().flatten() {
-            if entry.file_type().is_dir() {
-                let _ = std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o700));
+        // Emptied through the descriptor opened when it was made, not its path.
+        let _ = empty(std::os::fd::AsFd::as_fd(&self.dir));
+        let _ = rustix::fs::unlinkat(&self.base, self.name.as_str(), AtFlags::REMOVEDIR);
+    }
+}
+
+/// How many levels [`empty`] descends with a directory open at each; a directory deeper is
+/// moved up to the top, where it is removed in turn: a tree of any depth goes, with at most
+/// this many descriptors open and no recursion.
+const OPEN_LEVELS: usize = 32;
+
+/// How many walks [`empty`] makes at most: one per [`OPEN_LEVELS`] of depth at worst (a
+/// directory moved up may not be listed by the walk that moved it), so a tree over 100,000
+/// levels deep, or one a process keeps adding to, may not go entirely.
+const MAX_PASSES: usize = 4096;
+
+/// Remove everything in the directory `top` (opened for reading), even what its owner locked:
+/// each directory is unlocked (mode 0700, by a descriptor opened without following a link)
+/// before it is read, and removed once emptied; anything else is unlinked. No link is ever
+/// followed, so what a link names stays. Goes on past what cannot be removed; the first error.
+fn empty(top: std::os::fd::BorrowedFd<'_>) -> std::io::Result<()> {
+    let mut first = None;
+    let mut deep = 0u64;
+    // A pass that moved a deep directory up does another (a directory being read may not
+    // list an entry added meanwhile).
+    for _ in 0..MAX_PASSES {
+        if empty_pass(top, &mut first, &mut deep) == 0 {
+            break;
+        }
+    }
+    first.map_or(Ok(()), Err)
+}
+
+/// One walk of [`empty`]: how many directories it moved up to `top`.
+fn empty_pass(top: std::os::fd::BorrowedFd<'_>, first: &mut Option<std::io::Error>, deep: &mut u64) -> usize {
+    use rustix::fs::{AtFlags, Dir, FileType};
+    let mut note = |e: std::io::Error| {
+        first.get_or_insert(e);
+    };
+    // The top too may have been locked.
+    match rustix::fs::fstat(top) {
+        Ok(stat) if stat.st_mode & 0o700 != 0o700 => {
+            if let Err(e) = rustix::fs::fchmod(top, rustix::fs::Mode::from_raw_mode(0o700)) {
+                note(e.into());
             }
         }
-        let _ = std::fs::remove_dir_all(path);
+        Ok(_) => {}
+        Err(e) => note(e.into()),
+    }
+    // Each level open: its listing, and its name in the level above.
+    let mut levels: Vec<(Dir, std::ffi::CString)> = match Dir::read_from(top) {
+        Ok(dir) => vec![(dir, std::ffi::CString::default())],
+        Err(e) => {
+            note(e.into());
+            return 0;
+        }
+    };
+    let mut moved = 0;
+    loop {
+        let depth = levels.len();
+        let Some((dir, _)) = levels.last_mut() else { break };
+        let entry = match dir.read() {
+            Some(Ok(entry)) => Some(entry),
+            Some(Err(e)) => {
+                note(e.into());
+                None
+            }
+            None => None,
+        };
+        let Some(entry) = entry else {
+            // This level is done: remove it from the one above.
+            let (done, name) = levels.pop().unwrap_or_else(|| unreachable!("a level is open"));
+            drop(done);
+            if let Some((parent, _)) = levels.last()
+                && let Err(e) = dir_fd(parent).and_then(|fd| Ok(rustix::fs::unlinkat(fd, &name, AtFlags::REMOVEDIR)?))
+            {
+                note(e);
+            }
+            continue;
+        };
+        let name = entry.file_name();
+        if name == c"." || name == c".." {
+            continue;
+        }
+        let at = match dir_fd(dir) {
+            Ok(at) => at,
+            Err(e) => {
+                note(e);
+                continue;
+            }
+        };
+        let is_dir = match entry.file_type() {
+            FileType::Directory => true,
+            FileType::Unknown => rustix::fs::statat(at, name, AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::Directory),
+            _ => false,
+        };
+        if !is_dir {
+            if let Err(e) = rustix::fs::unlinkat(at, name, AtFlags::empty()) {
+                note(e.into());
+            }
+            continue;
+        }
+        let name = name.to_owned();
+        if depth < OPEN_LEVELS {
+            match unlocked(at, &name).and_then(|fd| Ok(Dir::new(fd)?)) {
+                Ok(sub) => levels.push((sub, name)),
+                Err(e) => note(e),
+            }
+            continue;
+        }
+        match move_up(at, &name, top, deep) {
+            Ok(()) => moved += 1,
+            Err(e) => note(e),
+        }
+    }
+    moved
+}
+
+/// The descriptor a listing reads, which entries are named relative to.
+fn dir_fd(dir: &rustix::fs::Dir) -> std::io::Result<std::os::fd::BorrowedFd<'_>> {
+    Ok(dir.fd()?)
+}
+
+/// The directory `name` in `at`, opened for reading without following a link, with mode 0700
+/// (the tool may have left it unreadable, or its entries unremovable).
+fn unlocked(at: std::os::fd::BorrowedFd<'_>, name: &std::ffi::CStr) -> std::io::Result<std::os::fd::OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = match rustix::fs::openat(at, name, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::ACCESS) => {
+            // Unreadable: unlocked through a location-only descriptor (which opening needs no
+            // right on the directory for), then opened again and checked to be the same.
+            let location = rustix::fs::openat(at, name, locate(), Mode::empty())?;
+            chmod_location(&location, 0o700)?;
+            let fd = rustix::fs::openat(at, name, flags, Mode::empty())?;
+            let (was, is) = (rustix::fs::fstat(&location)?, rustix::fs::fstat(&fd)?);
+            if (was.st_dev, was.st_ino) != (is.st_dev, is.st_ino) {
+                return Err(std::io::Error::other("a directory changed while it was removed"));
+            }
+            return Ok(fd);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if rustix::fs::fstat(&fd)?.st_mode & 0o700 != 0o700 {
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o700))?;
+    }
+    Ok(fd)
+}
+
+/// The flags of a location-only descriptor of a directory, never a link (`O_PATH`).
+#[cfg(target_os = "linux")]
+fn locate() -> rustix::fs::OFlags {
+    use rustix::fs::OFlags;
+    OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+}
+
+#[cfg(not(target_os = "linux"))]
+fn locate() -> rustix::fs::OFlags {
+    use rustix::fs::OFlags;
+    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+}
+
+/// Set the mode of what the location-only descriptor `location` names: `fchmodat2` on it
+/// (Linux 6.6), else its `/proc/self/fd` entry, which names that very file whatever its path
+/// became (never a link: the descriptor was opened without following one).
+#[cfg(target_os = "linux")]
+fn chmod_location(location: &std::os::fd::OwnedFd, mode: u32) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fchmodat2 reads a NUL-terminated empty path literal; the descriptor is open.
+    let done =
+        unsafe { libc::syscall(libc::SYS_fchmodat2, location.as_raw_fd(), c"".as_ptr(), mode, libc::AT_EMPTY_PATH) };
+    if done == 0 { Ok(()) } else { chmod_through_proc(location, mode) }
+}
+
+/// `chmod` of `/proc/self/fd/N`: a location-only descriptor's file, on a kernel before 6.6.
+#[cfg(target_os = "linux")]
+fn chmod_through_proc(location: &std::os::fd::OwnedFd, mode: u32) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let proc = format!("/proc/self/fd/{}", location.as_raw_fd());
+    Ok(rustix::fs::chmod(proc.as_str(), rustix::fs::Mode::from_raw_mode(mode))?)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn chmod_location(location: &std::os::fd::OwnedFd, mode: u32) -> std::io::Result<()> {
+    Ok(rustix::fs::fchmod(location, rustix::fs::Mode::from_raw_mode(mode))?)
+}
+
+/// Move the directory `name` in `at` to `top` under a name of packs' own (unlocked first: a
+/// directory moved needs its own write right, for its `..`).
+fn move_up(
+    at: std::os::fd::BorrowedFd<'_>,
+    name: &std::ffi::CStr,
+    top: std::os::fd::BorrowedFd<'_>,
+    deep: &mut u64,
+) -> std::io::Result<()> {
+    drop(unlocked(at, name)?);
+    loop {
+        *deep += 1;
+        let to = format!(".packs-deep-{deep}");
+        match rustix::fs::renameat_with(at, name, top, to.as_str(), rustix::fs::RenameFlags::NOREPLACE) {
+            Err(rustix::io::Errno::EXIST) => {}
+            done => return Ok(done?),
+        }
     }
 }
 
@@ -595,6 +872,225 @@ mod private_dir_tests {
         assert_eq!(std::fs::read_dir(base.path()).unwrap().count(), 0);
     }
 
+    /// Run `f` in a thread of its own without the capabilities that let root ignore a file's
+    /// mode (`CAP_DAC_OVERRIDE`, `CAP_DAC_READ_SEARCH`, `CAP_FOWNER`): capabilities belong to a
+    /// thread, so that thread meets modes as any other user does, whether the tests run as root
+    /// (CI) or not. Checked: a directory of mode 000 cannot be opened there.
+    fn as_a_user<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+        #[repr(C)]
+        struct Header {
+            version: u32,
+            pid: i32,
+        }
+        #[repr(C)]
+        #[derive(Clone, Copy, Default)]
+        struct Data {
+            effective: u32,
+            permitted: u32,
+            inheritable: u32,
+        }
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // _LINUX_CAPABILITY_VERSION_3; pid 0 is this thread.
+                let mut header = Header { version: 0x2008_0522, pid: 0 };
+                let mut data = [Data::default(); 2];
+                // SAFETY: capget/capset read and write one header and two data structs, alive here.
+                unsafe {
+                    assert_eq!(libc::syscall(libc::SYS_capget, &raw mut header, data.as_mut_ptr()), 0);
+                    // CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER (linux/capability.h).
+                    let dac: u32 = 1 << 1 | 1 << 2 | 1 << 3;
+                    data[0].effective &= !dac;
+                    assert_eq!(libc::syscall(libc::SYS_capset, &raw mut header, data.as_ptr()), 0);
+                }
+                let probe = tempfile::tempdir().unwrap();
+                std::fs::set_permissions(probe.path(), std::fs::Permissions::from_mode(0o000)).unwrap();
+                let refused = std::fs::read_dir(probe.path()).is_err();
+                std::fs::set_permissions(probe.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+                assert!(refused, "this thread still reads a directory of mode 000");
+                f()
+            })
+            .join()
+            .unwrap()
+        })
+    }
+
+    /// The directories `a/b/c/d` under `root`, a file in each, every one locked (mode 000), and
+    /// one `ro` (mode 0500, listed but nothing in it removable). Links to `outside` (a file
+    /// and a directory of mode 0555) sit at the top and inside the innermost.
+    fn lock_a_tree(root: &std::path::Path, outside: &std::path::Path) {
+        let deepest = root.join("a/b/c/d");
+        std::fs::create_dir_all(&deepest).unwrap();
+        std::fs::create_dir(root.join("ro")).unwrap();
+        std::fs::write(root.join("ro/kept"), "x").unwrap();
+        for dir in [root.join("a"), root.join("a/b"), root.join("a/b/c"), deepest.clone()] {
+            std::fs::write(dir.join("blob"), vec![b'x'; 4096]).unwrap();
+        }
+        for (at, name) in [(root, "top"), (deepest.as_path(), "deep")] {
+            std::os::unix::fs::symlink(outside.join("file"), at.join(format!("{name}-file"))).unwrap();
+            std::os::unix::fs::symlink(outside.join("dir"), at.join(format!("{name}-dir"))).unwrap();
+            std::fs::hard_link(outside.join("file"), at.join(format!("{name}-hard"))).unwrap();
+        }
+        std::fs::set_permissions(root.join("ro"), std::fs::Permissions::from_mode(0o500)).unwrap();
+        for dir in ["a/b/c/d", "a/b/c", "a/b", "a"] {
+            std::fs::set_permissions(root.join(dir), std::fs::Permissions::from_mode(0o000)).unwrap();
+        }
+    }
+
+    /// What `lock_a_tree` links to: a file and a directory (mode 0555, holding a file).
+    fn outside(base: &std::path::Path) -> std::path::PathBuf {
+        let outside = base.join("outside");
+        std::fs::create_dir_all(outside.join("dir")).unwrap();
+        std::fs::write(outside.join("file"), "keep").unwrap();
+        std::fs::write(outside.join("dir/inner"), "keep").unwrap();
+        std::fs::set_permissions(outside.join("dir"), std::fs::Permissions::from_mode(0o555)).unwrap();
+        outside
+    }
+
+    fn outside_is_intact(outside: &std::path::Path) {
+        assert_eq!(std::fs::read_to_string(outside.join("file")).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(outside.join("dir/inner")).unwrap(), "keep");
+        assert_eq!(std::fs::metadata(outside.join("dir")).unwrap().mode() & 0o7777, 0o555);
+        assert_eq!(std::fs::metadata(outside.join("file")).unwrap().mode() & 0o7777, 0o644);
+    }
+
+    #[test]
+    fn a_tree_the_tool_locked_at_every_level_goes_with_its_private_dir_links_not_followed() {
+        let base = tempfile::tempdir().unwrap();
+        let outside = outside(base.path());
+        let path = as_a_user(|| {
+            let dir = PrivateDir::new_in(base.path()).unwrap();
+            let path = dir.path().to_owned();
+            lock_a_tree(&path, &outside);
+            // The tool may lock its TMPDIR itself too.
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).unwrap();
+            drop(dir);
+            path
+        });
+        assert!(!path.exists(), "{} was left behind", path.display());
+        outside_is_intact(&outside);
+        std::fs::set_permissions(outside.join("dir"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn a_tree_thousands_of_levels_deep_goes_with_its_private_dir() {
+        use rustix::fs::{Mode, OFlags};
+        let base = tempfile::tempdir().unwrap();
+        let path = as_a_user(|| {
+            let dir = PrivateDir::new_in(base.path()).unwrap();
+            let path = dir.path().to_owned();
+            // Deeper than a path can name (PATH_MAX), and than a process may hold descriptors
+            // (1024): made one level at a time, every 100th level locked once its child is made.
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            let mut at = rustix::fs::open(&path, flags, Mode::empty()).unwrap();
+            for level in 0..2_000 {
+                rustix::fs::mkdirat(&at, "d", Mode::from_raw_mode(0o700)).unwrap();
+                std::fs::write(format!("/proc/self/fd/{}/f", std::os::fd::AsRawFd::as_raw_fd(&at)), "x").unwrap();
+                let next = rustix::fs::openat(&at, "d", flags, Mode::empty()).unwrap();
+                if level % 100 == 0 {
+                    rustix::fs::fchmod(&at, Mode::empty()).unwrap();
+                }
+                at = next;
+            }
+            drop(at);
+            drop(dir);
+            path
+        });
+        assert!(!path.exists(), "{} was left behind", path.display());
+    }
+
+    #[test]
+    fn a_base_another_user_could_swap_the_dir_in_is_refused_naming_it() {
+        let base = tempfile::tempdir().unwrap();
+        let mode = |m| std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(m)).unwrap();
+        let refused = |why: &str| {
+            let e = PrivateDir::new_in(base.path()).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
+            let said = e.to_string();
+            assert!(said.contains(&base.path().display().to_string()) && said.contains(why), "{said}");
+            assert_eq!(std::fs::read_dir(base.path()).unwrap().count(), 0, "a directory was made: {said}");
+        };
+        mode(0o777);
+        refused("writable by every user without the sticky bit (mode 777)");
+        // Sticky (as /tmp and /dev/shm are), or group-writable but packs' user's own: taken.
+        for ok in [0o1777, 0o775, 0o2770] {
+            mode(ok);
+            drop(PrivateDir::new_in(base.path()).unwrap());
+        }
+        // Another user's (root can make one; another user cannot): its owner can rename what
+        // is in it whatever its mode.
+        match std::os::unix::fs::chown(base.path(), Some(54321), None) {
+            Ok(()) => {
+                for other in [0o755, 0o775, 0o1777] {
+                    mode(other);
+                    refused("owned by another user (uid 54321)");
+                }
+                std::os::unix::fs::chown(base.path(), Some(0), None).unwrap();
+            }
+            Err(e) => eprintln!("not checked, a base owned by another user: chown needs root ({e})"),
+        }
+    }
+
+    #[test]
+    fn a_base_is_judged_by_who_may_rename_in_it() {
+        use super::unsafe_base;
+        let me = (1000, 1000);
+        let (mine, my_group, root, other, staff) = ((1000, 1000), (1000, 50), (0, 0), (1001, 1001), (0, 50));
+        // Packs' user's own, or root's, and no one else may write it unless it is sticky.
+        let taken = [
+            (mine, 0o700),
+            (mine, 0o755),
+            (mine, 0o775),
+            (mine, 0o2775),
+            (mine, 0o1777),
+            (my_group, 0o755),
+            (my_group, 0o1775),
+            (root, 0o755),
+            (root, 0o1777),
+            (staff, 0o1775),
+        ];
+        for (owner, mode) in taken {
+            assert_eq!(unsafe_base(owner, 0o040_000 | mode, me), None, "{owner:?} {mode:o}");
+        }
+        let refused = [
+            (other, 0o700, "owned by another user (uid 1001)"),
+            (other, 0o1777, "owned by another user"),
+            (mine, 0o777, "writable by every user without the sticky bit (mode 777)"),
+            (root, 0o777, "writable by every user"),
+            (my_group, 0o775, "writable by its group (gid 50) without the sticky bit (mode 775)"),
+            (staff, 0o775, "writable by its group (gid 50)"),
+            (root, 0o2775, "writable by its group (gid 0)"),
+        ];
+        for (owner, mode, why) in refused {
+            let said = unsafe_base(owner, 0o040_000 | mode, me).unwrap_or_default();
+            assert!(said.contains(why), "{owner:?} {mode:o}: {said}");
+        }
+        // Root runs packs: another user's base is refused, and one every user may swap in.
+        assert_eq!(unsafe_base(root, 0o040_775, root), None);
+        assert!(unsafe_base(root, 0o040_777, root).is_some());
+        assert!(unsafe_base(mine, 0o040_700, root).is_some());
+    }
+
+    #[test]
+    fn a_locked_directory_is_unlocked_by_a_descriptor_that_never_follows_a_link() {
+        use rustix::fs::{Mode, OFlags};
+        let base = tempfile::tempdir().unwrap();
+        let locked = base.path().join("locked");
+        std::fs::create_dir(&locked).unwrap();
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+        std::os::unix::fs::symlink(&locked, base.path().join("link")).unwrap();
+        let at = rustix::fs::open(base.path(), OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        // A link is not opened (so not unlocked) in the directory's place.
+        assert!(super::unlocked(std::os::fd::AsFd::as_fd(&at), c"link").is_err());
+        // Both ways of setting a location-only descriptor's mode: fchmodat2, and /proc.
+        let location = rustix::fs::openat(&at, "locked", super::locate(), Mode::empty()).unwrap();
+        super::chmod_through_proc(&location, 0o500).unwrap();
+        assert_eq!(std::fs::metadata(&locked).unwrap().mode() & 0o7777, 0o500);
+        super::chmod_location(&location, 0o000).unwrap();
+        assert_eq!(std::fs::metadata(&locked).unwrap().mode() & 0o7777, 0o000);
+        drop(super::unlocked(std::os::fd::AsFd::as_fd(&at), c"locked").unwrap());
+        assert_eq!(std::fs::metadata(&locked).unwrap().mode() & 0o7777, 0o700);
+    }
+
     #[test]
     fn a_private_dir_is_made_where_asked_or_not_at_all() {
         let base = tempfile::tempdir().unwrap();
@@ -624,7 +1120,7 @@ impl Prepared {
             Some(_) => Some(PrivateDir::new_in(&temp_base())?),
             None => None,
         };
-        let inner = imp::Inner::new(enforcement, tmpdir.as_ref().map(PrivateDir::path))?;
+        let inner = imp::Inner::new(enforcement, tmpdir.as_ref())?;
         Ok(Self { tmpdir, inner })
     }
 
@@ -651,7 +1147,7 @@ mod imp {
         BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
     };
 
-    use super::{Enforcement, Signals, Support};
+    use super::{Enforcement, PrivateDir, Signals, Support};
 
     /// Character devices a confined tool may still write (and truncate: `> /dev/null`).
     const DEVICES: &[&str] = &["/dev/null", "/dev/zero"];
@@ -682,7 +1178,7 @@ mod imp {
     }
 
     impl Inner {
-        pub(super) fn new(enforcement: &Enforcement, tmpdir: Option<&Path>) -> std::io::Result<Self> {
+        pub(super) fn new(enforcement: &Enforcement, tmpdir: Option<&PrivateDir>) -> std::io::Result<Self> {
             let reads = match &enforcement.reads_denied {
                 Some(denied) if !denied.is_empty() => Some(read_ruleset(enforcement.landlock_abi, denied)?),
                 _ => None,
@@ -760,7 +1256,7 @@ mod imp {
     /// abstract Unix sockets when `unix` (a tool without the network, ABI 6).
     fn ruleset(
         abi: i32,
-        writes: Option<(&[std::path::PathBuf], Option<&Path>)>,
+        writes: Option<(&[std::path::PathBuf], Option<&PrivateDir>)>,
         protected: &[std::path::PathBuf],
         scoped: bool,
         unix: bool,
@@ -781,16 +1277,16 @@ mod imp {
         let ruleset = created(ruleset.create().map_err(error)?)?;
         let Some((dirs, tmpdir)) = writes else { return Ok(ruleset) };
         let file_access = access & (AccessFs::WriteFile | AccessFs::Truncate);
-        let places = dirs.iter().map(|d| (d.as_path(), false)).chain(tmpdir.map(|t| (t, true)));
-        for (dir, private) in places {
+        // The private TMPDIR: the directory made and checked, by the descriptor it was opened
+        // with (nothing of packs' own lies in a directory just made).
+        if let Some(tmpdir) = tmpdir {
+            add_rule(&ruleset, &tmpdir.fd(), access)?;
+        }
+        for dir in dirs {
             // A declared writable place (a cache) may not exist yet: the tool could not
-            // create it once confined. The private TMPDIR was just made in a resolved base.
-            let real = if private {
-                dir.to_owned()
-            } else {
-                std::fs::create_dir_all(dir)?;
-                std::fs::canonicalize(dir)?
-            };
+            // create it once confined.
+            std::fs::create_dir_all(dir)?;
+            let real = std::fs::canonicalize(dir)?;
             // The place, or (when packs' own configuration lies inside it) all of it but that.
             // Each opened without following links and checked (`grants::grants`): the rule
             // names what was checked, not the path looked up again.
@@ -829,7 +1325,7 @@ mod imp {
     /// learn it, which a read ruleset of dozens of rules paid at every cold build. `rights`
     /// must be handled by the ruleset (the kernel refuses the rule otherwise, as it refuses
     /// directory rights on a file: the call fails, it is not run less confined).
-    fn add_rule(ruleset: &OwnedFd, fd: &OwnedFd, rights: BitFlags<AccessFs>) -> std::io::Result<()> {
+    fn add_rule(ruleset: &OwnedFd, fd: &impl AsRawFd, rights: BitFlags<AccessFs>) -> std::io::Result<()> {
         /// `struct landlock_path_beneath_attr` (linux/landlock.h).
         #[repr(C, packed)]
         struct PathBeneathAttr {
@@ -949,7 +1445,7 @@ mod imp {
         abi: i32,
         places: &[std::path::PathBuf],
         writable: &[std::path::PathBuf],
-        tmpdir: Option<&Path>,
+        tmpdir: Option<&PrivateDir>,
         denied: &[std::path::PathBuf],
     ) -> std::io::Result<OwnedFd> {
         let access = read_access(abi);
@@ -957,13 +1453,11 @@ mod imp {
         let homes = crate::reads::resolve(crate::reads::homes());
         let path_dirs = crate::reads::path_dirs(std::env::var_os("PATH").as_deref(), &homes, denied);
         let system = crate::reads::SYSTEM_READABLE.iter().map(Path::new);
-        let all = places
-            .iter()
-            .chain(writable)
-            .chain(&path_dirs)
-            .map(std::path::PathBuf::as_path)
-            .chain(tmpdir)
-            .chain(system);
+        let all = places.iter().chain(writable).chain(&path_dirs).map(std::path::PathBuf::as_path).chain(system);
+        // The call's TMPDIR by the descriptor it was made and checked with.
+        if let Some(tmpdir) = tmpdir {
+            add_rule(&ruleset, &tmpdir.fd(), access)?;
+        }
         for place in all {
             // A place that does not exist (yet) is not granted: nothing beneath it reads.
             let Ok(fd) = open_path(place) else { continue };
@@ -1156,7 +1650,7 @@ mod imp {
     pub(super) struct Inner;
 
     impl Inner {
-        pub(super) fn new(_: &Enforcement, _: Option<&Path>) -> std::io::Result<Self> {
+        pub(super) fn new(_: &Enforcement, _: Option<&super::PrivateDir>) -> std::io::Result<Self> {
             Ok(Self)
         }
 

@@ -86,6 +86,30 @@ fn each_call_gets_a_private_tmpdir_of_its_own_only_its_owner_can_enter() {
 }
 
 #[test]
+fn a_tmpdir_base_another_user_could_swap_the_call_s_directory_in_is_refused_naming_it() {
+    let packs = Packs::new().manifest(
+        "tmp",
+        shell_tool("tmp", json!({"read_only": true}), json!({}), r#"echo x > "$TMPDIR/f" && echo "$TMPDIR""#, &[]),
+    );
+    let base = tempfile::tempdir().unwrap();
+    let mode = |m| std::fs::set_permissions(base.path(), std::os::unix::fs::PermissionsExt::from_mode(m)).unwrap();
+    let run = || Test::new().packs_dir(&packs).env("TMPDIR", base.path()).args(["run", "tmp"]).run();
+    mode(0o777);
+    let out = run();
+    out.code(2).stderr_contains(&format!(
+        "cannot make the private TMPDIR in {}: it is writable by every user without the sticky bit (mode 777)",
+        base.path().display()
+    ));
+    assert_eq!(std::fs::read_dir(base.path()).unwrap().count(), 0);
+    // With the sticky bit (as /tmp has), only the directory's owner may rename it.
+    mode(0o1777);
+    let out = run();
+    out.success();
+    assert!(out.stdout().trim().starts_with(&base.path().display().to_string()), "{}", out.stdout());
+    assert_eq!(std::fs::read_dir(base.path()).unwrap().count(), 0);
+}
+
+#[test]
 fn a_workspace_tool_writes_inside_even_when_a_link_is_swapped_after_the_check() {
     let ws = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
@@ -476,15 +500,36 @@ fn a_tool_cannot_read_packs_environment_or_memory() {
     assert_eq!(stdout, "environ refused\nmem refused\nmaps refused\n");
 }
 
+/// A tool that locks three nested directories of its TMPDIR (mode 000, a file in each, a
+/// link to `$1` in the innermost) is run unprivileged: as another user when the tests run
+/// as root (root's CAP_DAC_OVERRIDE removes anything), else as the tests' own user.
 #[test]
-#[ignore = "needs root (runs packs as another user, without root's capabilities)"]
 fn the_private_tmpdir_is_removed_even_when_the_tool_locks_it() {
-    let lock = r#"mkdir -p "$TMPDIR/a/b" && echo x > "$TMPDIR/a/b/f" && chmod 0 "$TMPDIR/a" && echo "$TMPDIR""#;
-    let out = run_unprivileged(&shell_tool("lock", json!({}), json!({}), lock, &[]));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let tmp = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let lock = r#"cd "$TMPDIR" && mkdir -p a/b/c && for d in a a/b a/b/c; do head -c 100000 /dev/zero > $d/blob; done &&
+ln -s "$1" a/b/c/link && chmod 0 a/b/c a/b a "$TMPDIR" && echo "$TMPDIR""#;
+    let tool = shell_tool("lock", json!({}), json!({"target": {"type": "string"}}), lock, &["{{target}}"]);
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("kept");
+    std::fs::write(&target, "kept").unwrap();
+    let arg = format!("target={}", target.display());
+    let root = std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m)).unwrap() == 0;
+    let (ok, stdout, stderr) = if root {
+        let copy = crate::common::ForOtherUser::new(&Packs::new().manifest("lock", tool));
+        let out = copy.command(&[]).args(["run", "lock", "--arg", &arg]).output().expect("setpriv (util-linux)");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    } else {
+        let out = Test::new().packs_dir(Packs::new().manifest("lock", tool)).args(["run", "lock", "--arg", &arg]).run();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), out.stderr.clone())
+    };
+    assert!(ok, "{stdout}{stderr}");
+    let tmp = stdout.trim();
     assert!(tmp.contains("packs-call-"), "{tmp}");
-    assert!(!Path::new(&tmp).exists(), "{tmp} was left behind");
+    assert!(!Path::new(tmp).exists(), "{tmp} was left behind");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept");
 }
 
 #[test]
