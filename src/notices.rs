@@ -107,7 +107,8 @@ mod imp {
         /// watched for its name by every caller (each walks down from `/`), so while no
         /// notice came the path still leads to the directory watched.
         dirs: HashMap<PathBuf, i32>,
-        /// Whether an entry created or moved in under any name matters ([`Notices::new_entries`]).
+        /// Whether an entry created, moved in or moved out under any name matters
+        /// ([`Notices::new_entries`]).
         new_entries: bool,
         /// A notice that matters came: it stays so.
         heard: bool,
@@ -130,11 +131,16 @@ mod imp {
             })
         }
 
-        /// The same, but an entry created or moved in under any name in a watched directory
-        /// matters too (one whose name is not watched, and that is not removed or moved out
-        /// again before [`Notices::quiet`] reads the notices): what grants each entry of the
-        /// directory one by one must grant a new one. Removed, moved out, its mode or times
-        /// changed, its contents written: an entry whose name is not watched does not matter.
+        /// The same, for a directory each of whose entries is granted by a rule of its own (a
+        /// Landlock rule is on the inode, not the name): an entry created or moved in under any
+        /// name matters too (it must be granted; not when it is removed again before
+        /// [`Notices::quiet`] reads the notices: a new inode has no rule), and so does any entry
+        /// moved out, whatever its name (it carries its rule where it goes, a credential store
+        /// included, which no watch hears). What stays unheard under a name not watched: an
+        /// entry removed (a removed name leads nowhere; a file with another name somewhere is
+        /// never granted on its own, see `grants.rs`), its mode, owner or times changed (a
+        /// link count too: the kernel reports that to the file's own watch, never to its
+        /// directory's), its contents written.
         pub(crate) fn new_entries(mut self) -> Self {
             self.new_entries = true;
             self
@@ -241,10 +247,15 @@ mod imp {
                                     let name = OsStr::from_bytes(name.to_bytes());
                                     if names.contains(name) {
                                         true
+                                    } else if !self.new_entries {
+                                        false
+                                    } else if flags.contains(R::MOVED_FROM) {
+                                        // It may carry its rule anywhere (into a store).
+                                        true
                                     } else {
-                                        if self.new_entries && flags.intersects(R::CREATE | R::MOVED_TO) {
+                                        if flags.intersects(R::CREATE | R::MOVED_TO) {
                                             added.insert((event.wd(), name.to_owned()));
-                                        } else if flags.intersects(R::DELETE | R::MOVED_FROM) {
+                                        } else if flags.contains(R::DELETE) {
                                             added.remove(&(event.wd(), name.to_owned()));
                                         }
                                         false
@@ -416,7 +427,7 @@ mod tests {
 
     #[test]
     #[cfg(target_os = "linux")]
-    fn only_a_watched_name_a_new_entry_or_the_directory_itself_is_heard() {
+    fn only_a_watched_name_a_new_entry_one_moved_out_or_the_directory_itself_is_heard() {
         let scratch = tempfile::tempdir().unwrap();
         let dir = scratch.path();
         let at = |name: &str| dir.join(name);
@@ -425,8 +436,8 @@ mod tests {
             std::fs::write(at(f), "x").unwrap();
         }
         let watched = Some(&[".config", ".netrc"][..]);
-        // Off the names, and nothing new left: not heard.
-        let quiet: [(&str, Change); 6] = [
+        // Off the names, nothing new left, nothing moved out: not heard.
+        let quiet: [(&str, Change); 5] = [
             ("contents written", Box::new(|| std::fs::write(at(".bash_history"), "y").unwrap())),
             (
                 "a mode changed",
@@ -440,17 +451,16 @@ mod tests {
                 "made and removed again",
                 Box::new(|| {
                     std::fs::write(at(".netr"), "x").unwrap();
-                    std::fs::rename(at(".netr"), at(".tmp")).unwrap();
-                    std::fs::remove_file(at(".tmp")).unwrap();
+                    std::fs::remove_file(at(".netr")).unwrap();
                 }),
             ),
-            ("moved out", Box::new(|| std::fs::rename(at("notes"), at(".config/notes")).unwrap())),
         ];
         for (what, then) in quiet {
             assert!(!heard(dir, watched, true, then), "{what}");
         }
-        // A watched name, a new entry (when heeded), the directory itself: heard.
-        let loud: [(&str, bool, Change); 6] = [
+        // A watched name, a new entry or one moved out (when heeded: it carries its rule
+        // where it goes, into a store too), the directory itself: heard.
+        let loud: [(&str, bool, Change); 8] = [
             ("a watched name made", false, Box::new(|| std::fs::write(at(".netrc"), "x").unwrap())),
             (
                 "a watched name renamed over",
@@ -470,6 +480,15 @@ mod tests {
                 }),
             ),
             ("a new entry", true, Box::new(|| std::fs::write(at("new"), "x").unwrap())),
+            ("moved out", true, Box::new(|| std::fs::rename(at("notes"), at(".config/notes")).unwrap())),
+            (
+                "made and moved out again",
+                true,
+                Box::new(|| {
+                    std::fs::write(at(".netr"), "x").unwrap();
+                    std::fs::rename(at(".netr"), at(".config/.netr")).unwrap();
+                }),
+            ),
             (
                 "the directory touched",
                 false,
@@ -481,9 +500,11 @@ mod tests {
         for (what, new_entries, then) in loud {
             assert!(heard(dir, watched, new_entries, then), "{what}");
         }
-        // Without new entries heeded, a new entry off the names is not heard; with every
-        // name watched, any is.
+        // Without new entries heeded, a new entry or one moved out off the names is not
+        // heard; with every name watched, any is.
         assert!(!heard(dir, watched, false, || std::fs::write(at("other"), "x").unwrap()));
+        let moved = || std::fs::rename(at(".bash_history"), at(".config/.bash_history")).unwrap();
+        assert!(!heard(dir, watched, false, moved));
         assert!(heard(dir, None, false, || std::fs::remove_file(at("other")).unwrap()));
     }
 

@@ -784,11 +784,12 @@ mod tests {
 
     #[test]
     #[cfg(target_os = "linux")]
-    fn an_unrelated_entry_changed_in_a_directory_on_the_way_is_no_change_but_a_new_one_is() {
+    fn an_unrelated_entry_changed_in_a_directory_on_the_way_is_no_change_but_a_new_one_or_one_moved_out_is() {
         let (_one, dir) = walk_home();
         let home = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::create_dir_all(home.join(".config/gh")).unwrap();
         std::fs::create_dir(home.join("attic")).unwrap();
+        std::fs::create_dir(home.join("src")).unwrap();
         for f in [".bash_history", "notes", ".con", ".netrc"] {
             std::fs::write(home.join(f), "x").unwrap();
         }
@@ -796,15 +797,12 @@ mod tests {
         // The directories above the home are watched for their names, and an entry created
         // there by another test is a new entry: the home's own are tried until one is quiet.
         let unrelated = (0..20).any(|i| {
-            let old = home.join(format!("old{i}"));
-            std::fs::write(&old, "x").unwrap();
             let walk = quiet_walk(&denied);
             let history = std::fs::OpenOptions::new().append(true).open(home.join(".bash_history")).unwrap();
             std::io::Write::write_all(&mut &history, b"ls\n").unwrap();
             std::fs::set_permissions(home.join("notes"), std::os::unix::fs::PermissionsExt::from_mode(0o600 + i))
                 .unwrap();
             std::fs::File::open(home.join("notes")).unwrap().set_modified(std::time::SystemTime::UNIX_EPOCH).unwrap();
-            std::fs::rename(&old, home.join("attic").join(old.file_name().unwrap())).unwrap();
             std::fs::remove_file(home.join(".con")).unwrap();
             std::fs::write(home.join(".con"), "x").unwrap();
             std::fs::remove_file(home.join(".con")).unwrap();
@@ -814,9 +812,12 @@ mod tests {
             std::fs::write(home.join(".con"), "x").unwrap();
             quiet
         });
-        assert!(unrelated, "writing, touching, removing or moving out an entry off the way, a prefix of a name on it");
-        let changes: [(&str, &dyn Fn()); 5] = [
+        assert!(unrelated, "writing, touching or removing an entry off the way, a prefix of a name on it");
+        let changes: [(&str, &dyn Fn()); 7] = [
             ("an entry created (to be granted)", &|| std::fs::write(home.join("new"), "x").unwrap()),
+            // Its rule is on the inode: moved into a store, it would read there.
+            ("an entry moved into a store", &|| std::fs::rename(home.join("notes"), home.join(".config/gh/notes")).unwrap()),
+            ("a directory moved into another", &|| std::fs::rename(home.join("attic"), home.join("src/attic")).unwrap()),
             ("a name on the way created", &|| std::fs::create_dir(home.join(".docker")).unwrap()),
             ("a name on the way renamed over", &|| {
                 std::fs::write(home.join(".netrc.new"), "y").unwrap();
