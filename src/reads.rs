@@ -11,8 +11,11 @@
 //! built is not readable until they are rebuilt ([`Walk::changed`]: the next call after the
 //! directory changed, the list resolved again); a denied path that does not
 //! exist is kept ([`resolve`]): created later, it is unreadable (the directory on its way is
-//! not granted whole) and denied once the rules are rebuilt. A hard link or bind mount made
-//! elsewhere before packs started is another path to the same file.
+//! not granted whole) and denied once the rules are rebuilt. A rule is on a file, not the
+//! name it was found by, so a file with another name (a hard link) is not granted on its own
+//! (`grants.rs`): the rule would hold at a store's path too. A hard link inside a directory
+//! granted whole, or a bind mount, made before packs started, is another path to the same
+//! file.
 
 use std::path::{Path, PathBuf};
 

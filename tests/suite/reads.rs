@@ -386,6 +386,38 @@ fn reader() -> Value {
 }
 
 #[test]
+fn a_hard_link_to_a_store_s_file_on_the_way_opens_neither_name() {
+    // A rule is on the file, not the name: granting `~/.config/netrc-old`, a second name of
+    // `~/.netrc`, would make `~/.netrc` itself read. A file with two names is not granted on
+    // its own, whichever of them is the store's.
+    let home = fake_home();
+    let h = real(home.path());
+    std::fs::hard_link(h.join(".netrc"), h.join(".config/netrc-old")).unwrap();
+    std::fs::hard_link(h.join(".ssh/id_ed25519"), h.join("key-copy")).unwrap();
+    std::fs::write(h.join("shared"), "two names").unwrap();
+    std::fs::hard_link(h.join("shared"), h.join(".config/fish/shared")).unwrap();
+    let packs = Packs::new().manifest("reader", reader());
+    let read = |file: &Path| {
+        let out = Test::new()
+            .packs_dir(packs.path())
+            .env("HOME", &h)
+            .args(["run", "reader", "--arg"])
+            .arg(format!("file={}", file.display()))
+            .run();
+        out.success();
+        out.stdout().trim_end().to_owned()
+    };
+    for store in [".netrc", ".config/netrc-old", ".ssh/id_ed25519", "key-copy"] {
+        assert_eq!(read(&h.join(store)), "refused", "{store}");
+    }
+    // The cost: a hard-linked file directly in a directory on the way does not read by that
+    // name; inside a directory granted whole it does (the rule is the directory's).
+    assert_eq!(read(&h.join("shared")), "refused");
+    assert_eq!(read(&h.join(".config/fish/shared")), "two names");
+    assert_eq!(read(&h.join("notes.txt")), "my notes");
+}
+
+#[test]
 fn the_operator_extends_or_replaces_the_denied_list_and_an_agent_only_adds_to_it() {
     let home = fake_home();
     let h = real(home.path());
