@@ -110,6 +110,9 @@ mod imp {
         /// Whether an entry created, moved in or moved out under any name matters
         /// ([`Notices::new_entries`]).
         new_entries: bool,
+        /// Files watched themselves ([`Notices::watch_file`]), by watch: the path each was
+        /// found at and its inode number.
+        files: HashMap<i32, (PathBuf, u64)>,
         /// A notice that matters came: it stays so.
         heard: bool,
     }
@@ -127,6 +130,7 @@ mod imp {
                 names: HashMap::new(),
                 dirs: HashMap::new(),
                 new_entries: false,
+                files: HashMap::new(),
                 heard: false,
             })
         }
@@ -140,7 +144,7 @@ mod imp {
         /// entry removed (a removed name leads nowhere; a file with another name somewhere is
         /// never granted on its own, see `grants.rs`), its mode, owner or times changed (a
         /// link count too: the kernel reports that to the file's own watch, never to its
-        /// directory's), its contents written.
+        /// directory's: [`Notices::watch_file`]), its contents written.
         pub(crate) fn new_entries(mut self) -> Self {
             self.new_entries = true;
             self
@@ -168,6 +172,34 @@ mod imp {
                 (None, Some(_)) => {}
             }
             Watch::Watched
+        }
+
+        /// Watch the file `fd` (found at `path`, granted by a rule of its own) for a second
+        /// name: a hard link made anywhere (`ln ~/notes ~/.ssh/x`, inside a store) changes
+        /// only the file's link count, which the kernel reports to a watch on the file itself
+        /// (`IN_ATTRIB`), not to its directory's. A notice on it matters unless the file is
+        /// still at `path` with one name (its mode or times changed); its removal or move
+        /// matters too. The caller checks its link count after this, which a link made
+        /// before the watch changed.
+        pub(crate) fn watch_file(&mut self, path: &Path, fd: BorrowedFd<'_>) -> Watch {
+            use inotify::WatchFlags as W;
+            let Ok(fs) = rustix::fs::fstatfs(fd) else { return Watch::Failed };
+            #[allow(clippy::cast_sign_loss, clippy::cast_possible_truncation, trivial_numeric_casts)]
+            let f_type = fs.f_type as u32;
+            if !super::seen(f_type) {
+                return Watch::Unseen;
+            }
+            let Ok(stat) = rustix::fs::fstat(fd) else { return Watch::Failed };
+            // The descriptor's own file (an `O_PATH` one too): procfs' link to it is followed.
+            let at = format!("/proc/self/fd/{}", fd.as_raw_fd());
+            let mask = W::ATTRIB | W::DELETE_SELF | W::MOVE_SELF;
+            match inotify::add_watch(&self.inotify, at.as_str(), mask) {
+                Ok(wd) => {
+                    self.files.insert(wd, (path.to_owned(), stat.st_ino));
+                    Watch::Watched
+                }
+                Err(_) => Watch::Failed,
+            }
         }
 
         /// A new watch on `dir`, for no name yet (every name where names may differ in case
@@ -239,8 +271,14 @@ mod imp {
                         let flags = event.events();
                         // A file's contents written (`MODIFY` with a name) move no entry.
                         let entry = flags.intersects(R::CREATE | R::DELETE | R::MOVED_FROM | R::MOVED_TO | R::ATTRIB);
+                        let file = self.files.get(&event.wd());
                         let matters = flags.contains(R::QUEUE_OVERFLOW)
-                            || match (event.file_name(), self.names.get(&event.wd())) {
+                            || if let Some((path, ino)) = file {
+                                // Its mode or times changed, it is still where it was with
+                                // one name: nothing else.
+                                flags != R::ATTRIB || !one_name(path, *ino)
+                            } else {
+                                match (event.file_name(), self.names.get(&event.wd())) {
                                 (Some(_), _) if !entry => false,
                                 (Some(name), Some(Some(names))) => {
                                     // The whole name, not a prefix of it (`.conf` is not `.config`).
@@ -266,6 +304,7 @@ mod imp {
                                 // `MODIFY`; removed, moved, unmounted, its watch gone), or a
                                 // watch we do not know.
                                 _ => true,
+                                }
                             };
                         unrelated &= !matters;
                     }
@@ -275,6 +314,11 @@ mod imp {
                 }
             }
         }
+    }
+
+    /// Whether the file at `path` (not followed) is inode `ino` with one name.
+    fn one_name(path: &Path, ino: u64) -> bool {
+        rustix::fs::lstat(path).is_ok_and(|s| s.st_ino == ino && s.st_nlink == 1)
     }
 
     /// An inotify instance, closed off the thread that drops it: closing one that holds
@@ -346,6 +390,9 @@ mod imp {
             self
         }
         pub(crate) fn watch(&mut self, _: &Path, _: Option<&OsStr>) -> super::Watch {
+            super::Watch::Failed
+        }
+        pub(crate) fn watch_file(&mut self, _: &Path, _: std::os::fd::BorrowedFd<'_>) -> super::Watch {
             super::Watch::Failed
         }
         pub(crate) fn quiet(&mut self) -> bool {
@@ -506,6 +553,42 @@ mod tests {
         let moved = || std::fs::rename(at(".bash_history"), at(".config/.bash_history")).unwrap();
         assert!(!heard(dir, watched, false, moved));
         assert!(heard(dir, None, false, || std::fs::remove_file(at("other")).unwrap()));
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_file_watched_itself_is_heard_given_another_name_moved_or_removed_not_touched() {
+        // `ln ~/notes ~/.ssh/x` changes nothing in `~`: only the file's link count.
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path();
+        std::fs::create_dir(dir.join("store")).unwrap();
+        let file = dir.join("notes");
+        let heard = |then: &dyn Fn()| {
+            std::fs::write(&file, "x").unwrap();
+            let mut notices = Notices::new().unwrap().new_entries();
+            assert_eq!(notices.watch(dir, Some(std::ffi::OsStr::new("store"))), Watch::Watched);
+            let fd = std::fs::File::open(&file).unwrap();
+            assert_eq!(notices.watch_file(&file, std::os::fd::AsFd::as_fd(&fd)), Watch::Watched);
+            assert!(notices.quiet());
+            then();
+            let heard = !notices.quiet();
+            drop(std::fs::remove_file(dir.join("store/x")));
+            heard
+        };
+        let mode = |m| std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(m)).unwrap();
+        assert!(!heard(&|| mode(0o600)), "its mode changed");
+        assert!(!heard(&|| std::fs::File::open(&file).unwrap().set_modified(std::time::SystemTime::now()).unwrap()));
+        assert!(!heard(&|| std::fs::write(&file, "y").unwrap()), "its contents written");
+        assert!(heard(&|| std::fs::hard_link(&file, dir.join("store/x")).unwrap()), "a name added in a store");
+        assert!(
+            heard(&|| {
+                std::fs::hard_link(&file, dir.join("store/x")).unwrap();
+                std::fs::remove_file(&file).unwrap();
+            }),
+            "a name added, the first removed"
+        );
+        assert!(heard(&|| std::fs::remove_file(&file).unwrap()), "removed");
+        assert!(heard(&|| std::fs::rename(&file, dir.join("store/x")).unwrap()), "moved into a store");
     }
 
     #[test]

@@ -338,9 +338,17 @@ fn parts(path: &Path) -> Vec<std::ffi::OsString> {
 /// (and for any entry created there, which the rules must grant), and asked instead of
 /// looking at each directory again (one `poll` per check instead of a `stat` per
 /// directory).
+///
+/// And the files granted by rules of their own ([`Walk::granted`]): a rule is on the file,
+/// so a second name given to one after the rules were built (`ln ~/notes ~/.ssh/x`, which
+/// changes nothing in a directory on the way) would read through the rule at the store's
+/// path. Each is watched itself where the directories are, else looked at (`lstat`) at each
+/// check: a second name, or the file moved or gone from its path, is a change.
 #[derive(Debug)]
 pub(crate) struct Walk {
     seen: Vec<(PathBuf, Option<Stamp>)>,
+    /// The files granted by rules of their own, and their inode numbers.
+    files: Vec<(PathBuf, u64)>,
     /// Every directory of `seen`, watched for the names looked up in it (made before they
     /// were looked up).
     notices: Option<std::sync::Mutex<crate::notices::Notices>>,
@@ -393,6 +401,7 @@ impl Walk {
     fn resolved_by(denied: &[PathBuf], mut again: impl FnMut(&[PathBuf]) -> Vec<PathBuf>) -> (Vec<PathBuf>, Self) {
         let mut walk = Self {
             seen: Vec::new(),
+            files: Vec::new(),
             notices: crate::notices::Notices::new().map(|n| std::sync::Mutex::new(n.new_entries())),
             unrecorded: false,
         };
@@ -414,19 +423,48 @@ impl Walk {
     /// No directory recorded (a process that builds the rules once): [`Walk::changed`]
     /// always says so, and rules kept with it are built again at their next use.
     pub(crate) fn unrecorded() -> Self {
-        Self { seen: Vec::new(), notices: None, unrecorded: true }
+        Self { seen: Vec::new(), files: Vec::new(), notices: None, unrecorded: true }
+    }
+
+    /// Record that the file `fd`, found at `path`, was granted by a rule of its own (with one
+    /// name: `grants.rs` grants no other): watched, or looked at in each check, from now on;
+    /// its link count is checked after the watch is made, so a name added before is a
+    /// change too. A file that cannot be watched turns the notices off.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn granted(&mut self, path: &Path, fd: std::os::fd::BorrowedFd<'_>) {
+        if self.unrecorded {
+            return;
+        }
+        if let Some(notices) = self.notices.as_mut() {
+            let watched = notices.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).watch_file(path, fd)
+                == crate::notices::Watch::Watched;
+            if !watched {
+                self.notices = None;
+            }
+        }
+        match rustix::fs::fstat(fd) {
+            Ok(stat) if stat.st_nlink == 1 => self.files.push((path.to_owned(), stat.st_ino)),
+            _ => self.unrecorded = true,
+        }
     }
 
     /// Whether a directory walked changed since: its inode or modification time, or, where
-    /// it is watched, a notice on it, on a name looked up in it, or of an entry created in it
-    /// (or a mount).
+    /// it is watched, a notice on it, on a name looked up in it, of an entry created in it
+    /// or moved out of it (or a mount); or a file granted on its own was given another name,
+    /// moved or removed.
     pub(crate) fn changed(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
         if self.unrecorded {
             return true;
         }
         match &self.notices {
             Some(notices) => !notices.lock().unwrap_or_else(std::sync::PoisonError::into_inner).quiet(),
-            None => self.seen.iter().any(|(dir, was)| look(dir) != *was),
+            None => {
+                self.seen.iter().any(|(dir, was)| look(dir) != *was)
+                    || self.files.iter().any(|(file, ino)| {
+                        !std::fs::symlink_metadata(file).is_ok_and(|m| m.ino() == *ino && m.nlink() == 1)
+                    })
+            }
         }
     }
 }
@@ -783,6 +821,40 @@ mod tests {
         relink(root.join("data"), &root.join("loop/b"));
         assert_eq!(seen_both_ways(walk), (true, true), "the loop broken");
         assert_eq!(resolve(&kube), [root.join("data/config")]);
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_file_granted_on_its_own_given_a_name_in_a_store_is_a_change() {
+        // `ln ~/notes ~/.ssh/x` changes no directory on the way: the file is watched itself,
+        // or looked at where there are no notices.
+        let (_one, dir) = walk_home();
+        let home = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(home.join(".ssh")).unwrap();
+        let denied = [home.join(".ssh")];
+        let notes = home.join("notes");
+        let walk = |linked_before: bool| {
+            std::fs::write(&notes, "x").unwrap();
+            let mut walk = quiet_walk_of_times(&denied);
+            let fd = std::fs::File::open(&notes).unwrap();
+            if linked_before {
+                std::fs::hard_link(&notes, home.join(".ssh/x")).unwrap();
+            }
+            walk.granted(&notes, std::os::fd::AsFd::as_fd(&fd));
+            walk
+        };
+        let link = || std::fs::hard_link(&notes, home.join(".ssh/x")).unwrap();
+        let unlink = || std::fs::remove_file(home.join(".ssh/x")).unwrap();
+        let quiet = walk(false);
+        std::fs::write(&notes, "contents").unwrap();
+        assert_eq!(seen_both_ways(quiet), (false, false), "its contents written");
+        let linked = walk(false);
+        link();
+        assert_eq!(seen_both_ways(linked), (true, true), "a name in a store");
+        unlink();
+        // A name given between the grant and the record: stale at once.
+        assert!(walk(true).changed(), "linked before it was recorded");
+        unlink();
     }
 
     #[test]

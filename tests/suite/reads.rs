@@ -143,13 +143,14 @@ fn reads_are_open_to_system_tools_to_a_tool_that_states_reads_credentials_and_un
 
 /// One step of [`serve_reader`]: a call of `reader` on a file, a file written (its
 /// directories made; an existing file truncated and written in place), a link made to a
-/// target (a new link renamed over the old one, as `ln -sfn` does) or an entry renamed
-/// (`mv`) while the server runs.
+/// target (a new link renamed over the old one, as `ln -sfn` does), an entry renamed (`mv`)
+/// or a file given another name (`ln`) while the server runs.
 enum Step<'a> {
     Read(&'a Path),
     Write(&'a Path, &'a str),
     Link(&'a Path, &'a Path),
     Move(&'a Path, &'a Path),
+    HardLink(&'a Path, &'a Path),
 }
 
 /// Run `packs serve` with a `reader` tool under `home`, taking `steps` in order; the answer
@@ -174,6 +175,7 @@ fn serve_reader(home: &Path, steps: &[Step]) -> Vec<String> {
             Step::Write(file, text) => json!(["write", file, text]),
             Step::Link(target, at) => json!(["link", target, at]),
             Step::Move(from, to) => json!(["move", from, to]),
+            Step::HardLink(file, at) => json!(["hardlink", file, at]),
         })
         .collect();
     let script = "import subprocess, sys, json, os\n\
@@ -185,6 +187,7 @@ fn serve_reader(home: &Path, steps: &[Step]) -> Vec<String> {
          \x20   if step[0] == 'call': print(send(step[1]).strip())\n\
          \x20   elif step[0] == 'link': os.symlink(step[1], step[2] + '.new'); os.replace(step[2] + '.new', step[2])\n\
          \x20   elif step[0] == 'move': os.rename(step[1], step[2])\n\
+         \x20   elif step[0] == 'hardlink': os.link(step[1], step[2])\n\
          \x20   else: os.makedirs(os.path.dirname(step[1]), exist_ok=True); open(step[1], 'w').write(step[2])\n\
          p.stdin.close(); p.wait()\n";
     let steps = Value::from(steps).to_string();
@@ -280,6 +283,24 @@ fn an_entry_read_once_then_moved_into_a_store_is_denied_at_the_next_call() {
     for i in [3, 4, 5] {
         assert!(got[i].contains("Permission denied"), "call {i}: {got:?}");
     }
+}
+
+#[test]
+fn a_file_read_once_then_given_a_name_in_a_store_is_denied_there_at_the_next_call() {
+    // `ln ~/notes ~/.ssh/x`, then a key written to `~/.ssh/x`: the rule `~/notes` got is on
+    // the file, and no directory on the way changed. The file's own watch hears it.
+    let home = quiet_fake_home();
+    let h = real(home.path());
+    let (notes, x) = (h.join("notes.txt"), h.join(".ssh/x"));
+    let got = serve_reader(
+        &h,
+        &[Step::Read(&notes), Step::HardLink(&notes, &x), Step::Write(&x, SECRET), Step::Read(&x), Step::Read(&notes)],
+    );
+    assert!(got[0].contains("my notes"), "{got:?}");
+    for (i, answer) in got.iter().enumerate() {
+        assert!(!answer.contains(SECRET), "call {i}: {got:?}");
+    }
+    assert!(got[1].contains("Permission denied") && got[2].contains("Permission denied"), "{got:?}");
 }
 
 #[test]
