@@ -239,7 +239,7 @@ type Known = std::collections::HashMap<PathBuf, Entry>;
 
 /// `path` resolved as the kernel would resolve it, with [`resolve`]'s answer where it does not
 /// exist: from `/`, one name at a time, `looked` told each directory (resolved) and the name
-/// looked up in it before the lookup. So what it is told is every directory whose entries
+/// looked up in it before the lookup (the first time: not when `known` has the answer). So what it is told is every directory whose entries
 /// decide the answer: each ancestor of each path crossed, each link's directory, and the way
 /// to each link's target (a relative one from the link's directory, `..` after a link from
 /// where the link led). A name missing, not a directory before the end, or a link past the
@@ -264,8 +264,13 @@ fn follow(
             at.pop();
             continue;
         }
-        looked(&at, &part);
         let next = at.join(&part);
+        // Told once per directory and name: an answer kept in `known` was told when it was
+        // first looked up, and depends on nothing else (a chain of links that crosses the same
+        // directories over and over tells each once).
+        if !known.contains_key(&next) {
+            looked(&at, &part);
+        }
         match lookup(&next, known) {
             Entry::Dir => at = next,
             Entry::Link(target) if followed < MAX_LINKS => {
@@ -347,6 +352,8 @@ fn parts(path: &Path) -> Vec<std::ffi::OsString> {
 #[derive(Debug)]
 pub(crate) struct Walk {
     seen: Vec<(PathBuf, Option<Stamp>)>,
+    /// The directories of `seen`, to find one without going through them all.
+    seen_dirs: std::collections::HashSet<PathBuf>,
     /// The files granted by rules of their own, and their inode numbers.
     files: Vec<(PathBuf, u64)>,
     /// Every directory of `seen`, watched for the names looked up in it (made before they
@@ -379,7 +386,9 @@ impl Walk {
                 self.notices = None;
             }
         }
-        if !self.seen.iter().any(|(s, _)| s == dir) {
+        #[cfg(test)]
+        tests::RECORDS.with(|n| n.set(n.get() + 1));
+        if self.seen_dirs.insert(dir.to_owned()) {
             let stamp = look(dir);
             // Reached, but gone or unreachable already: nothing to compare with.
             if stamp.is_none() {
@@ -401,6 +410,7 @@ impl Walk {
     fn resolved_by(denied: &[PathBuf], mut again: impl FnMut(&[PathBuf]) -> Vec<PathBuf>) -> (Vec<PathBuf>, Self) {
         let mut walk = Self {
             seen: Vec::new(),
+            seen_dirs: std::collections::HashSet::new(),
             files: Vec::new(),
             notices: crate::notices::Notices::new().map(|n| std::sync::Mutex::new(n.new_entries())),
             unrecorded: false,
@@ -423,7 +433,13 @@ impl Walk {
     /// No directory recorded (a process that builds the rules once): [`Walk::changed`]
     /// always says so, and rules kept with it are built again at their next use.
     pub(crate) fn unrecorded() -> Self {
-        Self { seen: Vec::new(), files: Vec::new(), notices: None, unrecorded: true }
+        Self {
+            seen: Vec::new(),
+            seen_dirs: std::collections::HashSet::new(),
+            files: Vec::new(),
+            notices: None,
+            unrecorded: true,
+        }
     }
 
     /// Record that the file `fd`, found at `path`, was granted by a rule of its own (with one
@@ -485,6 +501,31 @@ mod tests {
         pub(super) static LOOKUPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
         /// `readlink`s made by [`lookup`] on this thread.
         pub(super) static READLINKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        /// Names recorded by [`Walk::record`] on this thread.
+        pub(super) static RECORDS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    #[test]
+    fn a_walk_records_each_name_once_however_often_a_chain_of_links_crosses_it() {
+        // 40 links, each into a deep directory and back up to the next (`l0 -> d/d/.../../l1`):
+        // every link crosses the same directories again. Each is recorded (watched, looked
+        // at) the first time only, as each is looked up once.
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let deep = ["d"; 30].join("/");
+        std::fs::create_dir_all(root.join(&deep)).unwrap();
+        let back = ["..", ".."].repeat(15).join("/");
+        for i in 0..40 {
+            std::os::unix::fs::symlink(format!("{deep}/{back}/l{}", i + 1), root.join(format!("l{i}"))).unwrap();
+        }
+        std::fs::create_dir(root.join("l40")).unwrap();
+        LOOKUPS.with(|n| n.set(0));
+        RECORDS.with(|n| n.set(0));
+        let (resolved, _walk) = Walk::resolved_by(&[root.join("l0/secret")], |_| Vec::new());
+        assert!(resolved.contains(&root.join("l40/secret")), "{resolved:?}");
+        let (lookups, records) = (LOOKUPS.with(std::cell::Cell::get), RECORDS.with(std::cell::Cell::get));
+        assert_eq!(records, lookups, "one record per name looked up");
+        assert!(lookups < 40 * 10, "{lookups} lookups");
     }
 
     #[test]
