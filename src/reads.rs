@@ -234,17 +234,68 @@ enum Entry {
     Other,
 }
 
-/// The paths looked up so far (each one's directory resolved), and what they were.
-type Known = std::collections::HashMap<PathBuf, Entry>;
+/// The paths looked up so far (each one's directory resolved), and what they were: a tree of
+/// names from `/`, so a step of a walk costs a lookup of one name in one directory, never a
+/// hash or comparison of the whole path it is at (a chain of links through a deep directory
+/// would make that quadratic).
+#[derive(Debug)]
+struct Known {
+    /// Each node's directory (the root's is itself) and name; the root is node 0.
+    nodes: Vec<(usize, std::ffi::OsString)>,
+    /// The node of each name looked up in each directory node.
+    children: std::collections::HashMap<(usize, std::ffi::OsString), usize>,
+    /// What each node's path was when it was looked up.
+    entries: std::collections::HashMap<usize, Entry>,
+}
+
+impl Known {
+    const ROOT: usize = 0;
+
+    fn new() -> Self {
+        Self {
+            nodes: vec![(Self::ROOT, std::ffi::OsString::new())],
+            children: std::collections::HashMap::new(),
+            entries: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The node of `name` in the directory `dir`.
+    fn child(&mut self, dir: usize, name: &std::ffi::OsStr) -> usize {
+        let next = self.nodes.len();
+        let node = *self.children.entry((dir, name.to_owned())).or_insert(next);
+        if node == next {
+            self.nodes.push((dir, name.to_owned()));
+        }
+        node
+    }
+
+    /// The directory of `node` (`..`: the root's is the root).
+    fn parent(&self, node: usize) -> usize {
+        self.nodes[node].0
+    }
+
+    /// The path of `node`.
+    fn path(&self, mut node: usize) -> PathBuf {
+        let mut names = Vec::new();
+        while node != Self::ROOT {
+            names.push(&self.nodes[node].1);
+            node = self.nodes[node].0;
+        }
+        let mut path = PathBuf::from("/");
+        path.extend(names.into_iter().rev());
+        path
+    }
+}
 
 /// `path` resolved as the kernel would resolve it, with [`resolve`]'s answer where it does not
 /// exist: from `/`, one name at a time, `looked` told each directory (resolved) and the name
-/// looked up in it before the lookup (the first time: not when `known` has the answer). So what it is told is every directory whose entries
-/// decide the answer: each ancestor of each path crossed, each link's directory, and the way
-/// to each link's target (a relative one from the link's directory, `..` after a link from
-/// where the link led). A name missing, not a directory before the end, or a link past the
-/// [`MAX_LINKS`]th ends the lookups: the names after it are taken as they are written (`..`
-/// going up). Each link crossed is added to `links`. `None`: `path` cannot be made absolute.
+/// looked up in it before the lookup (the first time: not when `known` has the answer).
+/// So what it is told is every directory whose entries decide the answer: each ancestor of
+/// each path crossed, each link's directory, and the way to each link's target (a relative
+/// one from the link's directory, `..` after a link from where the link led). A name
+/// missing, not a directory before the end, or a link past the [`MAX_LINKS`]th ends the
+/// lookups: the names after it are taken as they are written (`..` going up). Each link
+/// crossed is added to `links`. `None`: `path` cannot be made absolute.
 fn follow(
     path: &Path,
     known: &mut Known,
@@ -253,29 +304,29 @@ fn follow(
 ) -> Option<PathBuf> {
     let path = std::path::absolute(path).ok()?;
     let mut pending: std::collections::VecDeque<std::ffi::OsString> = parts(&path).into();
-    let mut at = PathBuf::from("/");
+    let mut at = Known::ROOT;
     let mut followed = 0;
     while let Some(part) = pending.pop_front() {
         if part == "/" {
-            at = PathBuf::from("/");
+            at = Known::ROOT;
             continue;
         }
         if part == ".." {
-            at.pop();
+            at = known.parent(at);
             continue;
         }
-        let next = at.join(&part);
+        let next = known.child(at, &part);
         // Told once per directory and name: an answer kept in `known` was told when it was
         // first looked up, and depends on nothing else (a chain of links that crosses the same
         // directories over and over tells each once).
-        if !known.contains_key(&next) {
-            looked(&at, &part);
+        if !known.entries.contains_key(&next) {
+            looked(&known.path(at), &part);
         }
-        match lookup(&next, known) {
+        match lookup(next, known) {
             Entry::Dir => at = next,
             Entry::Link(target) if followed < MAX_LINKS => {
                 followed += 1;
-                links.push(next);
+                links.push(known.path(next));
                 for p in parts(&target).into_iter().rev() {
                     pending.push_front(p);
                 }
@@ -286,6 +337,7 @@ fn follow(
             }
         }
     }
+    let mut at = known.path(at);
     for part in pending {
         match part.to_str() {
             Some("/") => at = PathBuf::from("/"),
@@ -298,11 +350,13 @@ fn follow(
     Some(at)
 }
 
-/// What `path` is, from `known` or an `lstat` (and a `readlink` for a link).
-fn lookup(path: &Path, known: &mut Known) -> Entry {
-    if let Some(entry) = known.get(path) {
+/// What the path of `node` is, from `known` or an `lstat` (and a `readlink` for a link).
+fn lookup(node: usize, known: &mut Known) -> Entry {
+    if let Some(entry) = known.entries.get(&node) {
         return entry.clone();
     }
+    let path = known.path(node);
+    let path = path.as_path();
     #[cfg(test)]
     tests::LOOKUPS.with(|n| n.set(n.get() + 1));
     let entry = match std::fs::symlink_metadata(path) {
@@ -318,7 +372,7 @@ fn lookup(path: &Path, known: &mut Known) -> Entry {
         Ok(meta) if meta.is_dir() => Entry::Dir,
         _ => Entry::Other,
     };
-    known.insert(path.to_owned(), entry.clone());
+    known.entries.insert(node, entry.clone());
     entry
 }
 
