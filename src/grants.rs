@@ -48,6 +48,11 @@ pub(crate) struct Opened {
 /// costs the tool only that entry's write right, and refusing the whole call instead would
 /// let anyone who can rename in the workspace deny every call.
 ///
+/// Nor is an entry whose name is a protected file's followed by `.`, `~` or `-` and more
+/// (`.npmrc.1f3a9c`, `.git-credentials.lock`, `.netrc~`): the next contents of a file its
+/// writer renames over it, its lock, its backup. A rule on a temporary file renamed over a
+/// store would hold in a call that started before the rename.
+///
 /// Nor is a file with more than one name (a hard link anywhere: `st_nlink` above one) granted
 /// on its own: a rule is on the file, not on the name it was found by, so it would hold
 /// through every other name, a store's own among them (`~/.config/netrc-old` linked to
@@ -78,9 +83,10 @@ fn open_up(fd: &std::os::fd::OwnedFd, dir: &Path, protected: &[PathBuf], out: &m
     use std::os::unix::ffi::OsStrExt;
     let Ok(mut entries) = open::listing(fd) else { return };
     let same = open::next_names(fd, dir, protected);
+    let files = open::file_names(fd, dir, protected);
     while let Some(Ok(entry)) = entries.read() {
         let name = entry.file_name();
-        if name == c"." || name == c".." {
+        if name == c"." || name == c".." || files.iter().any(|f| near(name.to_bytes(), f)) {
             continue;
         }
         let mut path = dir.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
@@ -100,6 +106,13 @@ fn open_up(fd: &std::os::fd::OwnedFd, dir: &Path, protected: &[PathBuf], out: &m
             out.push(Opened { grant: Grant::Tree(path), fd: entry_fd });
         }
     }
+}
+
+/// Whether `name` is the protected file name `file` followed by `.`, `~` or `-` and more:
+/// the names its writers give its next contents before renaming them over it, and its locks
+/// and backups (`.npmrc.1f3a9c`, `.git-credentials.lock`, `.netrc~`, `packs.lock.tmp`).
+fn near(name: &[u8], file: &[u8]) -> bool {
+    name.strip_prefix(file).is_some_and(|rest| matches!(rest, [b'.' | b'~' | b'-', ..]))
 }
 
 /// Opening without following links: what [`grants`] grants is what these opened.
@@ -172,6 +185,24 @@ mod open {
                 let stat = rustix::fs::statat(&fd, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok()?;
                 (stat.st_dev == here.st_dev).then(|| (stat.st_ino, dir.join(name)))
             })
+            .collect()
+    }
+
+    /// The names of the `protected` paths directly in `dir` (open as `fd`) that are not
+    /// directories there: files, links, or missing.
+    pub(super) fn file_names(fd: impl AsFd, dir: &Path, protected: &[std::path::PathBuf]) -> Vec<Vec<u8>> {
+        use std::os::unix::ffi::OsStrExt;
+        protected
+            .iter()
+            .filter_map(|p| match p.strip_prefix(dir).ok()?.components().collect::<Vec<_>>()[..] {
+                [Component::Normal(name)] => Some(name),
+                _ => None,
+            })
+            .filter(|name| {
+                rustix::fs::statat(&fd, *name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                    .map_or(true, |s| FileType::from_raw_mode(s.st_mode) != FileType::Directory)
+            })
+            .map(|name| name.as_bytes().to_vec())
             .collect()
     }
 
@@ -305,6 +336,34 @@ mod tests {
         assert!(open::entry(&home, c"notes-copy", rustix::fs::FileType::RegularFile).is_none());
         std::fs::remove_file(root.join("home/.ssh/id")).unwrap();
         assert!(open::entry(&home, c"notes-copy", rustix::fs::FileType::RegularFile).is_some());
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_protected_file_s_temporary_lock_and_backup_names_are_not_granted() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for d in [".ssh", ".ssh-old", ".config/gh", ".config/gh-dash"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let names = [".npmrc", ".npmrc.1f3a9c", ".npmrc-x", ".npmrcx", ".git-credentials.lock", ".netrc~", "notes"];
+        for f in names {
+            std::fs::write(root.join(f), "x").unwrap();
+        }
+        // `.git-credentials` and `.netrc` missing: their writers' names are left out too.
+        let protected = [".ssh", ".config/gh", ".npmrc", ".git-credentials", ".netrc"].map(|p| root.join(p));
+        let mut got = granted(&root, &protected);
+        got.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+        // A directory store's look-alikes are other directories (`gh-dash` is gh-dash's).
+        let mut want = vec![
+            Grant::File(root.join(".npmrcx")),
+            Grant::File(root.join("notes")),
+            Grant::Tree(root.join(".ssh-old")),
+            Grant::Tree(root.join(".config/gh-dash")),
+        ];
+        want.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+        assert_eq!(got, want);
+        assert!(near(b".pgpass.swp", b".pgpass") && !near(b".pgpass", b".pgpass") && !near(b".pgpas", b".pgpass"));
     }
 
     #[test]

@@ -439,6 +439,36 @@ fn a_hard_link_to_a_store_s_file_on_the_way_opens_neither_name() {
 }
 
 #[test]
+fn a_store_file_s_temporary_lock_and_backup_names_do_not_read() {
+    // npm writes `~/.npmrc` as `~/.npmrc.<hash>` renamed over it, git `~/.git-credentials`
+    // under `~/.git-credentials.lock`: a rule on the temporary file would hold, in a call
+    // started before the rename, on the store. An editor's backup is the store's contents.
+    let home = fake_home();
+    let h = real(home.path());
+    for f in [".npmrc.1f3a9c", ".git-credentials.lock", ".netrc~", ".docker/config.json.bak"] {
+        std::fs::write(h.join(f), SECRET).unwrap();
+    }
+    std::fs::create_dir(h.join(".ssh-old")).unwrap();
+    std::fs::write(h.join(".ssh-old/readme"), "a directory of its own").unwrap();
+    let packs = Packs::new().manifest("reader", reader());
+    let read = |file: &Path| {
+        let out = Test::new()
+            .packs_dir(packs.path())
+            .env("HOME", &h)
+            .args(["run", "reader", "--arg"])
+            .arg(format!("file={}", file.display()))
+            .run();
+        out.success();
+        out.stdout().trim_end().to_owned()
+    };
+    for f in [".npmrc.1f3a9c", ".git-credentials.lock", ".netrc~", ".docker/config.json.bak"] {
+        assert_eq!(read(&h.join(f)), "refused", "{f}");
+    }
+    // A directory store's look-alike is a directory of its own.
+    assert_eq!(read(&h.join(".ssh-old/readme")), "a directory of its own");
+}
+
+#[test]
 fn the_operator_extends_or_replaces_the_denied_list_and_an_agent_only_adds_to_it() {
     let home = fake_home();
     let h = real(home.path());
