@@ -1,11 +1,16 @@
 //! The kernel's change notices, asked for without blocking: inotify watches on directories
-//! (each for the names that matter in it, or for every name) and the mount table
+//! (each for the names that matter in it, or for every name), on files (a second name given
+//! to one: [`Notices::watch_file`]) and the mount table
 //! (`/proc/self/mountinfo`, whose change a mount over a watched directory makes, which
 //! inotify does not report). What a process keeps from the file system between calls (where
 //! a program is on the `PATH`, the read rules around the credential stores) stays only while
 //! [`Notices::quiet`] says nothing that matters came; one `poll` asks. A directory on a
 //! file system whose changes inotify does not hear ([`seen`]: network, FUSE, cluster,
-//! procfs) is not watched: nothing that depends on it is kept.
+//! procfs) is not watched ([`Watch::Unseen`]), and nothing that depends on it is kept on the
+//! notices' word: the caller keeps nothing (a program found on the `PATH`), or looks again
+//! at each use (the read rules' walk `stat`s each directory and file it depends on, which
+//! such a file system answers from its attribute cache: a change another machine made may
+//! go unseen until that expires, 30 to 60 seconds for an NFS directory by default).
 
 /// What [`Notices::watch`] made of a directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,7 +18,7 @@ pub(crate) enum Watch {
     /// Watched: a change in it is a notice.
     Watched,
     /// Not watched: it is on a file system whose changes make no notice ([`seen`] says
-    /// which), so nothing that depends on it may be kept.
+    /// which), so nothing that depends on it may be kept on the notices' word.
     Unseen,
     /// It could not be watched (no more watches, no permission, gone).
     Failed,
