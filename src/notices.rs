@@ -284,31 +284,31 @@ mod imp {
                                 flags != R::ATTRIB || !one_name(path, *ino)
                             } else {
                                 match (event.file_name(), self.names.get(&event.wd())) {
-                                (Some(_), _) if !entry => false,
-                                (Some(name), Some(Some(names))) => {
-                                    // The whole name, not a prefix of it (`.conf` is not `.config`).
-                                    let name = OsStr::from_bytes(name.to_bytes());
-                                    if names.contains(name) {
-                                        true
-                                    } else if !self.new_entries {
-                                        false
-                                    } else if flags.contains(R::MOVED_FROM) {
-                                        // It may carry its rule anywhere (into a store).
-                                        true
-                                    } else {
-                                        if flags.intersects(R::CREATE | R::MOVED_TO) {
-                                            added.insert((event.wd(), name.to_owned()));
-                                        } else if flags.contains(R::DELETE) {
-                                            added.remove(&(event.wd(), name.to_owned()));
+                                    (Some(_), _) if !entry => false,
+                                    (Some(name), Some(Some(names))) => {
+                                        // The whole name, not a prefix of it (`.conf` is not `.config`).
+                                        let name = OsStr::from_bytes(name.to_bytes());
+                                        if names.contains(name) {
+                                            true
+                                        } else if !self.new_entries {
+                                            false
+                                        } else if flags.contains(R::MOVED_FROM) {
+                                            // It may carry its rule anywhere (into a store).
+                                            true
+                                        } else {
+                                            if flags.intersects(R::CREATE | R::MOVED_TO) {
+                                                added.insert((event.wd(), name.to_owned()));
+                                            } else if flags.contains(R::DELETE) {
+                                                added.remove(&(event.wd(), name.to_owned()));
+                                            }
+                                            false
                                         }
-                                        false
                                     }
-                                }
-                                (Some(_), Some(None)) => true,
-                                // The directory itself (its modification time set alone is a
-                                // `MODIFY`; removed, moved, unmounted, its watch gone), or a
-                                // watch we do not know.
-                                _ => true,
+                                    (Some(_), Some(None)) => true,
+                                    // The directory itself (its modification time set alone is a
+                                    // `MODIFY`; removed, moved, unmounted, its watch gone), or a
+                                    // watch we do not know.
+                                    _ => true,
                                 }
                             };
                         unrelated &= !matters;

@@ -986,8 +986,12 @@ mod tests {
         let changes: [(&str, &dyn Fn()); 7] = [
             ("an entry created (to be granted)", &|| std::fs::write(home.join("new"), "x").unwrap()),
             // Its rule is on the inode: moved into a store, it would read there.
-            ("an entry moved into a store", &|| std::fs::rename(home.join("notes"), home.join(".config/gh/notes")).unwrap()),
-            ("a directory moved into another", &|| std::fs::rename(home.join("attic"), home.join("src/attic")).unwrap()),
+            ("an entry moved into a store", &|| {
+                std::fs::rename(home.join("notes"), home.join(".config/gh/notes")).unwrap()
+            }),
+            ("a directory moved into another", &|| {
+                std::fs::rename(home.join("attic"), home.join("src/attic")).unwrap()
+            }),
             ("a name on the way created", &|| std::fs::create_dir(home.join(".docker")).unwrap()),
             ("a name on the way renamed over", &|| {
                 std::fs::write(home.join(".netrc.new"), "y").unwrap();
