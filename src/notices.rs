@@ -279,9 +279,11 @@ mod imp {
                         let file = self.files.get(&event.wd());
                         let matters = flags.contains(R::QUEUE_OVERFLOW)
                             || if let Some((path, ino)) = file {
-                                // Its mode or times changed, it is still where it was with
-                                // one name: nothing else.
-                                flags != R::ATTRIB || !one_name(path, *ino)
+                                // Its mode, times or link count changed: nothing, while it
+                                // is still where it was with one name. Moved, removed, its
+                                // watch gone: something.
+                                let gone = R::MOVE_SELF | R::DELETE_SELF | R::IGNORED | R::UNMOUNT;
+                                flags.intersects(gone) || !one_name(path, *ino)
                             } else {
                                 match (event.file_name(), self.names.get(&event.wd())) {
                                     (Some(_), _) if !entry => false,
