@@ -8,8 +8,9 @@
 //! one by one, but for the protected one, and a directory on the way to a protected path is
 //! opened up the same way. What that costs a tool: it cannot create, rename or remove an
 //! entry directly in such a directory (those are rights on the directory itself), only
-//! write the files already there and anything in its other subdirectories; entries created
-//! after the call's rules were built are not writable in that call.
+//! write the files already there (but one with more than one name, a hard link: [`grants`])
+//! and anything in its other subdirectories; entries created after the call's rules were
+//! built are not writable in that call.
 
 use std::path::{Path, PathBuf};
 
@@ -46,6 +47,18 @@ pub(crate) struct Opened {
 /// for a listed file (the pack directory) would get the file's rights on all beneath it. That
 /// costs the tool only that entry's write right, and refusing the whole call instead would
 /// let anyone who can rename in the workspace deny every call.
+///
+/// Nor is an entry whose name is a protected file's followed by `.`, `~` or `-` and more
+/// (`.npmrc.1f3a9c`, `.git-credentials.lock`, `.netrc~`): the next contents of a file its
+/// writer renames over it, its lock, its backup. A rule on a temporary file renamed over a
+/// store would hold in a call that started before the rename.
+///
+/// Nor is a file with more than one name (a hard link anywhere: `st_nlink` above one) granted
+/// on its own: a rule is on the file, not on the name it was found by, so it would hold
+/// through every other name, a store's own among them (`~/.config/netrc-old` linked to
+/// `~/.netrc` made `~/.netrc` readable; a workspace file linked to a pack's manifest, the
+/// manifest writable). Such a file is left to the rules of the places that hold its names
+/// (none, in a directory on the way).
 #[cfg(target_os = "linux")]
 pub(crate) fn grants(place: &Path, protected: &[PathBuf]) -> std::io::Result<Vec<Opened>> {
     if protected.iter().any(|p| place.starts_with(p)) {
@@ -70,9 +83,10 @@ fn open_up(fd: &std::os::fd::OwnedFd, dir: &Path, protected: &[PathBuf], out: &m
     use std::os::unix::ffi::OsStrExt;
     let Ok(mut entries) = open::listing(fd) else { return };
     let same = open::next_names(fd, dir, protected);
+    let files = open::file_names(fd, dir, protected);
     while let Some(Ok(entry)) = entries.read() {
         let name = entry.file_name();
-        if name == c"." || name == c".." {
+        if name == c"." || name == c".." || files.iter().any(|f| near(name.to_bytes(), f)) {
             continue;
         }
         let mut path = dir.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
@@ -92,6 +106,13 @@ fn open_up(fd: &std::os::fd::OwnedFd, dir: &Path, protected: &[PathBuf], out: &m
             out.push(Opened { grant: Grant::Tree(path), fd: entry_fd });
         }
     }
+}
+
+/// Whether `name` is the protected file name `file` followed by `.`, `~` or `-` and more:
+/// the names its writers give its next contents before renaming them over it, and its locks
+/// and backups (`.npmrc.1f3a9c`, `.git-credentials.lock`, `.netrc~`, `packs.lock.tmp`).
+fn near(name: &[u8], file: &[u8]) -> bool {
+    name.strip_prefix(file).is_some_and(|rest| matches!(rest, [b'.' | b'~' | b'-', ..]))
 }
 
 /// Opening without following links: what [`grants`] grants is what these opened.
@@ -167,20 +188,41 @@ mod open {
             .collect()
     }
 
+    /// The names of the `protected` paths directly in `dir` (open as `fd`) that are not
+    /// directories there: files, links, or missing.
+    pub(super) fn file_names(fd: impl AsFd, dir: &Path, protected: &[std::path::PathBuf]) -> Vec<Vec<u8>> {
+        use std::os::unix::ffi::OsStrExt;
+        protected
+            .iter()
+            .filter_map(|p| match p.strip_prefix(dir).ok()?.components().collect::<Vec<_>>()[..] {
+                [Component::Normal(name)] => Some(name),
+                _ => None,
+            })
+            .filter(|name| {
+                rustix::fs::statat(&fd, *name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                    .map_or(true, |s| FileType::from_raw_mode(s.st_mode) != FileType::Directory)
+            })
+            .map(|name| name.as_bytes().to_vec())
+            .collect()
+    }
+
     /// The entry `name` of the directory `dir`, listed as `listed`: opened without following
-    /// it, and whether it is a directory, or `None` when it is gone, is a link, or is not of
-    /// the kind it was listed as. A directory is opened `O_DIRECTORY` (a link or anything else
-    /// fails); anything else is checked with an `fstat` of what was opened, which also gives
-    /// the kind the listing did not say (`DT_UNKNOWN`).
+    /// it, and whether it is a directory, or `None` when it is gone, is a link, is not of the
+    /// kind it was listed as, or is a file with another name (a hard link: `st_nlink` above
+    /// one). A directory is opened `O_DIRECTORY` (a link or anything else fails); anything
+    /// else is checked with an `fstat` of what was opened, which also gives the kind the
+    /// listing did not say (`DT_UNKNOWN`) and the count of its names.
     pub(super) fn entry(dir: impl AsFd, name: &CStr, listed: FileType) -> Option<(bool, OwnedFd)> {
         if listed == FileType::Directory {
             let fd = rustix::fs::openat(dir, name, LOCATION | OFlags::DIRECTORY, Mode::empty()).ok()?;
             return Some((true, fd));
         }
         let fd = rustix::fs::openat(dir, name, LOCATION, Mode::empty()).ok()?;
-        let kind = FileType::from_raw_mode(rustix::fs::fstat(&fd).ok()?.st_mode);
+        let stat = rustix::fs::fstat(&fd).ok()?;
+        let kind = FileType::from_raw_mode(stat.st_mode);
         let is_dir = kind == FileType::Directory;
-        (kind != FileType::Symlink && (listed == FileType::Unknown || !is_dir)).then_some((is_dir, fd))
+        let one_name = is_dir || stat.st_nlink <= 1;
+        (kind != FileType::Symlink && (listed == FileType::Unknown || !is_dir) && one_name).then_some((is_dir, fd))
     }
 }
 
@@ -262,6 +304,66 @@ mod tests {
         let mut got = granted(&root.join("home"), &protected);
         got.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
         assert_eq!(got, [Grant::File(root.join("home/notes"))]);
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_file_with_another_name_anywhere_is_not_granted_its_rule_would_hold_through_them_all() {
+        // `~/.config/netrc-old` linked to `~/.netrc`: a rule on it would make `~/.netrc` read;
+        // `~/notes` linked from inside a store, the store's file.
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for d in ["home/.config/fish", "home/.ssh"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in ["home/.netrc", "home/.ssh/id", "home/notes", "home/.config/plain", "home/.config/fish/config"] {
+            std::fs::write(root.join(f), "x").unwrap();
+        }
+        std::fs::hard_link(root.join("home/.netrc"), root.join("home/.config/netrc-old")).unwrap();
+        std::fs::hard_link(root.join("home/.ssh/id"), root.join("home/notes-copy")).unwrap();
+        let protected = [root.join("home/.config/gh"), root.join("home/.netrc"), root.join("home/.ssh")];
+        let mut got = granted(&root.join("home"), &protected);
+        got.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+        let mut want = vec![
+            Grant::File(root.join("home/notes")),
+            Grant::File(root.join("home/.config/plain")),
+            Grant::Tree(root.join("home/.config/fish")),
+        ];
+        want.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+        assert_eq!(got, want);
+        // Once its other name is gone, a file is granted by the one left.
+        let home = open::place(&root.join("home")).unwrap();
+        assert!(open::entry(&home, c"notes-copy", rustix::fs::FileType::RegularFile).is_none());
+        std::fs::remove_file(root.join("home/.ssh/id")).unwrap();
+        assert!(open::entry(&home, c"notes-copy", rustix::fs::FileType::RegularFile).is_some());
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_protected_file_s_temporary_lock_and_backup_names_are_not_granted() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for d in [".ssh", ".ssh-old", ".config/gh", ".config/gh-dash"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let names = [".npmrc", ".npmrc.1f3a9c", ".npmrc-x", ".npmrcx", ".git-credentials.lock", ".netrc~", "notes"];
+        for f in names {
+            std::fs::write(root.join(f), "x").unwrap();
+        }
+        // `.git-credentials` and `.netrc` missing: their writers' names are left out too.
+        let protected = [".ssh", ".config/gh", ".npmrc", ".git-credentials", ".netrc"].map(|p| root.join(p));
+        let mut got = granted(&root, &protected);
+        got.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+        // A directory store's look-alikes are other directories (`gh-dash` is gh-dash's).
+        let mut want = vec![
+            Grant::File(root.join(".npmrcx")),
+            Grant::File(root.join("notes")),
+            Grant::Tree(root.join(".ssh-old")),
+            Grant::Tree(root.join(".config/gh-dash")),
+        ];
+        want.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+        assert_eq!(got, want);
+        assert!(near(b".pgpass.swp", b".pgpass") && !near(b".pgpass", b".pgpass") && !near(b".pgpas", b".pgpass"));
     }
 
     #[test]

@@ -1,11 +1,16 @@
 //! The kernel's change notices, asked for without blocking: inotify watches on directories
-//! (each for the names that matter in it, or for every name) and the mount table
+//! (each for the names that matter in it, or for every name), on files (a second name given
+//! to one: [`Notices::watch_file`]) and the mount table
 //! (`/proc/self/mountinfo`, whose change a mount over a watched directory makes, which
 //! inotify does not report). What a process keeps from the file system between calls (where
 //! a program is on the `PATH`, the read rules around the credential stores) stays only while
 //! [`Notices::quiet`] says nothing that matters came; one `poll` asks. A directory on a
 //! file system whose changes inotify does not hear ([`seen`]: network, FUSE, cluster,
-//! procfs) is not watched: nothing that depends on it is kept.
+//! procfs) is not watched ([`Watch::Unseen`]), and nothing that depends on it is kept on the
+//! notices' word: the caller keeps nothing (a program found on the `PATH`), or looks again
+//! at each use (the read rules' walk `stat`s each directory and file it depends on, which
+//! such a file system answers from its attribute cache: a change another machine made may
+//! go unseen until that expires, 30 to 60 seconds for an NFS directory by default).
 
 /// What [`Notices::watch`] made of a directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,7 +18,7 @@ pub(crate) enum Watch {
     /// Watched: a change in it is a notice.
     Watched,
     /// Not watched: it is on a file system whose changes make no notice ([`seen`] says
-    /// which), so nothing that depends on it may be kept.
+    /// which), so nothing that depends on it may be kept on the notices' word.
     Unseen,
     /// It could not be watched (no more watches, no permission, gone).
     Failed,
@@ -107,8 +112,12 @@ mod imp {
         /// watched for its name by every caller (each walks down from `/`), so while no
         /// notice came the path still leads to the directory watched.
         dirs: HashMap<PathBuf, i32>,
-        /// Whether an entry created or moved in under any name matters ([`Notices::new_entries`]).
+        /// Whether an entry created, moved in or moved out under any name matters
+        /// ([`Notices::new_entries`]).
         new_entries: bool,
+        /// Files watched themselves ([`Notices::watch_file`]), by watch: the path each was
+        /// found at and its inode number.
+        files: HashMap<i32, (PathBuf, u64)>,
         /// A notice that matters came: it stays so.
         heard: bool,
     }
@@ -126,15 +135,21 @@ mod imp {
                 names: HashMap::new(),
                 dirs: HashMap::new(),
                 new_entries: false,
+                files: HashMap::new(),
                 heard: false,
             })
         }
 
-        /// The same, but an entry created or moved in under any name in a watched directory
-        /// matters too (one whose name is not watched, and that is not removed or moved out
-        /// again before [`Notices::quiet`] reads the notices): what grants each entry of the
-        /// directory one by one must grant a new one. Removed, moved out, its mode or times
-        /// changed, its contents written: an entry whose name is not watched does not matter.
+        /// The same, for a directory each of whose entries is granted by a rule of its own (a
+        /// Landlock rule is on the inode, not the name): an entry created or moved in under any
+        /// name matters too (it must be granted; not when it is removed again before
+        /// [`Notices::quiet`] reads the notices: a new inode has no rule), and so does any entry
+        /// moved out, whatever its name (it carries its rule where it goes, a credential store
+        /// included, which no watch hears). What stays unheard under a name not watched: an
+        /// entry removed (a removed name leads nowhere; a file with another name somewhere is
+        /// never granted on its own, see `grants.rs`), its mode, owner or times changed (a
+        /// link count too: the kernel reports that to the file's own watch, never to its
+        /// directory's: [`Notices::watch_file`]), its contents written.
         pub(crate) fn new_entries(mut self) -> Self {
             self.new_entries = true;
             self
@@ -162,6 +177,34 @@ mod imp {
                 (None, Some(_)) => {}
             }
             Watch::Watched
+        }
+
+        /// Watch the file `fd` (found at `path`, granted by a rule of its own) for a second
+        /// name: a hard link made anywhere (`ln ~/notes ~/.ssh/x`, inside a store) changes
+        /// only the file's link count, which the kernel reports to a watch on the file itself
+        /// (`IN_ATTRIB`), not to its directory's. A notice on it matters unless the file is
+        /// still at `path` with one name (its mode or times changed); its removal or move
+        /// matters too. The caller checks its link count after this, which a link made
+        /// before the watch changed.
+        pub(crate) fn watch_file(&mut self, path: &Path, fd: BorrowedFd<'_>) -> Watch {
+            use inotify::WatchFlags as W;
+            let Ok(fs) = rustix::fs::fstatfs(fd) else { return Watch::Failed };
+            #[allow(clippy::cast_sign_loss, clippy::cast_possible_truncation, trivial_numeric_casts)]
+            let f_type = fs.f_type as u32;
+            if !super::seen(f_type) {
+                return Watch::Unseen;
+            }
+            let Ok(stat) = rustix::fs::fstat(fd) else { return Watch::Failed };
+            // The descriptor's own file (an `O_PATH` one too): procfs' link to it is followed.
+            let at = format!("/proc/self/fd/{}", fd.as_raw_fd());
+            let mask = W::ATTRIB | W::DELETE_SELF | W::MOVE_SELF;
+            match inotify::add_watch(&self.inotify, at.as_str(), mask) {
+                Ok(wd) => {
+                    self.files.insert(wd, (path.to_owned(), stat.st_ino));
+                    Watch::Watched
+                }
+                Err(_) => Watch::Failed,
+            }
         }
 
         /// A new watch on `dir`, for no name yet (every name where names may differ in case
@@ -233,28 +276,42 @@ mod imp {
                         let flags = event.events();
                         // A file's contents written (`MODIFY` with a name) move no entry.
                         let entry = flags.intersects(R::CREATE | R::DELETE | R::MOVED_FROM | R::MOVED_TO | R::ATTRIB);
+                        let file = self.files.get(&event.wd());
                         let matters = flags.contains(R::QUEUE_OVERFLOW)
-                            || match (event.file_name(), self.names.get(&event.wd())) {
-                                (Some(_), _) if !entry => false,
-                                (Some(name), Some(Some(names))) => {
-                                    // The whole name, not a prefix of it (`.conf` is not `.config`).
-                                    let name = OsStr::from_bytes(name.to_bytes());
-                                    if names.contains(name) {
-                                        true
-                                    } else {
-                                        if self.new_entries && flags.intersects(R::CREATE | R::MOVED_TO) {
-                                            added.insert((event.wd(), name.to_owned()));
-                                        } else if flags.intersects(R::DELETE | R::MOVED_FROM) {
-                                            added.remove(&(event.wd(), name.to_owned()));
+                            || if let Some((path, ino)) = file {
+                                // Its mode, times or link count changed: nothing, while it
+                                // is still where it was with one name. Moved, removed, its
+                                // watch gone: something.
+                                let gone = R::MOVE_SELF | R::DELETE_SELF | R::IGNORED | R::UNMOUNT;
+                                flags.intersects(gone) || !one_name(path, *ino)
+                            } else {
+                                match (event.file_name(), self.names.get(&event.wd())) {
+                                    (Some(_), _) if !entry => false,
+                                    (Some(name), Some(Some(names))) => {
+                                        // The whole name, not a prefix of it (`.conf` is not `.config`).
+                                        let name = OsStr::from_bytes(name.to_bytes());
+                                        if names.contains(name) {
+                                            true
+                                        } else if !self.new_entries {
+                                            false
+                                        } else if flags.contains(R::MOVED_FROM) {
+                                            // It may carry its rule anywhere (into a store).
+                                            true
+                                        } else {
+                                            if flags.intersects(R::CREATE | R::MOVED_TO) {
+                                                added.insert((event.wd(), name.to_owned()));
+                                            } else if flags.contains(R::DELETE) {
+                                                added.remove(&(event.wd(), name.to_owned()));
+                                            }
+                                            false
                                         }
-                                        false
                                     }
+                                    (Some(_), Some(None)) => true,
+                                    // The directory itself (its modification time set alone is a
+                                    // `MODIFY`; removed, moved, unmounted, its watch gone), or a
+                                    // watch we do not know.
+                                    _ => true,
                                 }
-                                (Some(_), Some(None)) => true,
-                                // The directory itself (its modification time set alone is a
-                                // `MODIFY`; removed, moved, unmounted, its watch gone), or a
-                                // watch we do not know.
-                                _ => true,
                             };
                         unrelated &= !matters;
                     }
@@ -264,6 +321,11 @@ mod imp {
                 }
             }
         }
+    }
+
+    /// Whether the file at `path` (not followed) is inode `ino` with one name.
+    fn one_name(path: &Path, ino: u64) -> bool {
+        rustix::fs::lstat(path).is_ok_and(|s| s.st_ino == ino && s.st_nlink == 1)
     }
 
     /// An inotify instance, closed off the thread that drops it: closing one that holds
@@ -335,6 +397,9 @@ mod imp {
             self
         }
         pub(crate) fn watch(&mut self, _: &Path, _: Option<&OsStr>) -> super::Watch {
+            super::Watch::Failed
+        }
+        pub(crate) fn watch_file(&mut self, _: &Path, _: std::os::fd::BorrowedFd<'_>) -> super::Watch {
             super::Watch::Failed
         }
         pub(crate) fn quiet(&mut self) -> bool {
@@ -416,7 +481,7 @@ mod tests {
 
     #[test]
     #[cfg(target_os = "linux")]
-    fn only_a_watched_name_a_new_entry_or_the_directory_itself_is_heard() {
+    fn only_a_watched_name_a_new_entry_one_moved_out_or_the_directory_itself_is_heard() {
         let scratch = tempfile::tempdir().unwrap();
         let dir = scratch.path();
         let at = |name: &str| dir.join(name);
@@ -425,8 +490,8 @@ mod tests {
             std::fs::write(at(f), "x").unwrap();
         }
         let watched = Some(&[".config", ".netrc"][..]);
-        // Off the names, and nothing new left: not heard.
-        let quiet: [(&str, Change); 6] = [
+        // Off the names, nothing new left, nothing moved out: not heard.
+        let quiet: [(&str, Change); 5] = [
             ("contents written", Box::new(|| std::fs::write(at(".bash_history"), "y").unwrap())),
             (
                 "a mode changed",
@@ -440,17 +505,16 @@ mod tests {
                 "made and removed again",
                 Box::new(|| {
                     std::fs::write(at(".netr"), "x").unwrap();
-                    std::fs::rename(at(".netr"), at(".tmp")).unwrap();
-                    std::fs::remove_file(at(".tmp")).unwrap();
+                    std::fs::remove_file(at(".netr")).unwrap();
                 }),
             ),
-            ("moved out", Box::new(|| std::fs::rename(at("notes"), at(".config/notes")).unwrap())),
         ];
         for (what, then) in quiet {
             assert!(!heard(dir, watched, true, then), "{what}");
         }
-        // A watched name, a new entry (when heeded), the directory itself: heard.
-        let loud: [(&str, bool, Change); 6] = [
+        // A watched name, a new entry or one moved out (when heeded: it carries its rule
+        // where it goes, into a store too), the directory itself: heard.
+        let loud: [(&str, bool, Change); 8] = [
             ("a watched name made", false, Box::new(|| std::fs::write(at(".netrc"), "x").unwrap())),
             (
                 "a watched name renamed over",
@@ -470,6 +534,15 @@ mod tests {
                 }),
             ),
             ("a new entry", true, Box::new(|| std::fs::write(at("new"), "x").unwrap())),
+            ("moved out", true, Box::new(|| std::fs::rename(at("notes"), at(".config/notes")).unwrap())),
+            (
+                "made and moved out again",
+                true,
+                Box::new(|| {
+                    std::fs::write(at(".netr"), "x").unwrap();
+                    std::fs::rename(at(".netr"), at(".config/.netr")).unwrap();
+                }),
+            ),
             (
                 "the directory touched",
                 false,
@@ -481,10 +554,48 @@ mod tests {
         for (what, new_entries, then) in loud {
             assert!(heard(dir, watched, new_entries, then), "{what}");
         }
-        // Without new entries heeded, a new entry off the names is not heard; with every
-        // name watched, any is.
+        // Without new entries heeded, a new entry or one moved out off the names is not
+        // heard; with every name watched, any is.
         assert!(!heard(dir, watched, false, || std::fs::write(at("other"), "x").unwrap()));
+        let moved = || std::fs::rename(at(".bash_history"), at(".config/.bash_history")).unwrap();
+        assert!(!heard(dir, watched, false, moved));
         assert!(heard(dir, None, false, || std::fs::remove_file(at("other")).unwrap()));
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_file_watched_itself_is_heard_given_another_name_moved_or_removed_not_touched() {
+        // `ln ~/notes ~/.ssh/x` changes nothing in `~`: only the file's link count.
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path();
+        std::fs::create_dir(dir.join("store")).unwrap();
+        let file = dir.join("notes");
+        let heard = |then: &dyn Fn()| {
+            std::fs::write(&file, "x").unwrap();
+            let mut notices = Notices::new().unwrap().new_entries();
+            assert_eq!(notices.watch(dir, Some(std::ffi::OsStr::new("store"))), Watch::Watched);
+            let fd = std::fs::File::open(&file).unwrap();
+            assert_eq!(notices.watch_file(&file, std::os::fd::AsFd::as_fd(&fd)), Watch::Watched);
+            assert!(notices.quiet());
+            then();
+            let heard = !notices.quiet();
+            drop(std::fs::remove_file(dir.join("store/x")));
+            heard
+        };
+        let mode = |m| std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(m)).unwrap();
+        assert!(!heard(&|| mode(0o600)), "its mode changed");
+        assert!(!heard(&|| std::fs::File::open(&file).unwrap().set_modified(std::time::SystemTime::now()).unwrap()));
+        assert!(!heard(&|| std::fs::write(&file, "y").unwrap()), "its contents written");
+        assert!(heard(&|| std::fs::hard_link(&file, dir.join("store/x")).unwrap()), "a name added in a store");
+        assert!(
+            heard(&|| {
+                std::fs::hard_link(&file, dir.join("store/x")).unwrap();
+                std::fs::remove_file(&file).unwrap();
+            }),
+            "a name added, the first removed"
+        );
+        assert!(heard(&|| std::fs::remove_file(&file).unwrap()), "removed");
+        assert!(heard(&|| std::fs::rename(&file, dir.join("store/x")).unwrap()), "moved into a store");
     }
 
     #[test]

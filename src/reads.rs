@@ -11,8 +11,11 @@
 //! built is not readable until they are rebuilt ([`Walk::changed`]: the next call after the
 //! directory changed, the list resolved again); a denied path that does not
 //! exist is kept ([`resolve`]): created later, it is unreadable (the directory on its way is
-//! not granted whole) and denied once the rules are rebuilt. A hard link or bind mount made
-//! elsewhere before packs started is another path to the same file.
+//! not granted whole) and denied once the rules are rebuilt. A rule is on a file, not the
+//! name it was found by, so a file with another name (a hard link) is not granted on its own
+//! (`grants.rs`): the rule would hold at a store's path too. A hard link inside a directory
+//! granted whole, or a bind mount, made before packs started, is another path to the same
+//! file.
 
 use std::path::{Path, PathBuf};
 
@@ -231,17 +234,68 @@ enum Entry {
     Other,
 }
 
-/// The paths looked up so far (each one's directory resolved), and what they were.
-type Known = std::collections::HashMap<PathBuf, Entry>;
+/// The paths looked up so far (each one's directory resolved), and what they were: a tree of
+/// names from `/`, so a step of a walk costs a lookup of one name in one directory, never a
+/// hash or comparison of the whole path it is at (a chain of links through a deep directory
+/// would make that quadratic).
+#[derive(Debug)]
+struct Known {
+    /// Each node's directory (the root's is itself) and name; the root is node 0.
+    nodes: Vec<(usize, std::ffi::OsString)>,
+    /// The node of each name looked up in each directory node.
+    children: std::collections::HashMap<(usize, std::ffi::OsString), usize>,
+    /// What each node's path was when it was looked up.
+    entries: std::collections::HashMap<usize, Entry>,
+}
+
+impl Known {
+    const ROOT: usize = 0;
+
+    fn new() -> Self {
+        Self {
+            nodes: vec![(Self::ROOT, std::ffi::OsString::new())],
+            children: std::collections::HashMap::new(),
+            entries: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The node of `name` in the directory `dir`.
+    fn child(&mut self, dir: usize, name: &std::ffi::OsStr) -> usize {
+        let next = self.nodes.len();
+        let node = *self.children.entry((dir, name.to_owned())).or_insert(next);
+        if node == next {
+            self.nodes.push((dir, name.to_owned()));
+        }
+        node
+    }
+
+    /// The directory of `node` (`..`: the root's is the root).
+    fn parent(&self, node: usize) -> usize {
+        self.nodes[node].0
+    }
+
+    /// The path of `node`.
+    fn path(&self, mut node: usize) -> PathBuf {
+        let mut names = Vec::new();
+        while node != Self::ROOT {
+            names.push(&self.nodes[node].1);
+            node = self.nodes[node].0;
+        }
+        let mut path = PathBuf::from("/");
+        path.extend(names.into_iter().rev());
+        path
+    }
+}
 
 /// `path` resolved as the kernel would resolve it, with [`resolve`]'s answer where it does not
 /// exist: from `/`, one name at a time, `looked` told each directory (resolved) and the name
-/// looked up in it before the lookup. So what it is told is every directory whose entries
-/// decide the answer: each ancestor of each path crossed, each link's directory, and the way
-/// to each link's target (a relative one from the link's directory, `..` after a link from
-/// where the link led). A name missing, not a directory before the end, or a link past the
-/// [`MAX_LINKS`]th ends the lookups: the names after it are taken as they are written (`..`
-/// going up). Each link crossed is added to `links`. `None`: `path` cannot be made absolute.
+/// looked up in it before the lookup (the first time: not when `known` has the answer).
+/// So what it is told is every directory whose entries decide the answer: each ancestor of
+/// each path crossed, each link's directory, and the way to each link's target (a relative
+/// one from the link's directory, `..` after a link from where the link led). A name
+/// missing, not a directory before the end, or a link past the [`MAX_LINKS`]th ends the
+/// lookups: the names after it are taken as they are written (`..` going up). Each link
+/// crossed is added to `links`. `None`: `path` cannot be made absolute.
 fn follow(
     path: &Path,
     known: &mut Known,
@@ -250,24 +304,29 @@ fn follow(
 ) -> Option<PathBuf> {
     let path = std::path::absolute(path).ok()?;
     let mut pending: std::collections::VecDeque<std::ffi::OsString> = parts(&path).into();
-    let mut at = PathBuf::from("/");
+    let mut at = Known::ROOT;
     let mut followed = 0;
     while let Some(part) = pending.pop_front() {
         if part == "/" {
-            at = PathBuf::from("/");
+            at = Known::ROOT;
             continue;
         }
         if part == ".." {
-            at.pop();
+            at = known.parent(at);
             continue;
         }
-        looked(&at, &part);
-        let next = at.join(&part);
-        match lookup(&next, known) {
+        let next = known.child(at, &part);
+        // Told once per directory and name: an answer kept in `known` was told when it was
+        // first looked up, and depends on nothing else (a chain of links that crosses the same
+        // directories over and over tells each once).
+        if !known.entries.contains_key(&next) {
+            looked(&known.path(at), &part);
+        }
+        match lookup(next, known) {
             Entry::Dir => at = next,
             Entry::Link(target) if followed < MAX_LINKS => {
                 followed += 1;
-                links.push(next);
+                links.push(known.path(next));
                 for p in parts(&target).into_iter().rev() {
                     pending.push_front(p);
                 }
@@ -278,6 +337,7 @@ fn follow(
             }
         }
     }
+    let mut at = known.path(at);
     for part in pending {
         match part.to_str() {
             Some("/") => at = PathBuf::from("/"),
@@ -290,11 +350,13 @@ fn follow(
     Some(at)
 }
 
-/// What `path` is, from `known` or an `lstat` (and a `readlink` for a link).
-fn lookup(path: &Path, known: &mut Known) -> Entry {
-    if let Some(entry) = known.get(path) {
+/// What the path of `node` is, from `known` or an `lstat` (and a `readlink` for a link).
+fn lookup(node: usize, known: &mut Known) -> Entry {
+    if let Some(entry) = known.entries.get(&node) {
         return entry.clone();
     }
+    let path = known.path(node);
+    let path = path.as_path();
     #[cfg(test)]
     tests::LOOKUPS.with(|n| n.set(n.get() + 1));
     let entry = match std::fs::symlink_metadata(path) {
@@ -310,7 +372,7 @@ fn lookup(path: &Path, known: &mut Known) -> Entry {
         Ok(meta) if meta.is_dir() => Entry::Dir,
         _ => Entry::Other,
     };
-    known.insert(path.to_owned(), entry.clone());
+    known.entries.insert(node, entry.clone());
     entry
 }
 
@@ -335,9 +397,19 @@ fn parts(path: &Path) -> Vec<std::ffi::OsString> {
 /// (and for any entry created there, which the rules must grant), and asked instead of
 /// looking at each directory again (one `poll` per check instead of a `stat` per
 /// directory).
+///
+/// And the files granted by rules of their own ([`Walk::granted`]): a rule is on the file,
+/// so a second name given to one after the rules were built (`ln ~/notes ~/.ssh/x`, which
+/// changes nothing in a directory on the way) would read through the rule at the store's
+/// path. Each is watched itself where the directories are, else looked at (`lstat`) at each
+/// check: a second name, or the file moved or gone from its path, is a change.
 #[derive(Debug)]
 pub(crate) struct Walk {
     seen: Vec<(PathBuf, Option<Stamp>)>,
+    /// The directories of `seen`, to find one without going through them all.
+    seen_dirs: std::collections::HashSet<PathBuf>,
+    /// The files granted by rules of their own, and their inode numbers.
+    files: Vec<(PathBuf, u64)>,
     /// Every directory of `seen`, watched for the names looked up in it (made before they
     /// were looked up).
     notices: Option<std::sync::Mutex<crate::notices::Notices>>,
@@ -368,7 +440,9 @@ impl Walk {
                 self.notices = None;
             }
         }
-        if !self.seen.iter().any(|(s, _)| s == dir) {
+        #[cfg(test)]
+        tests::RECORDS.with(|n| n.set(n.get() + 1));
+        if self.seen_dirs.insert(dir.to_owned()) {
             let stamp = look(dir);
             // Reached, but gone or unreachable already: nothing to compare with.
             if stamp.is_none() {
@@ -390,6 +464,8 @@ impl Walk {
     fn resolved_by(denied: &[PathBuf], mut again: impl FnMut(&[PathBuf]) -> Vec<PathBuf>) -> (Vec<PathBuf>, Self) {
         let mut walk = Self {
             seen: Vec::new(),
+            seen_dirs: std::collections::HashSet::new(),
+            files: Vec::new(),
             notices: crate::notices::Notices::new().map(|n| std::sync::Mutex::new(n.new_entries())),
             unrecorded: false,
         };
@@ -411,19 +487,54 @@ impl Walk {
     /// No directory recorded (a process that builds the rules once): [`Walk::changed`]
     /// always says so, and rules kept with it are built again at their next use.
     pub(crate) fn unrecorded() -> Self {
-        Self { seen: Vec::new(), notices: None, unrecorded: true }
+        Self {
+            seen: Vec::new(),
+            seen_dirs: std::collections::HashSet::new(),
+            files: Vec::new(),
+            notices: None,
+            unrecorded: true,
+        }
+    }
+
+    /// Record that the file `fd`, found at `path`, was granted by a rule of its own (with one
+    /// name: `grants.rs` grants no other): watched, or looked at in each check, from now on;
+    /// its link count is checked after the watch is made, so a name added before is a
+    /// change too. A file that cannot be watched turns the notices off.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn granted(&mut self, path: &Path, fd: std::os::fd::BorrowedFd<'_>) {
+        if self.unrecorded {
+            return;
+        }
+        if let Some(notices) = self.notices.as_mut() {
+            let watched = notices.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).watch_file(path, fd)
+                == crate::notices::Watch::Watched;
+            if !watched {
+                self.notices = None;
+            }
+        }
+        match rustix::fs::fstat(fd) {
+            Ok(stat) if stat.st_nlink == 1 => self.files.push((path.to_owned(), stat.st_ino)),
+            _ => self.unrecorded = true,
+        }
     }
 
     /// Whether a directory walked changed since: its inode or modification time, or, where
-    /// it is watched, a notice on it, on a name looked up in it, or of an entry created in it
-    /// (or a mount).
+    /// it is watched, a notice on it, on a name looked up in it, of an entry created in it
+    /// or moved out of it (or a mount); or a file granted on its own was given another name,
+    /// moved or removed.
     pub(crate) fn changed(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
         if self.unrecorded {
             return true;
         }
         match &self.notices {
             Some(notices) => !notices.lock().unwrap_or_else(std::sync::PoisonError::into_inner).quiet(),
-            None => self.seen.iter().any(|(dir, was)| look(dir) != *was),
+            None => {
+                self.seen.iter().any(|(dir, was)| look(dir) != *was)
+                    || self.files.iter().any(|(file, ino)| {
+                        !std::fs::symlink_metadata(file).is_ok_and(|m| m.ino() == *ino && m.nlink() == 1)
+                    })
+            }
         }
     }
 }
@@ -444,6 +555,31 @@ mod tests {
         pub(super) static LOOKUPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
         /// `readlink`s made by [`lookup`] on this thread.
         pub(super) static READLINKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        /// Names recorded by [`Walk::record`] on this thread.
+        pub(super) static RECORDS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    #[test]
+    fn a_walk_records_each_name_once_however_often_a_chain_of_links_crosses_it() {
+        // 40 links, each into a deep directory and back up to the next (`l0 -> d/d/.../../l1`):
+        // every link crosses the same directories again. Each is recorded (watched, looked
+        // at) the first time only, as each is looked up once.
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let deep = ["d"; 30].join("/");
+        std::fs::create_dir_all(root.join(&deep)).unwrap();
+        let back = ["..", ".."].repeat(15).join("/");
+        for i in 0..40 {
+            std::os::unix::fs::symlink(format!("{deep}/{back}/l{}", i + 1), root.join(format!("l{i}"))).unwrap();
+        }
+        std::fs::create_dir(root.join("l40")).unwrap();
+        LOOKUPS.with(|n| n.set(0));
+        RECORDS.with(|n| n.set(0));
+        let (resolved, _walk) = Walk::resolved_by(&[root.join("l0/secret")], |_| Vec::new());
+        assert!(resolved.contains(&root.join("l40/secret")), "{resolved:?}");
+        let (lookups, records) = (LOOKUPS.with(std::cell::Cell::get), RECORDS.with(std::cell::Cell::get));
+        assert_eq!(records, lookups, "one record per name looked up");
+        assert!(lookups < 40 * 10, "{lookups} lookups");
     }
 
     #[test]
@@ -784,11 +920,46 @@ mod tests {
 
     #[test]
     #[cfg(target_os = "linux")]
-    fn an_unrelated_entry_changed_in_a_directory_on_the_way_is_no_change_but_a_new_one_is() {
+    fn a_file_granted_on_its_own_given_a_name_in_a_store_is_a_change() {
+        // `ln ~/notes ~/.ssh/x` changes no directory on the way: the file is watched itself,
+        // or looked at where there are no notices.
+        let (_one, dir) = walk_home();
+        let home = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(home.join(".ssh")).unwrap();
+        let denied = [home.join(".ssh")];
+        let notes = home.join("notes");
+        let walk = |linked_before: bool| {
+            std::fs::write(&notes, "x").unwrap();
+            let mut walk = quiet_walk_of_times(&denied);
+            let fd = std::fs::File::open(&notes).unwrap();
+            if linked_before {
+                std::fs::hard_link(&notes, home.join(".ssh/x")).unwrap();
+            }
+            walk.granted(&notes, std::os::fd::AsFd::as_fd(&fd));
+            walk
+        };
+        let link = || std::fs::hard_link(&notes, home.join(".ssh/x")).unwrap();
+        let unlink = || std::fs::remove_file(home.join(".ssh/x")).unwrap();
+        let quiet = walk(false);
+        std::fs::write(&notes, "contents").unwrap();
+        assert_eq!(seen_both_ways(quiet), (false, false), "its contents written");
+        let linked = walk(false);
+        link();
+        assert_eq!(seen_both_ways(linked), (true, true), "a name in a store");
+        unlink();
+        // A name given between the grant and the record: stale at once.
+        assert!(walk(true).changed(), "linked before it was recorded");
+        unlink();
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn an_unrelated_entry_changed_in_a_directory_on_the_way_is_no_change_but_a_new_one_or_one_moved_out_is() {
         let (_one, dir) = walk_home();
         let home = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::create_dir_all(home.join(".config/gh")).unwrap();
         std::fs::create_dir(home.join("attic")).unwrap();
+        std::fs::create_dir(home.join("src")).unwrap();
         for f in [".bash_history", "notes", ".con", ".netrc"] {
             std::fs::write(home.join(f), "x").unwrap();
         }
@@ -796,15 +967,12 @@ mod tests {
         // The directories above the home are watched for their names, and an entry created
         // there by another test is a new entry: the home's own are tried until one is quiet.
         let unrelated = (0..20).any(|i| {
-            let old = home.join(format!("old{i}"));
-            std::fs::write(&old, "x").unwrap();
             let walk = quiet_walk(&denied);
             let history = std::fs::OpenOptions::new().append(true).open(home.join(".bash_history")).unwrap();
             std::io::Write::write_all(&mut &history, b"ls\n").unwrap();
             std::fs::set_permissions(home.join("notes"), std::os::unix::fs::PermissionsExt::from_mode(0o600 + i))
                 .unwrap();
             std::fs::File::open(home.join("notes")).unwrap().set_modified(std::time::SystemTime::UNIX_EPOCH).unwrap();
-            std::fs::rename(&old, home.join("attic").join(old.file_name().unwrap())).unwrap();
             std::fs::remove_file(home.join(".con")).unwrap();
             std::fs::write(home.join(".con"), "x").unwrap();
             std::fs::remove_file(home.join(".con")).unwrap();
@@ -814,9 +982,16 @@ mod tests {
             std::fs::write(home.join(".con"), "x").unwrap();
             quiet
         });
-        assert!(unrelated, "writing, touching, removing or moving out an entry off the way, a prefix of a name on it");
-        let changes: [(&str, &dyn Fn()); 5] = [
+        assert!(unrelated, "writing, touching or removing an entry off the way, a prefix of a name on it");
+        let changes: [(&str, &dyn Fn()); 7] = [
             ("an entry created (to be granted)", &|| std::fs::write(home.join("new"), "x").unwrap()),
+            // Its rule is on the inode: moved into a store, it would read there.
+            ("an entry moved into a store", &|| {
+                std::fs::rename(home.join("notes"), home.join(".config/gh/notes")).unwrap()
+            }),
+            ("a directory moved into another", &|| {
+                std::fs::rename(home.join("attic"), home.join("src/attic")).unwrap()
+            }),
             ("a name on the way created", &|| std::fs::create_dir(home.join(".docker")).unwrap()),
             ("a name on the way renamed over", &|| {
                 std::fs::write(home.join(".netrc.new"), "y").unwrap();

@@ -1388,13 +1388,13 @@ mod imp {
             return Ok((Arc::clone(fd), Arc::clone(resolved)));
         }
         // The walk is taken first: a change made while the rules are built is seen next time.
-        let (resolved, walk) = if super::ONE_CALL.load(std::sync::atomic::Ordering::Relaxed) {
+        let (resolved, mut walk) = if super::ONE_CALL.load(std::sync::atomic::Ordering::Relaxed) {
             (crate::reads::denied(denied), crate::reads::Walk::unrecorded())
         } else {
             crate::reads::Walk::resolved(denied)
         };
         let resolved: Resolved = resolved.into();
-        let fd = Arc::new(build_read_ruleset(abi, &resolved)?);
+        let fd = Arc::new(build_read_ruleset(abi, &resolved, &mut walk)?);
         if built.len() >= 16 {
             built.clear();
         }
@@ -1416,7 +1416,13 @@ mod imp {
         )
     }
 
-    fn build_read_ruleset(abi: i32, denied: &[std::path::PathBuf]) -> std::io::Result<OwnedFd> {
+    /// `walk` is told each file granted by a rule of its own: a name given to it later (a
+    /// hard link made in a store) is a change.
+    fn build_read_ruleset(
+        abi: i32,
+        denied: &[std::path::PathBuf],
+        walk: &mut crate::reads::Walk,
+    ) -> std::io::Result<OwnedFd> {
         let access = read_access(abi);
         let ruleset = new_read_ruleset(access)?;
         // Listing (names, not contents) and linking everywhere; reading and executing around
@@ -1431,7 +1437,10 @@ mod imp {
         for crate::grants::Opened { grant, fd } in granted {
             let rights = match grant {
                 crate::grants::Grant::Tree(_) => access,
-                crate::grants::Grant::File(_) => file,
+                crate::grants::Grant::File(path) => {
+                    walk.granted(&path, std::os::fd::AsFd::as_fd(&fd));
+                    file
+                }
             };
             add_rule(&ruleset, &fd, rights)?;
         }

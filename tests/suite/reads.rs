@@ -11,7 +11,17 @@ const SECRET: &str = "FAKE-PRIVATE-KEY-0123456789";
 
 /// A temporary `HOME` holding fake keys, and a readable note beside them.
 fn fake_home() -> tempfile::TempDir {
-    let home = tempfile::tempdir().unwrap();
+    keys_in(tempfile::tempdir().unwrap())
+}
+
+/// The same in /var/tmp, where fewer other tests' files come and go than in /tmp: a call of
+/// `packs serve` finds no change on the way there but the test's own.
+fn quiet_fake_home() -> tempfile::TempDir {
+    keys_in(tempfile::tempdir_in("/var/tmp").or_else(|_| tempfile::tempdir()).unwrap())
+}
+
+/// `home` holding fake keys and a readable note beside them.
+fn keys_in(home: tempfile::TempDir) -> tempfile::TempDir {
     let h = home.path();
     for dir in [".ssh", ".aws", ".docker", ".config/gcloud", ".config/fish"] {
         std::fs::create_dir_all(h.join(dir)).unwrap();
@@ -132,12 +142,15 @@ fn reads_are_open_to_system_tools_to_a_tool_that_states_reads_credentials_and_un
 }
 
 /// One step of [`serve_reader`]: a call of `reader` on a file, a file written (its
-/// directories made) or a link made to a target (a new link renamed over the old one, as
-/// `ln -sfn` does) while the server runs.
+/// directories made; an existing file truncated and written in place), a link made to a
+/// target (a new link renamed over the old one, as `ln -sfn` does), an entry renamed (`mv`)
+/// or a file given another name (`ln`) while the server runs.
 enum Step<'a> {
     Read(&'a Path),
     Write(&'a Path, &'a str),
     Link(&'a Path, &'a Path),
+    Move(&'a Path, &'a Path),
+    HardLink(&'a Path, &'a Path),
 }
 
 /// Run `packs serve` with a `reader` tool under `home`, taking `steps` in order; the answer
@@ -161,6 +174,8 @@ fn serve_reader(home: &Path, steps: &[Step]) -> Vec<String> {
             ]),
             Step::Write(file, text) => json!(["write", file, text]),
             Step::Link(target, at) => json!(["link", target, at]),
+            Step::Move(from, to) => json!(["move", from, to]),
+            Step::HardLink(file, at) => json!(["hardlink", file, at]),
         })
         .collect();
     let script = "import subprocess, sys, json, os\n\
@@ -171,6 +186,8 @@ fn serve_reader(home: &Path, steps: &[Step]) -> Vec<String> {
          for step in json.loads(sys.argv[1]):\n\
          \x20   if step[0] == 'call': print(send(step[1]).strip())\n\
          \x20   elif step[0] == 'link': os.symlink(step[1], step[2] + '.new'); os.replace(step[2] + '.new', step[2])\n\
+         \x20   elif step[0] == 'move': os.rename(step[1], step[2])\n\
+         \x20   elif step[0] == 'hardlink': os.link(step[1], step[2])\n\
          \x20   else: os.makedirs(os.path.dirname(step[1]), exist_ok=True); open(step[1], 'w').write(step[2])\n\
          p.stdin.close(); p.wait()\n";
     let steps = Value::from(steps).to_string();
@@ -228,6 +245,75 @@ fn a_credential_store_created_while_packs_serves_is_never_readable() {
         assert!(got[i].contains("Permission denied"), "call {i}: {got:?}");
     }
     assert!(got[3].contains("written later"), "{got:?}");
+}
+
+#[test]
+fn an_entry_read_once_then_moved_into_a_store_is_denied_at_the_next_call() {
+    // A key downloaded to HOME, read, then moved where it belongs (`mv ~/credentials
+    // ~/.aws/`, `mv ~/newkeys ~/.ssh/keys`): each had a rule of its own, on its inode, which
+    // goes where it goes. The move out of HOME rebuilds the rules.
+    let home = quiet_fake_home();
+    let h = real(home.path());
+    std::fs::write(h.join("credentials"), "downloaded").unwrap();
+    std::fs::create_dir(h.join("newkeys")).unwrap();
+    std::fs::write(h.join("newkeys/id"), "new key").unwrap();
+    std::fs::write(h.join(".config/cfgfile"), "a setting").unwrap();
+    let (aws, keys, gcloud) = (h.join(".aws/downloaded"), h.join(".ssh/keys"), h.join(".config/gcloud/token2"));
+    let got = serve_reader(
+        &h,
+        &[
+            Step::Read(&h.join("credentials")),
+            Step::Read(&h.join("newkeys/id")),
+            Step::Read(&h.join(".config/cfgfile")),
+            Step::Move(&h.join("credentials"), &aws),
+            Step::Write(&aws, SECRET),
+            Step::Move(&h.join("newkeys"), &keys),
+            Step::Write(&keys.join("id"), SECRET),
+            Step::Move(&h.join(".config/cfgfile"), &gcloud),
+            Step::Write(&gcloud, SECRET),
+            Step::Read(&aws),
+            Step::Read(&keys.join("id")),
+            Step::Read(&gcloud),
+        ],
+    );
+    assert!(got[0].contains("downloaded") && got[1].contains("new key") && got[2].contains("a setting"), "{got:?}");
+    for (i, answer) in got.iter().enumerate() {
+        assert!(!answer.contains(SECRET), "call {i}: {got:?}");
+    }
+    for i in [3, 4, 5] {
+        assert!(got[i].contains("Permission denied"), "call {i}: {got:?}");
+    }
+}
+
+#[test]
+fn a_hard_link_made_while_packs_serves_opens_no_store_file() {
+    // `ln ~/notes ~/.ssh/x`, then a key written to `~/.ssh/x`: the rule `~/notes` got is on
+    // the file, and no directory on the way changed. The file's own watch hears it.
+    // A store's file given a name in HOME while the server runs is a new entry there, and a
+    // file with two names is granted by neither.
+    let home = quiet_fake_home();
+    let h = real(home.path());
+    let (notes, x) = (h.join("notes.txt"), h.join(".ssh/x"));
+    let (key, copy) = (h.join(".ssh/id_ed25519"), h.join("key-copy"));
+    let got = serve_reader(
+        &h,
+        &[
+            Step::Read(&notes),
+            Step::HardLink(&notes, &x),
+            Step::Write(&x, SECRET),
+            Step::Read(&x),
+            Step::Read(&notes),
+            Step::HardLink(&key, &copy),
+            Step::Read(&copy),
+        ],
+    );
+    assert!(got[0].contains("my notes"), "{got:?}");
+    for (i, answer) in got.iter().enumerate() {
+        assert!(!answer.contains(SECRET), "call {i}: {got:?}");
+    }
+    for i in [1, 2, 3] {
+        assert!(got[i].contains("Permission denied"), "call {i}: {got:?}");
+    }
 }
 
 #[test]
@@ -331,6 +417,68 @@ fn reader() -> Value {
     json!({"name": "reader", "description": "d", "parameters": {"file": {"type": "string"}},
            "policy": {"read_only": true},
            "command": {"program": "sh", "args": ["-c", "cat \"$0\" 2>/dev/null || echo refused", "{{file}}"]}})
+}
+
+#[test]
+fn a_hard_link_to_a_store_s_file_on_the_way_opens_neither_name() {
+    // A rule is on the file, not the name: granting `~/.config/netrc-old`, a second name of
+    // `~/.netrc`, would make `~/.netrc` itself read. A file with two names is not granted on
+    // its own, whichever of them is the store's.
+    let home = fake_home();
+    let h = real(home.path());
+    std::fs::hard_link(h.join(".netrc"), h.join(".config/netrc-old")).unwrap();
+    std::fs::hard_link(h.join(".ssh/id_ed25519"), h.join("key-copy")).unwrap();
+    std::fs::write(h.join("shared"), "two names").unwrap();
+    std::fs::hard_link(h.join("shared"), h.join(".config/fish/shared")).unwrap();
+    let packs = Packs::new().manifest("reader", reader());
+    let read = |file: &Path| {
+        let out = Test::new()
+            .packs_dir(packs.path())
+            .env("HOME", &h)
+            .args(["run", "reader", "--arg"])
+            .arg(format!("file={}", file.display()))
+            .run();
+        out.success();
+        out.stdout().trim_end().to_owned()
+    };
+    for store in [".netrc", ".config/netrc-old", ".ssh/id_ed25519", "key-copy"] {
+        assert_eq!(read(&h.join(store)), "refused", "{store}");
+    }
+    // The cost: a hard-linked file directly in a directory on the way does not read by that
+    // name; inside a directory granted whole it does (the rule is the directory's).
+    assert_eq!(read(&h.join("shared")), "refused");
+    assert_eq!(read(&h.join(".config/fish/shared")), "two names");
+    assert_eq!(read(&h.join("notes.txt")), "my notes");
+}
+
+#[test]
+fn a_store_file_s_temporary_lock_and_backup_names_do_not_read() {
+    // npm writes `~/.npmrc` as `~/.npmrc.<hash>` renamed over it, git `~/.git-credentials`
+    // under `~/.git-credentials.lock`: a rule on the temporary file would hold, in a call
+    // started before the rename, on the store. An editor's backup is the store's contents.
+    let home = fake_home();
+    let h = real(home.path());
+    for f in [".npmrc.1f3a9c", ".git-credentials.lock", ".netrc~", ".docker/config.json.bak"] {
+        std::fs::write(h.join(f), SECRET).unwrap();
+    }
+    std::fs::create_dir(h.join(".ssh-old")).unwrap();
+    std::fs::write(h.join(".ssh-old/readme"), "a directory of its own").unwrap();
+    let packs = Packs::new().manifest("reader", reader());
+    let read = |file: &Path| {
+        let out = Test::new()
+            .packs_dir(packs.path())
+            .env("HOME", &h)
+            .args(["run", "reader", "--arg"])
+            .arg(format!("file={}", file.display()))
+            .run();
+        out.success();
+        out.stdout().trim_end().to_owned()
+    };
+    for f in [".npmrc.1f3a9c", ".git-credentials.lock", ".netrc~", ".docker/config.json.bak"] {
+        assert_eq!(read(&h.join(f)), "refused", "{f}");
+    }
+    // A directory store's look-alike is a directory of its own.
+    assert_eq!(read(&h.join(".ssh-old/readme")), "a directory of its own");
 }
 
 #[test]
