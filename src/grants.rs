@@ -82,8 +82,7 @@ pub(crate) fn grants(place: &Path, protected: &[PathBuf]) -> std::io::Result<Vec
 fn open_up(fd: &std::os::fd::OwnedFd, dir: &Path, protected: &[PathBuf], out: &mut Vec<Opened>) {
     use std::os::unix::ffi::OsStrExt;
     let Ok(mut entries) = open::listing(fd) else { return };
-    let same = open::next_names(fd, dir, protected);
-    let files = open::file_names(fd, dir, protected);
+    let (same, files) = open::protected_here(fd, dir, protected);
     while let Some(Ok(entry)) = entries.read() {
         let name = entry.file_name();
         if name == c"." || name == c".." || files.iter().any(|f| near(name.to_bytes(), f)) {
@@ -161,49 +160,40 @@ mod open {
         Ok(rustix::fs::Dir::new(rustix::fs::openat(dir, c".", flags, Mode::empty())?)?)
     }
 
-    /// The next names of the `protected` paths below `dir` (open as `fd`) that are there, by
-    /// their inode numbers: on `dir`'s own device (a mount point's listed inode is the one
-    /// beneath it), links not followed.
-    pub(super) fn next_names(
+    /// What `dir` (open as `fd`) holds of the `protected` paths below it, one `lstat` per name:
+    /// the next names that are there, by their inode numbers (on `dir`'s own device: a mount
+    /// point's listed inode is the one beneath it), and the names of the protected paths
+    /// directly in `dir` that are not directories there (files, links, or missing). Links are
+    /// not followed.
+    pub(super) fn protected_here(
         fd: impl AsFd,
         dir: &Path,
         protected: &[std::path::PathBuf],
-    ) -> Vec<(u64, std::path::PathBuf)> {
-        let Ok(here) = rustix::fs::fstat(&fd) else { return Vec::new() };
-        let mut names: Vec<&std::ffi::OsStr> = protected
-            .iter()
-            .filter_map(|p| match p.strip_prefix(dir).ok()?.components().next()? {
-                Component::Normal(name) => Some(name),
-                _ => None,
-            })
-            .collect();
-        names.sort();
-        names.dedup();
-        names
-            .into_iter()
-            .filter_map(|name| {
-                let stat = rustix::fs::statat(&fd, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok()?;
-                (stat.st_dev == here.st_dev).then(|| (stat.st_ino, dir.join(name)))
-            })
-            .collect()
-    }
-
-    /// The names of the `protected` paths directly in `dir` (open as `fd`) that are not
-    /// directories there: files, links, or missing.
-    pub(super) fn file_names(fd: impl AsFd, dir: &Path, protected: &[std::path::PathBuf]) -> Vec<Vec<u8>> {
+    ) -> (Vec<(u64, std::path::PathBuf)>, Vec<Vec<u8>>) {
         use std::os::unix::ffi::OsStrExt;
-        protected
-            .iter()
-            .filter_map(|p| match p.strip_prefix(dir).ok()?.components().collect::<Vec<_>>()[..] {
-                [Component::Normal(name)] => Some(name),
-                _ => None,
-            })
-            .filter(|name| {
-                rustix::fs::statat(&fd, *name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
-                    .map_or(true, |s| FileType::from_raw_mode(s.st_mode) != FileType::Directory)
-            })
-            .map(|name| name.as_bytes().to_vec())
-            .collect()
+        let here = rustix::fs::fstat(&fd).ok();
+        // Each next name, and whether a protected path is that name itself.
+        let mut names: std::collections::BTreeMap<&std::ffi::OsStr, bool> = std::collections::BTreeMap::new();
+        for p in protected {
+            let Ok(below) = p.strip_prefix(dir) else { continue };
+            let mut rest = below.components();
+            if let Some(Component::Normal(name)) = rest.next() {
+                *names.entry(name).or_default() |= rest.next().is_none();
+            }
+        }
+        let (mut same, mut files) = (Vec::new(), Vec::new());
+        for (name, itself) in names {
+            let stat = rustix::fs::statat(&fd, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok();
+            if let (Some(stat), Some(here)) = (&stat, &here)
+                && stat.st_dev == here.st_dev
+            {
+                same.push((stat.st_ino, dir.join(name)));
+            }
+            if itself && stat.is_none_or(|s| FileType::from_raw_mode(s.st_mode) != FileType::Directory) {
+                files.push(name.as_bytes().to_vec());
+            }
+        }
+        (same, files)
     }
 
     /// The entry `name` of the directory `dir`, listed as `listed`: opened without following
