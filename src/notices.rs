@@ -88,7 +88,7 @@ mod imp {
     use std::collections::{HashMap, HashSet};
     use std::ffi::{OsStr, OsString};
     use std::fs::File;
-    use std::mem::{ManuallyDrop, MaybeUninit};
+    use std::mem::MaybeUninit;
     use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
     use std::os::unix::ffi::OsStrExt;
     use std::path::{Path, PathBuf};
@@ -125,9 +125,7 @@ mod imp {
     impl Notices {
         /// No watch yet; `None` when the kernel offers no inotify or mount table.
         pub(crate) fn new() -> Option<Self> {
-            let inotify = Instance(ManuallyDrop::new(
-                inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).ok()?,
-            ));
+            let inotify = Instance(inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).ok()?);
             let mounts = File::open("/proc/self/mountinfo").ok()?;
             Some(Self {
                 inotify,
@@ -328,39 +326,17 @@ mod imp {
         rustix::fs::lstat(path).is_ok_and(|s| s.st_ino == ino && s.st_nlink == 1)
     }
 
-    /// An inotify instance, closed off the thread that drops it: closing one that holds
-    /// watches waits for the kernel to destroy them (a grace period, about 8 ms here), which a
-    /// call that found its rules stale and built new ones would wait for (holding the lock on
-    /// the rules kept, that other calls wait for).
+    /// An inotify instance. Closing one that holds watches waits for the kernel to destroy
+    /// them (a grace period, about 8 ms here): a holder that keeps it under a lock other
+    /// threads wait for drops it after letting go of the lock (the read rules: `sandbox.rs`).
+    /// Not on a thread of its own: a thread kept for closing took one of the threads and
+    /// processes a limit (`RLIMIT_NPROC`) allows, which a tool then could not get.
     #[derive(Debug)]
-    struct Instance(ManuallyDrop<OwnedFd>);
+    struct Instance(OwnedFd);
 
     impl AsFd for Instance {
         fn as_fd(&self) -> BorrowedFd<'_> {
             self.0.as_fd()
-        }
-    }
-
-    impl Drop for Instance {
-        fn drop(&mut self) {
-            // SAFETY: taken once, here, and never used after: `self` is being dropped.
-            let fd = unsafe { ManuallyDrop::take(&mut self.0) };
-            close_later(fd);
-        }
-    }
-
-    /// Close `fd` on a thread of its own, started the first time (here, when it cannot be).
-    fn close_later(fd: OwnedFd) {
-        static CLOSER: std::sync::OnceLock<Option<std::sync::mpsc::Sender<OwnedFd>>> = std::sync::OnceLock::new();
-        let closer = CLOSER.get_or_init(|| {
-            let (send, closing) = std::sync::mpsc::channel::<OwnedFd>();
-            let thread = std::thread::Builder::new().name("packs-notices-close".into());
-            thread.spawn(move || closing.into_iter().for_each(drop)).ok().map(|_| send)
-        });
-        match closer {
-            // A thread gone gives the descriptor back, closed here as it is dropped.
-            Some(send) => drop(send.send(fd)),
-            None => drop(fd),
         }
     }
 

@@ -1380,13 +1380,16 @@ mod imp {
     /// path changed (a new entry there is granted then, a new store denied).
     fn read_ruleset(abi: i32, denied: &[std::path::PathBuf]) -> std::io::Result<(Arc<OwnedFd>, Resolved)> {
         static BUILT: std::sync::Mutex<Option<ReadRulesets>> = std::sync::Mutex::new(None);
-        let mut built = BUILT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let built = built.get_or_insert_with(Default::default);
+        let mut guard = BUILT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let built = guard.get_or_insert_with(Default::default);
         if let Some((walk, fd, resolved)) = built.get(denied)
             && !walk.changed()
         {
             return Ok((Arc::clone(fd), Arc::clone(resolved)));
         }
+        // Rules gone stale are dropped once the lock is let go: closing their walk's inotify
+        // instance waits about 8 ms, which the calls waiting for the lock need not.
+        let mut stale = built.remove(denied).into_iter().collect::<Vec<_>>();
         // The walk is taken first: a change made while the rules are built is seen next time.
         let (resolved, mut walk) = if super::ONE_CALL.load(std::sync::atomic::Ordering::Relaxed) {
             (crate::reads::denied(denied), crate::reads::Walk::unrecorded())
@@ -1396,9 +1399,11 @@ mod imp {
         let resolved: Resolved = resolved.into();
         let fd = Arc::new(build_read_ruleset(abi, &resolved, &mut walk)?);
         if built.len() >= 16 {
-            built.clear();
+            stale.extend(built.drain().map(|(_, kept)| kept));
         }
         built.insert(denied.to_vec(), (walk, Arc::clone(&fd), Arc::clone(&resolved)));
+        drop(guard);
+        drop(stale);
         Ok((fd, resolved))
     }
 
