@@ -1473,9 +1473,9 @@ mod tests {
         String::from_utf8(out.stdout).unwrap()
     }
 
-    /// A move between two directories of the call's TMPDIR (which a ruleset that does not
-    /// handle Landlock's `REFER` refuses).
-    const MOVE: &str = r#"mkdir "$TMPDIR/a" "$TMPDIR/b" && echo a > "$TMPDIR/a/f" && mv "$TMPDIR/a/f" "$TMPDIR/b/f" && echo moved"#;
+    /// A hard link between two directories of the call's TMPDIR, which a ruleset that does not
+    /// handle Landlock's `REFER` refuses (with `EXDEV`: `mv` would copy instead, and succeed).
+    const MOVE: &str = r#"mkdir "$TMPDIR/a" "$TMPDIR/b" && echo a > "$TMPDIR/a/f" && ln "$TMPDIR/a/f" "$TMPDIR/b/f" && echo moved"#;
 
     #[test]
     fn a_read_only_process_writes_its_tmpdir_and_the_devices_and_nothing_else() {
@@ -1512,6 +1512,21 @@ echo a > /dev/null && : > /dev/zero && echo devices written
         let same = &one;
         assert!(one.eq(same) && !one.eq(&other));
         assert!(one.confines() && other.confines());
+        // Any one part built is entered: the write and signal ruleset, the seccomp program, the
+        // read ruleset, the narrowed reads.
+        let kernel = Support::probe().landlock_abi;
+        let each: [fn(&mut Enforcement); 4] = [
+            |e| e.writes_under = Some(Vec::new()),
+            |e| e.no_network = true,
+            |e| e.reads_denied = Some(vec![PathBuf::from("/nonexistent/packs-test")]),
+            |e| e.reads_only = Some(vec![PathBuf::from("/usr")]),
+        ];
+        for (i, set) in each.iter().enumerate() {
+            let mut e = nothing();
+            e.landlock_abi = kernel;
+            set(&mut e);
+            assert!(Prepared::new(&e).unwrap().confines(), "part {i}");
+        }
         // An empty list of denied reads builds no rule: nothing to enter.
         let mut empty = nothing();
         empty.reads_denied = Some(Vec::new());
