@@ -1229,7 +1229,11 @@ mod tests {
         for reads in [None, Some(vec![])] {
             for no_home in [false, true] {
                 for replaced in [false, true] {
-                    let n = read_only.clone().denying_reads(reads.clone()).without_home(no_home).reads_list_replaced(replaced, 0);
+                    let n = read_only
+                        .clone()
+                        .denying_reads(reads.clone())
+                        .without_home(no_home)
+                        .reads_list_replaced(replaced, 0);
                     let unknown = reads.is_some() && no_home && !replaced;
                     assert_eq!(n.stores_unknown(), unknown, "{reads:?} {no_home} {replaced}");
                 }
@@ -1381,7 +1385,10 @@ mod tests {
         // Writes: no Landlock, too old a Landlock, enough.
         let missing = refused(confined(), kernel(0, true));
         assert_eq!(missing.len(), 1);
-        assert!(missing[0].starts_with("confining writes needs Landlock, which this kernel does not offer"), "{missing:?}");
+        assert!(
+            missing[0].starts_with("confining writes needs Landlock, which this kernel does not offer"),
+            "{missing:?}"
+        );
         assert_eq!(
             refused(confined(), kernel(2, true)),
             ["confining every kind of write needs Landlock ABI 3 (Linux 6.2), this kernel has ABI 2"]
@@ -1425,7 +1432,10 @@ mod tests {
         assert_eq!(best(homeless(own.clone()), kernel(6, true)).reads_denied, Some(own));
         assert_eq!(taken(confined().denying_reads(Some(Vec::new())), kernel(6, true)).reads_denied, Some(Vec::new()));
         // Best effort without Landlock: nothing of the file system, what seccomp can.
-        let e = best(confined().denying_reads(Some(vec![PathBuf::from("/h")])).reading_only(Some(Vec::new())), kernel(0, true));
+        let e = best(
+            confined().denying_reads(Some(vec![PathBuf::from("/h")])).reading_only(Some(Vec::new())),
+            kernel(0, true),
+        );
         assert_eq!((e.writes_under, e.reads_denied, e.reads_only), (None, None, None));
         assert_eq!(e.unenforced.len(), 3);
         let e = best(offline(), kernel(6, false));
@@ -1450,7 +1460,10 @@ mod tests {
     fn enforced(needs: Needs) -> Option<Enforcement> {
         let kernel = Support::probe();
         if kernel.landlock_abi < LANDLOCK_ABI_FOR_WRITES || !kernel.seccomp {
-            eprintln!("not checked: this kernel has Landlock ABI {} and seccomp {}", kernel.landlock_abi, kernel.seccomp);
+            eprintln!(
+                "not checked: this kernel has Landlock ABI {} and seccomp {}",
+                kernel.landlock_abi, kernel.seccomp
+            );
             return None;
         }
         Some(decide(needs, SandboxMode::Enforce, kernel).unwrap())
@@ -1475,7 +1488,8 @@ mod tests {
 
     /// A hard link between two directories of the call's TMPDIR, which a ruleset that does not
     /// handle Landlock's `REFER` refuses (with `EXDEV`: `mv` would copy instead, and succeed).
-    const MOVE: &str = r#"mkdir "$TMPDIR/a" "$TMPDIR/b" && echo a > "$TMPDIR/a/f" && ln "$TMPDIR/a/f" "$TMPDIR/b/f" && echo moved"#;
+    const MOVE: &str =
+        r#"mkdir "$TMPDIR/a" "$TMPDIR/b" && echo a > "$TMPDIR/a/f" && ln "$TMPDIR/a/f" "$TMPDIR/b/f" && echo moved"#;
 
     #[test]
     fn a_read_only_process_writes_its_tmpdir_and_the_devices_and_nothing_else() {
@@ -1539,7 +1553,8 @@ echo a > /dev/null && : > /dev/zero && echo devices written
         let dir = dir.path().canonicalize().unwrap();
         std::fs::write(dir.join("secret"), "secret\n").unwrap();
         std::fs::write(dir.join("open"), "open\n").unwrap();
-        let needs = || Needs::of(Tier::ReadOnly, false, Path::new("/"), &[]).denying_reads(Some(vec![dir.join("secret")]));
+        let needs =
+            || Needs::of(Tier::ReadOnly, false, Path::new("/"), &[]).denying_reads(Some(vec![dir.join("secret")]));
         let Some(e) = enforced(needs()) else { return };
         let script = format!(
             r#"cat "$1/secret" 2>/dev/null || echo secret refused
@@ -1637,7 +1652,8 @@ t("SIOCSPGRP", lambda: fcntl.ioctl(s, 0x8902, struct.pack("i", os.getpid())))
         .map(|n| n.to_string());
         let mut argv = vec!["python3", "-c", PROBE];
         argv.extend(numbers.iter().map(String::as_str));
-        let uring_native = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").map_or(true, |d| d.trim() == "0");
+        let uring_native =
+            std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").map_or(true, |d| d.trim() == "0");
         // All eight programs (each built once per process, in a slot of its own), in turn.
         for slot in 0..8 {
             let (network, packs, unix) = (slot & 1 != 0, slot & 2 != 0, slot & 4 != 0);
@@ -1658,7 +1674,16 @@ t("SIOCSPGRP", lambda: fcntl.ioctl(s, 0x8902, struct.pack("i", os.getpid())))
                 ("TIOCSTI", "1"),
                 ("TIOCLINUX", "1"),
             ];
-            for name in ["kill packs", "kill group", "kill all", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open", "tkill"] {
+            for name in [
+                "kill packs",
+                "kill group",
+                "kill all",
+                "tgkill",
+                "rt_sigqueueinfo",
+                "rt_tgsigqueueinfo",
+                "pidfd_open",
+                "tkill",
+            ] {
                 expected.push((name, refused(packs)));
             }
             expected.push(("pidfd_send_signal", if packs { "1" } else { "9" }));
@@ -1668,8 +1693,10 @@ t("SIOCSPGRP", lambda: fcntl.ioctl(s, 0x8902, struct.pack("i", os.getpid())))
             }
             let out = run_confined(&e, &argv);
             let got: Vec<(&str, &str)> = out.lines().map(|l| l.rsplit_once(' ').unwrap()).collect();
-            let got: Vec<_> = got.into_iter().filter(|(n, _)| uring_native || *n != "io_uring" || network || unix).collect();
-            let expected: Vec<_> = expected.into_iter().filter(|(n, _)| uring_native || *n != "io_uring" || network || unix).collect();
+            let got: Vec<_> =
+                got.into_iter().filter(|(n, _)| uring_native || *n != "io_uring" || network || unix).collect();
+            let expected: Vec<_> =
+                expected.into_iter().filter(|(n, _)| uring_native || *n != "io_uring" || network || unix).collect();
             assert_eq!(got, expected, "network {network}, packs {packs}, unix {unix}");
         }
     }

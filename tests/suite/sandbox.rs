@@ -911,7 +911,8 @@ fn a_first_run_workspace_tool_cannot_plant_a_listing_snapshot_in_packs_cache() {
 fn the_private_tmpdir_is_made_in_packs_own_tmpdir_when_the_operator_set_one() {
     let base = tempfile::tempdir().unwrap();
     let base = base.path().canonicalize().unwrap();
-    let packs = Packs::new().manifest("tmp", shell_tool("tmp", json!({"read_only": true}), json!({}), r#"echo "$TMPDIR""#, &[]));
+    let packs = Packs::new()
+        .manifest("tmp", shell_tool("tmp", json!({"read_only": true}), json!({}), r#"echo "$TMPDIR""#, &[]));
     let made_in = |tmpdir: Option<&Path>| {
         let test = Test::new().packs_dir(&packs);
         let test = match tmpdir {
