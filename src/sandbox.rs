@@ -1771,4 +1771,526 @@ mod tests {
         assert!(!e.signals_confined());
         assert!(e.describe().contains("cannot signal packs"), "{}", e.describe());
     }
+
+    /// An enforcement that confines nothing, to set one restriction at a time.
+    fn nothing() -> Enforcement {
+        Enforcement {
+            mode: SandboxMode::Enforce,
+            writes_under: None,
+            no_network: false,
+            reads_denied: None,
+            unenforced: Vec::new(),
+            signals: Signals::Anything,
+            no_typing: false,
+            reads_only: None,
+            no_unix: false,
+            no_abstract_unix: false,
+            needs: None,
+            landlock_abi: 0,
+        }
+    }
+
+    #[test]
+    fn modes_rank_enforce_over_best_effort_over_off() {
+        let order = [SandboxMode::Off, SandboxMode::BestEffort, SandboxMode::Enforce];
+        for (i, a) in order.iter().enumerate() {
+            for (j, b) in order.iter().enumerate() {
+                assert_eq!(a.is_stricter_than(*b), i > j, "{a:?} than {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn each_tier_writes_where_it_may_and_the_credential_stores_are_unknown_only_without_a_home() {
+        let workspace = tempfile::tempdir().unwrap();
+        let cache = vec![PathBuf::from("/cache")];
+        let read_only = Needs::of(Tier::ReadOnly, false, workspace.path(), &cache);
+        assert_eq!((read_only.writes.clone(), read_only.restricts_writes()), (Writes::Under(cache.clone()), true));
+        let own = Needs::of(Tier::Workspace, false, workspace.path(), &cache).writes;
+        assert_eq!(own, Writes::Under(vec![workspace.path().canonicalize().unwrap(), PathBuf::from("/cache")]));
+        for tier in [Tier::System, Tier::Elevated] {
+            let n = Needs::of(tier, true, workspace.path(), &cache);
+            assert_eq!((n.writes.clone(), n.restricts_writes()), (Writes::Anywhere, false));
+        }
+        // Only confined reads, no home, and the default list kept leave the stores unknown.
+        for reads in [None, Some(vec![])] {
+            for no_home in [false, true] {
+                for replaced in [false, true] {
+                    let n = read_only
+                        .clone()
+                        .denying_reads(reads.clone())
+                        .without_home(no_home)
+                        .reads_list_replaced(replaced, 0);
+                    let unknown = reads.is_some() && no_home && !replaced;
+                    assert_eq!(n.stores_unknown(), unknown, "{reads:?} {no_home} {replaced}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn any_one_restriction_confines_and_the_level_and_reads_say_which() {
+        let e = nothing();
+        assert!(!e.confines() && !e.signals_confined());
+        assert_eq!((e.level(), e.reads(), e.describe()), ("none", "unconfined", "nothing to confine".to_owned()));
+        let each: [fn(&mut Enforcement); 7] = [
+            |e| e.writes_under = Some(Vec::new()),
+            |e| e.no_network = true,
+            |e| e.signals = Signals::NotPacks,
+            |e| e.signals = Signals::OwnCall,
+            |e| e.reads_denied = Some(Vec::new()),
+            |e| e.no_unix = true,
+            |e| e.reads_only = Some(Vec::new()),
+        ];
+        for (i, set) in each.iter().enumerate() {
+            let mut e = nothing();
+            set(&mut e);
+            assert!(e.confines(), "restriction {i}");
+            assert_eq!(e.level(), "enforced", "restriction {i}");
+            assert_eq!(e.signals_confined(), e.signals == Signals::OwnCall, "restriction {i}");
+        }
+        let mut e = nothing();
+        e.reads_denied = Some(Vec::new());
+        assert_eq!(e.reads(), "credentials-denied");
+        e.reads_only = Some(Vec::new());
+        assert_eq!(e.reads(), "narrowed");
+        e.unenforced = vec!["something".to_owned()];
+        assert_eq!(e.level(), "partial");
+        e.mode = SandboxMode::Off;
+        assert_eq!(e.level(), "off");
+    }
+
+    #[test]
+    fn describe_says_each_restriction_in_its_own_words() {
+        let said = |set: &dyn Fn(&mut Enforcement)| {
+            let mut e = nothing();
+            set(&mut e);
+            e.describe()
+        };
+        assert_eq!(said(&|e| e.writes_under = Some(Vec::new())), "writes only to its private TMPDIR");
+        let dirs = || Some(vec![PathBuf::from("/w"), PathBuf::from("/c")]);
+        assert_eq!(said(&|e| e.writes_under = dirs()), "writes only under /w, /c and its private TMPDIR");
+        let protecting = |paths: &[PathBuf]| Some(needs(Writes::Anywhere, true).protecting(paths));
+        assert_eq!(
+            said(&|e| {
+                e.writes_under = dirs();
+                e.needs = protecting(&[PathBuf::from("/elsewhere/.packs")]);
+            }),
+            "writes only under /w, /c and its private TMPDIR"
+        );
+        assert_eq!(
+            said(&|e| {
+                e.writes_under = dirs();
+                e.needs = protecting(&[PathBuf::from("/c/.packs")]);
+            }),
+            "writes only under /w, /c (but packs' own configuration there) and its private TMPDIR"
+        );
+        // Reads: the default list, the operator's list alone, packs' own secrets alone, nothing.
+        let denied = |replaced: bool, own: usize, count: usize| {
+            said(&|e| {
+                e.reads_denied = Some((0..count).map(|i| PathBuf::from(format!("/d{i}"))).collect());
+                e.needs = Some(needs(Writes::Anywhere, true).reads_list_replaced(replaced, own));
+            })
+        };
+        assert_eq!(denied(false, 0, 2), "credential stores unreadable");
+        assert_eq!(denied(false, 2, 2), "credential stores unreadable");
+        assert_eq!(denied(true, 1, 2), "only the --deny-read paths unreadable (no default list)");
+        assert_eq!(denied(true, 2, 2), "reads not restricted but for packs' own secrets (--no-default-deny-read)");
+        assert_eq!(denied(true, 0, 0), "reads not restricted (--no-default-deny-read)");
+        assert_eq!(
+            said(&|e| {
+                e.reads_denied = Some(Vec::new());
+                e.needs = Some(needs(Writes::Anywhere, true).denying_reads(Some(Vec::new())).without_home(true));
+            }),
+            "credential stores readable (no home directory)"
+        );
+        // A tool that writes anywhere says nothing of the stores it may read; a confined one does.
+        assert_eq!(said(&|e| e.needs = Some(needs(Writes::Anywhere, true))), "nothing to confine");
+        assert_eq!(
+            said(&|e| e.needs = Some(needs(Writes::Under(Vec::new()), true))),
+            "may read credential stores (policy.reads_credentials)"
+        );
+        assert_eq!(
+            said(&|e| e.reads_only = Some(vec![PathBuf::from("/data"), PathBuf::from("/etc/x.conf")])),
+            "reads only /data, /etc/x.conf, its writable places and the system's files"
+        );
+        for (network, unix, abstract_unix, words) in [
+            (true, true, true, "no network, no Unix socket"),
+            (true, false, true, "no network, no abstract Unix socket"),
+            (true, false, false, "no network"),
+            (false, true, true, "no Unix socket"),
+            (false, false, true, "nothing to confine"),
+        ] {
+            let e = said(&|e| {
+                e.no_network = network;
+                e.no_unix = unix;
+                e.no_abstract_unix = abstract_unix;
+            });
+            assert_eq!(e, words, "{network} {unix} {abstract_unix}");
+        }
+        assert_eq!(
+            said(&|e| {
+                e.no_network = true;
+                e.signals = Signals::OwnCall;
+            }),
+            "no network; signals only its own processes"
+        );
+        assert_eq!(
+            said(&|e| e.signals = Signals::NotPacks),
+            "cannot signal packs (other processes: needs Landlock ABI 6)"
+        );
+        assert_eq!(
+            said(&|e| {
+                e.no_network = true;
+                e.unenforced = vec!["one".to_owned(), "two".to_owned()];
+            }),
+            "no network (not enforced: one; two)"
+        );
+        assert_eq!(
+            said(&|e| {
+                e.no_network = true;
+                e.mode = SandboxMode::Off;
+            }),
+            "off: nothing is enforced"
+        );
+        assert_eq!(stated(&Ok(nothing())), "nothing to confine");
+        let refused = Unenforceable { missing: vec!["one".to_owned(), "two".to_owned()] };
+        assert_eq!(stated(&Err(refused)), "refused here unless `--sandbox best-effort` or `off`: one; two");
+    }
+
+    #[test]
+    fn decide_asks_of_the_kernel_only_what_the_call_needs() {
+        let kernel = |landlock_abi, seccomp| Support { landlock_abi, seccomp };
+        let refused = |needs: Needs, support| decide(needs, SandboxMode::Enforce, support).unwrap_err().missing;
+        let taken = |needs: Needs, support| {
+            let e = decide(needs, SandboxMode::Enforce, support).unwrap();
+            assert_eq!(e.unenforced, Vec::<String>::new());
+            e
+        };
+        let system = || needs(Writes::Anywhere, true);
+        let confined = || needs(Writes::Under(vec![PathBuf::from("/w")]), true);
+        // Writes: no Landlock, too old a Landlock, enough.
+        let missing = refused(confined(), kernel(0, true));
+        assert_eq!(missing.len(), 1);
+        assert!(
+            missing[0].starts_with("confining writes needs Landlock, which this kernel does not offer"),
+            "{missing:?}"
+        );
+        assert_eq!(
+            refused(confined(), kernel(2, true)),
+            ["confining every kind of write needs Landlock ABI 3 (Linux 6.2), this kernel has ABI 2"]
+        );
+        assert_eq!(taken(confined(), kernel(3, true)).writes_under, Some(vec![PathBuf::from("/w")]));
+        assert_eq!(taken(system(), kernel(2, true)).writes_under, None);
+        assert_eq!(taken(system(), kernel(0, true)).landlock_abi, 0);
+        // Reads: Landlock ABI 1 is enough; a tool whose reads are free needs none.
+        let reading = || system().denying_reads(Some(vec![PathBuf::from("/h/.ssh")]));
+        assert_eq!(
+            refused(reading(), kernel(0, true)),
+            ["keeping credential stores unreadable needs Landlock, which this kernel does not offer"]
+        );
+        assert_eq!(taken(reading(), kernel(1, true)).reads_denied, Some(vec![PathBuf::from("/h/.ssh")]));
+        let narrowed = || system().reading_only(Some(vec![PathBuf::from("/data")]));
+        assert_eq!(
+            refused(narrowed(), kernel(0, true)),
+            ["narrowing reads (policy.readable) needs Landlock, which this kernel does not offer"]
+        );
+        assert_eq!(taken(narrowed(), kernel(1, true)).reads_only, Some(vec![PathBuf::from("/data")]));
+        // Sockets: only a tool without the network, or without Unix sockets, needs seccomp.
+        let offline = || needs(Writes::Anywhere, false);
+        assert_eq!(
+            refused(offline(), kernel(6, false)),
+            ["refusing network sockets needs seccomp, which this kernel does not offer"]
+        );
+        let e = taken(offline(), kernel(0, true));
+        assert!(e.no_network && !e.no_unix && e.no_typing);
+        let e = taken(system(), kernel(6, false));
+        assert!(!e.no_network && !e.no_unix && !e.no_typing);
+        let e = taken(system().unix_sockets(false), kernel(0, true));
+        assert!(!e.no_network && e.no_unix);
+        // Without a home, the stores are unknown: refused, and best effort denies no empty list.
+        let homeless = |denied: Vec<PathBuf>| confined().denying_reads(Some(denied)).without_home(true);
+        assert_eq!(refused(homeless(Vec::new()), kernel(6, true)).len(), 1);
+        let best = |needs: Needs, support| decide(needs, SandboxMode::BestEffort, support).unwrap();
+        let e = best(homeless(Vec::new()), kernel(6, true));
+        assert_eq!((e.reads_denied.clone(), e.unenforced.len(), e.level()), (None, 1, "partial"));
+        assert!(e.describe().contains("no home directory"), "{}", e.describe());
+        let own = vec![PathBuf::from("/packs/secrets")];
+        assert_eq!(best(homeless(own.clone()), kernel(6, true)).reads_denied, Some(own));
+        assert_eq!(taken(confined().denying_reads(Some(Vec::new())), kernel(6, true)).reads_denied, Some(Vec::new()));
+        // Best effort without Landlock: nothing of the file system, what seccomp can.
+        let e = best(
+            confined().denying_reads(Some(vec![PathBuf::from("/h")])).reading_only(Some(Vec::new())),
+            kernel(0, true),
+        );
+        assert_eq!((e.writes_under, e.reads_denied, e.reads_only), (None, None, None));
+        assert_eq!(e.unenforced.len(), 3);
+        let e = best(offline(), kernel(6, false));
+        assert!(!e.no_network && !e.no_typing);
+        assert_eq!(e.unenforced.len(), 1);
+        // Abstract Unix sockets: a tool without the network, on ABI 6, not under `off`.
+        assert!(taken(offline(), kernel(6, true)).no_abstract_unix);
+        assert!(!taken(offline(), kernel(5, true)).no_abstract_unix);
+        assert!(!taken(system(), kernel(6, true)).no_abstract_unix);
+        // `off` keeps nothing: no restriction, no gap, no needs.
+        let e = decide(confined().denying_reads(Some(Vec::new())), SandboxMode::Off, kernel(0, false)).unwrap();
+        assert_eq!((e.unenforced.len(), e.needs.is_none(), e.level()), (0, true, "off"));
+        let e = decide(offline(), SandboxMode::Off, kernel(7, true)).unwrap();
+        assert!(!e.no_abstract_unix && !e.no_network && !e.no_typing && e.needs.is_none());
+        assert!(taken(offline(), kernel(7, true)).needs.is_some());
+    }
+
+    // ---- What a confined process meets: the rules built and entered, for real.
+
+    /// What this kernel enforces for `needs` under `enforce`. The process tests below need
+    /// Landlock ABI 3 and seccomp; on a kernel without them they say so and check nothing.
+    fn enforced(needs: Needs) -> Option<Enforcement> {
+        let kernel = Support::probe();
+        if kernel.landlock_abi < LANDLOCK_ABI_FOR_WRITES || !kernel.seccomp {
+            eprintln!(
+                "not checked: this kernel has Landlock ABI {} and seccomp {}",
+                kernel.landlock_abi, kernel.seccomp
+            );
+            return None;
+        }
+        Some(decide(needs, SandboxMode::Enforce, kernel).unwrap())
+    }
+
+    /// `argv` run as a call's process is, confined by `enforcement`: what it printed on stdout
+    /// (it must exit 0).
+    fn run_confined(enforcement: &Enforcement, argv: &[&str]) -> String {
+        let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_owned());
+        let plain = crate::runner::Invocation::plain(
+            argv.iter().map(|a| (*a).to_owned()).collect(),
+            vec![("PATH".to_owned(), path)],
+            std::time::Duration::from_secs(60),
+            1 << 20,
+        );
+        let confined = crate::runner::confine(&plain, Some(enforcement)).unwrap().expect("something to confine");
+        let out = crate::runner::run(&confined).unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.exit_code, Some(0), "{stderr}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// A hard link between two directories of the call's TMPDIR, which a ruleset that does not
+    /// handle Landlock's `REFER` refuses (with `EXDEV`: `mv` would copy instead, and succeed).
+    const MOVE: &str =
+        r#"mkdir "$TMPDIR/a" "$TMPDIR/b" && echo a > "$TMPDIR/a/f" && ln "$TMPDIR/a/f" "$TMPDIR/b/f" && echo moved"#;
+
+    #[test]
+    fn a_read_only_process_writes_its_tmpdir_and_the_devices_and_nothing_else() {
+        let Some(e) = enforced(Needs::of(Tier::ReadOnly, false, Path::new("/"), &[])) else { return };
+        let outside = tempfile::tempdir().unwrap();
+        let script = format!(
+            r#"echo "$TMPDIR"
+echo a > "$TMPDIR/f" && echo written
+{MOVE}
+echo a > /dev/null && : > /dev/zero && echo devices written
+(echo a > "$1/f") 2>/dev/null || echo outside refused"#
+        );
+        let out = run_confined(&e, &["sh", "-c", &script, "sh", outside.path().to_str().unwrap()]);
+        let (tmpdir, rest) = out.split_once('\n').unwrap();
+        assert_eq!(rest, "written\nmoved\ndevices written\noutside refused\n");
+        assert!(!outside.path().join("f").exists());
+        // The private TMPDIR: absolute, in a resolved base (`/dev/shm` unless packs has a
+        // TMPDIR of its own), and removed with the call.
+        let tmpdir = Path::new(tmpdir);
+        let base = tmpdir.parent().unwrap();
+        assert!(base.is_absolute() && base.canonicalize().unwrap() == base, "{}", tmpdir.display());
+        let shm = tempfile::tempdir_in("/dev/shm").is_ok();
+        if std::env::var_os("TMPDIR").is_none_or(|t| t.is_empty()) && shm {
+            assert_eq!(base, Path::new("/dev/shm"));
+        }
+        assert!(!tmpdir.exists(), "{} is left", tmpdir.display());
+    }
+
+    #[test]
+    fn a_prepared_sandbox_equals_itself_only_and_enters_only_what_it_built() {
+        let Some(e) = enforced(Needs::of(Tier::ReadOnly, false, Path::new("/"), &[])) else { return };
+        let one = Prepared::new(&e).unwrap();
+        let other = Prepared::new(&e).unwrap();
+        let same = &one;
+        assert!(one.eq(same) && !one.eq(&other));
+        assert!(one.confines() && other.confines());
+        // Any one part built is entered: the write and signal ruleset, the seccomp program, the
+        // read ruleset, the narrowed reads.
+        let kernel = Support::probe().landlock_abi;
+        let each: [fn(&mut Enforcement); 4] = [
+            |e| e.writes_under = Some(Vec::new()),
+            |e| e.no_network = true,
+            |e| e.reads_denied = Some(vec![PathBuf::from("/nonexistent/packs-test")]),
+            |e| e.reads_only = Some(vec![PathBuf::from("/usr")]),
+        ];
+        for (i, set) in each.iter().enumerate() {
+            let mut e = nothing();
+            e.landlock_abi = kernel;
+            set(&mut e);
+            assert!(Prepared::new(&e).unwrap().confines(), "part {i}");
+        }
+        // An empty list of denied reads builds no rule: nothing to enter.
+        let mut empty = nothing();
+        empty.reads_denied = Some(Vec::new());
+        assert!(empty.confines() && !Prepared::new(&empty).unwrap().confines());
+    }
+
+    #[test]
+    fn a_denied_file_is_unreadable_and_an_entry_made_beside_it_later_is_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path().canonicalize().unwrap();
+        std::fs::write(dir.join("secret"), "secret\n").unwrap();
+        std::fs::write(dir.join("open"), "open\n").unwrap();
+        let needs =
+            || Needs::of(Tier::ReadOnly, false, Path::new("/"), &[]).denying_reads(Some(vec![dir.join("secret")]));
+        let Some(e) = enforced(needs()) else { return };
+        let script = format!(
+            r#"cat "$1/secret" 2>/dev/null || echo secret refused
+cat "$1/open" "$1/later" 2>/dev/null
+ls "$1"
+{MOVE}"#
+        );
+        let argv = ["sh", "-c", &script, "sh", dir.to_str().unwrap()];
+        assert_eq!(run_confined(&e, &argv), "secret refused\nopen\nopen\nsecret\nmoved\n");
+        // The rules are kept for the next call with the same list, unless a directory on the
+        // way to a denied path changed: then they are built again, granting the new entry.
+        std::fs::write(dir.join("later"), "later\n").unwrap();
+        assert_eq!(run_confined(&e, &argv), "secret refused\nopen\nlater\nlater\nopen\nsecret\nmoved\n");
+    }
+
+    #[test]
+    fn narrowed_reads_reach_the_places_named_directories_or_files_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(dir.join("place")).unwrap();
+        std::fs::write(dir.join("place/f"), "in the place\n").unwrap();
+        std::fs::write(dir.join("one"), "one file\n").unwrap();
+        std::fs::write(dir.join("other"), "other\n").unwrap();
+        let places = vec![dir.join("place"), dir.join("one")];
+        let Some(e) = enforced(Needs::of(Tier::ReadOnly, false, Path::new("/"), &[]).reading_only(Some(places))) else {
+            return;
+        };
+        let script = r#"cat "$1/place/f" "$1/one"; ls "$1/place"
+cat "$1/other" 2>/dev/null || echo other refused
+ls "$1" >/dev/null 2>&1 || echo listing refused"#;
+        let out = run_confined(&e, &["sh", "-c", script, "sh", dir.to_str().unwrap()]);
+        assert_eq!(out, "in the place\none file\nf\nother refused\nlisting refused\n");
+    }
+
+    /// Tries each system call seccomp refuses to some tool and prints its name with `ok` or
+    /// the error number.
+    const PROBE: &str = r#"
+import ctypes, fcntl, os, socket, struct, sys, threading
+pid, group, uring, tgkill, sigqueue, tgsigqueue, pidfd_open, tkill, pidfd_signal, tioclinux = map(int, sys.argv[1:])
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, number, *args):
+    print(name, "ok" if libc.syscall(number, *args) >= 0 else ctypes.get_errno())
+def t(name, f):
+    try:
+        f()
+        print(name, "ok")
+    except OSError as e:
+        print(name, e.errno)
+t("inet", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+t("unix", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+t("netlink", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))
+t("stream pair", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM))
+t("datagram pair", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM))
+call("io_uring", uring, 1, ctypes.create_string_buffer(120))
+r, w = os.pipe()
+import termios
+t("TIOCSTI", lambda: fcntl.ioctl(r, termios.TIOCSTI, b"x"))
+t("TIOCLINUX", lambda: fcntl.ioctl(r, tioclinux, b"x"))
+t("kill packs", lambda: os.kill(pid, 0))
+t("kill group", lambda: os.killpg(group, 0))
+t("kill all", lambda: os.kill(-1, 0))
+info = ctypes.create_string_buffer(struct.pack("iii", 0, 0, -1), 128)
+call("tgkill", tgkill, pid, pid, 0)
+call("rt_sigqueueinfo", sigqueue, pid, 0, info)
+call("rt_tgsigqueueinfo", tgsigqueue, pid, pid, 0, info)
+call("pidfd_open", pidfd_open, pid, 0)
+call("tkill", tkill, threading.get_native_id(), 0)
+call("pidfd_send_signal", pidfd_signal, -1, 0, None, 0)
+s = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)[0]
+t("F_SETOWN self", lambda: fcntl.fcntl(s, fcntl.F_SETOWN, os.getpid()))
+t("F_SETOWN packs", lambda: fcntl.fcntl(s, fcntl.F_SETOWN, pid))
+t("F_SETOWN group", lambda: fcntl.fcntl(s, fcntl.F_SETOWN, -group))
+t("F_SETOWN_EX", lambda: fcntl.fcntl(s, 15, struct.pack("ii", 1, os.getpid())))
+t("FIOSETOWN", lambda: fcntl.ioctl(s, 0x8901, struct.pack("i", os.getpid())))
+t("SIOCSPGRP", lambda: fcntl.ioctl(s, 0x8902, struct.pack("i", os.getpid())))
+"#;
+
+    #[test]
+    fn each_seccomp_program_refuses_what_its_restrictions_name_and_nothing_more() {
+        let Some(base) = enforced(Needs::of(Tier::ReadOnly, true, Path::new("/"), &[])) else { return };
+        // SAFETY: getpid and getpgrp take no arguments and touch no memory.
+        let (pid, group) = unsafe { (libc::getpid(), libc::getpgrp()) };
+        let numbers = [
+            i64::from(pid),
+            i64::from(group),
+            libc::SYS_io_uring_setup,
+            libc::SYS_tgkill,
+            libc::SYS_rt_sigqueueinfo,
+            libc::SYS_rt_tgsigqueueinfo,
+            libc::SYS_pidfd_open,
+            libc::SYS_tkill,
+            libc::SYS_pidfd_send_signal,
+            i64::from(libc::TIOCLINUX as u32),
+        ]
+        .map(|n| n.to_string());
+        let mut argv = vec!["python3", "-c", PROBE];
+        argv.extend(numbers.iter().map(String::as_str));
+        let uring_native =
+            std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").map_or(true, |d| d.trim() == "0");
+        // All eight programs (each built once per process, in a slot of its own), in turn.
+        for slot in 0..8 {
+            let (network, packs, unix) = (slot & 1 != 0, slot & 2 != 0, slot & 4 != 0);
+            let mut e = base.clone();
+            e.signals = if packs { Signals::NotPacks } else { Signals::Anything };
+            e.no_network = network;
+            e.no_unix = unix;
+            e.no_abstract_unix = false;
+            assert!(e.no_typing);
+            let refused = |yes: bool| if yes { "1" } else { "ok" };
+            let mut expected = vec![
+                ("inet", refused(network)),
+                ("unix", refused(unix)),
+                ("netlink", "ok"),
+                ("stream pair", "ok"),
+                ("datagram pair", refused(unix)),
+                ("io_uring", refused(network || unix)),
+                ("TIOCSTI", "1"),
+                ("TIOCLINUX", "1"),
+            ];
+            for name in [
+                "kill packs",
+                "kill group",
+                "kill all",
+                "tgkill",
+                "rt_sigqueueinfo",
+                "rt_tgsigqueueinfo",
+                "pidfd_open",
+                "tkill",
+            ] {
+                expected.push((name, refused(packs)));
+            }
+            expected.push(("pidfd_send_signal", if packs { "1" } else { "9" }));
+            expected.push(("F_SETOWN self", "ok"));
+            for name in ["F_SETOWN packs", "F_SETOWN group", "F_SETOWN_EX", "FIOSETOWN", "SIOCSPGRP"] {
+                expected.push((name, refused(packs)));
+            }
+            let out = run_confined(&e, &argv);
+            let got: Vec<(&str, &str)> = out.lines().map(|l| l.rsplit_once(' ').unwrap()).collect();
+            let got: Vec<_> =
+                got.into_iter().filter(|(n, _)| uring_native || *n != "io_uring" || network || unix).collect();
+            let expected: Vec<_> =
+                expected.into_iter().filter(|(n, _)| uring_native || *n != "io_uring" || network || unix).collect();
+            assert_eq!(got, expected, "network {network}, packs {packs}, unix {unix}");
+        }
+    }
+
+    #[test]
+    fn the_probe_finds_seccomp_where_the_kernel_reports_it() {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        assert_eq!(Support::probe().seccomp, status.lines().any(|l| l.starts_with("Seccomp:")));
+    }
 }

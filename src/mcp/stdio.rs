@@ -224,4 +224,88 @@ mod tests {
             [pong(1), too_long.clone(), pong(3), not_utf8, too_long.clone(), too_long.clone(), pong(5), too_long]
         );
     }
+
+    /// `serve` over a pack directory of `manifests`, with `watch`, its input the other end of
+    /// the returned socket (dropping it ends the input), writing to the returned `Out`.
+    fn serving(
+        manifests: &[Value],
+        watch: bool,
+    ) -> (tempfile::TempDir, std::os::unix::net::UnixStream, Out, std::thread::JoinHandle<std::io::Result<()>>) {
+        let dir = tempfile::tempdir().unwrap();
+        for m in manifests {
+            let name = m["name"].as_str().unwrap();
+            std::fs::write(dir.path().join(format!("{name}.tool.json")), m.to_string()).unwrap();
+        }
+        let options = Options {
+            search: SearchPath::dirs([dir.path()]),
+            context: Context::new().with_sandbox(crate::sandbox::SandboxMode::Off),
+            yes: false,
+            watch,
+            locked: None,
+            snapshot: None,
+            approvals: None,
+        };
+        let (client, input) = std::os::unix::net::UnixStream::pair().unwrap();
+        let out = Out::default();
+        let written = out.clone();
+        let thread = std::thread::spawn(move || serve(options, std::io::BufReader::new(input), written));
+        (dir, client, out, thread)
+    }
+
+    /// The messages written so far.
+    fn messages(out: &Out) -> Vec<Value> {
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    fn send(client: &mut std::os::unix::net::UnixStream, msg: &Value) {
+        writeln!(client, "{msg}").unwrap();
+    }
+
+    fn initialize() -> Value {
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+               "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    }
+
+    /// A `sh -c SCRIPT` tool.
+    fn shell(name: &str, script: &str) -> Value {
+        json!({"name": name, "description": "d", "command": {"program": "sh", "args": ["-c", script]}})
+    }
+
+    #[test]
+    fn calls_running_when_the_input_ends_have_two_seconds_to_answer_and_are_ended_after() {
+        let tools = [shell("quick", "sleep 0.5; echo done"), shell("slow", "sleep 8; echo slept")];
+        let (_dir, mut client, out, thread) = serving(&tools, false);
+        send(&mut client, &initialize());
+        for (id, name) in [(1, "quick"), (2, "slow")] {
+            send(&mut client, &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name}}));
+        }
+        drop(client);
+        thread.join().unwrap().unwrap();
+        let answers = messages(&out);
+        let answer = |id: u64| answers.iter().find(|a| a["id"] == id).map(Value::to_string).unwrap_or_default();
+        // Within the grace: answered with what it printed.
+        assert!(answer(1).contains("done"), "{answers:?}");
+        // Past it: ended (and answered so), never run to its end.
+        assert!(answer(2).contains("packs ended it") && !answer(2).contains("slept"), "{answers:?}");
+    }
+
+    #[test]
+    fn with_watch_a_change_in_the_pack_directory_is_announced_to_the_client() {
+        let (dir, mut client, out, thread) = serving(&[shell("hello", "echo hello")], true);
+        send(&mut client, &initialize());
+        let start = std::time::Instant::now();
+        let announced = |out: &Out| messages(out).iter().any(|m| m["method"] == "notifications/tools/list_changed");
+        // A new tool, again and again (the watch takes its first look on a thread of its own).
+        let mut n = 0;
+        while !announced(&out) && start.elapsed() < Duration::from_secs(30) {
+            n += 1;
+            std::fs::write(dir.path().join(format!("new{n}.tool.json")), shell(&format!("new{n}"), "true").to_string())
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        drop(client);
+        thread.join().unwrap().unwrap();
+        assert!(announced(&out), "{:?}", messages(&out));
+    }
 }

@@ -977,3 +977,27 @@ fn a_first_run_workspace_tool_cannot_plant_a_listing_snapshot_in_packs_cache() {
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&cache).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o700, "packs made its cache private");
 }
+
+#[test]
+fn the_private_tmpdir_is_made_in_packs_own_tmpdir_when_the_operator_set_one() {
+    let base = tempfile::tempdir().unwrap();
+    let base = base.path().canonicalize().unwrap();
+    let packs = Packs::new()
+        .manifest("tmp", shell_tool("tmp", json!({"read_only": true}), json!({}), r#"echo "$TMPDIR""#, &[]));
+    let made_in = |tmpdir: Option<&Path>| {
+        let test = Test::new().packs_dir(&packs);
+        let test = match tmpdir {
+            Some(dir) => test.env("TMPDIR", dir),
+            None => test.env("TMPDIR", ""),
+        };
+        let out = test.args(["run", "tmp"]).run();
+        out.success();
+        let stdout = out.stdout();
+        Path::new(stdout.trim()).parent().unwrap().to_owned()
+    };
+    assert_eq!(made_in(Some(&base)), base);
+    // An empty TMPDIR is none: `/dev/shm` where it is a writable directory.
+    if tempfile::tempdir_in("/dev/shm").is_ok() {
+        assert_eq!(made_in(None), Path::new("/dev/shm"));
+    }
+}
