@@ -1651,4 +1651,20 @@ mod tests {
         assert!(message.contains("\nin /w") && message.contains("\nenv: K=v"), "{message}");
         assert_eq!(schema["required"], json!(["approve"]));
     }
+
+    /// The codes are the numbers the specifications give (JSON-RPC 2.0's, and MCP's for an
+    /// unsupported protocol version), not only whatever the constants hold.
+    #[test]
+    fn error_codes_are_the_specifications_numbers() {
+        assert_eq!(
+            [PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR],
+            [-32700, -32600, -32601, -32602, -32603]
+        );
+        assert_eq!((SERVER_ERROR, UNSUPPORTED_VERSION), (-32000, -32022));
+    }
+
+    #[test]
+    fn the_server_names_itself_packs_at_its_version() {
+        assert_eq!(server_info(), json!({"name": "packs", "title": "packs", "version": env!("CARGO_PKG_VERSION")}));
+    }
 }
