@@ -1667,4 +1667,23 @@ mod tests {
     fn the_server_names_itself_packs_at_its_version() {
         assert_eq!(server_info(), json!({"name": "packs", "title": "packs", "version": env!("CARGO_PKG_VERSION")}));
     }
+
+    /// Each call is counted under how it ended: a tool that ran and succeeded, one that ran and
+    /// failed, a name no tool has.
+    #[test]
+    fn the_metrics_count_each_call_under_how_it_ended() {
+        let h = Harness::new(&tools());
+        let peer = h.peer();
+        h.answer(
+            &peer,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}),
+        );
+        for (id, name) in [(2, "hello"), (3, "fails"), (4, "nope")] {
+            h.answer(&peer, json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name}}));
+        }
+        let text = h.server.metrics.render();
+        assert!(text.contains(r#"packs_calls_total{tool="hello",outcome="ok"} 1"#), "{text}");
+        assert!(text.contains(r#"packs_calls_total{tool="fails",outcome="failed"} 1"#), "{text}");
+        assert!(text.contains(r#"packs_calls_total{tool="(unknown)",outcome="unknown_tool"} 1"#), "{text}");
+    }
 }
