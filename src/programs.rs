@@ -200,7 +200,7 @@ impl Kept {
     /// `program`. A name that does not exist (or is no directory) ends the walk: its
     /// creation is a notice on the directory watched for it.
     fn watch_dir(&mut self, dir: &Path, program: &str) -> Watch {
-        let mut pending: std::collections::VecDeque<std::ffi::OsString> = parts(dir).into();
+        let mut pending: std::collections::VecDeque<std::ffi::OsString> = crate::reads::parts(dir).into();
         let mut at = PathBuf::from("/");
         let mut links = 0;
         while let Some(part) = pending.pop_front() {
@@ -224,7 +224,7 @@ impl Kept {
                     if links > MAX_LINKS {
                         return Watch::Failed;
                     }
-                    for p in parts(&target).into_iter().rev() {
+                    for p in crate::reads::parts(&target).into_iter().rev() {
                         pending.push_front(p);
                     }
                 }
@@ -238,19 +238,6 @@ impl Kept {
         }
         self.notices.watch(&at, Some(OsStr::new(program)))
     }
-}
-
-/// `path`'s names, `/` for the root, `..` kept (resolved after the links before it).
-fn parts(path: &Path) -> Vec<std::ffi::OsString> {
-    use std::path::Component;
-    path.components()
-        .filter_map(|c| match c {
-            Component::RootDir => Some("/".into()),
-            Component::ParentDir => Some("..".into()),
-            Component::Normal(n) => Some(n.to_owned()),
-            Component::CurDir | Component::Prefix(_) => None,
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -376,8 +376,9 @@ fn lookup(node: usize, known: &mut Known) -> Entry {
     entry
 }
 
-/// `path`'s names, `/` for the root, `..` kept (taken after the links before it).
-fn parts(path: &Path) -> Vec<std::ffi::OsString> {
+/// `path`'s names, `/` for the root, `..` kept (taken after the links before it): the steps
+/// of a walk that follows links itself (here, and `programs.rs`' PATH directories).
+pub(crate) fn parts(path: &Path) -> Vec<std::ffi::OsString> {
     use std::path::Component;
     path.components()
         .filter_map(|c| match c {
