@@ -82,24 +82,26 @@ pub(crate) fn grants(place: &Path, protected: &[PathBuf]) -> std::io::Result<Vec
 fn open_up(fd: &std::os::fd::OwnedFd, dir: &Path, protected: &[PathBuf], out: &mut Vec<Opened>) {
     use std::os::unix::ffi::OsStrExt;
     let Ok(mut entries) = open::listing(fd) else { return };
-    let (same, files) = open::protected_here(fd, dir, protected);
+    // What `dir` holds of the protected paths, by name: decided once here, so an entry costs
+    // a look at these few names, never a comparison with every protected path.
+    let next = open::protected_here(fd, dir, protected);
     while let Some(Ok(entry)) = entries.read() {
-        let name = entry.file_name();
-        if name == c"." || name == c".." || files.iter().any(|f| near(name.to_bytes(), f)) {
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." || next.iter().any(|n| n.file && near(name, &n.name)) {
             continue;
         }
-        let mut path = dir.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
-        if let Some((_, named)) = same.iter().find(|(ino, named)| *ino == entry.ino() && *named != path) {
-            path = named.clone();
-        }
+        // The name it is taken for: another protected name when it is that name's entry.
+        let named = next.iter().find(|n| n.ino == Some(entry.ino()) && n.name != name).map_or(name, |n| &n.name[..]);
+        let on_the_way = next.iter().find(|n| n.name == named);
         let listed = entry.file_type();
-        if listed == rustix::fs::FileType::Symlink || protected.contains(&path) {
+        if listed == rustix::fs::FileType::Symlink || on_the_way.is_some_and(|n| n.itself) {
             continue;
         }
-        let Some((is_dir, entry_fd)) = open::entry(fd, name, listed) else { continue };
+        let Some((is_dir, entry_fd)) = open::entry(fd, entry.file_name(), listed) else { continue };
+        let path = dir.join(std::ffi::OsStr::from_bytes(named));
         if !is_dir {
             out.push(Opened { grant: Grant::File(path), fd: entry_fd });
-        } else if protected.iter().any(|p| p.starts_with(&path)) {
+        } else if on_the_way.is_some() {
             open_up(&entry_fd, &path, protected, out);
         } else {
             out.push(Opened { grant: Grant::Tree(path), fd: entry_fd });
@@ -160,16 +162,23 @@ mod open {
         Ok(rustix::fs::Dir::new(rustix::fs::openat(dir, c".", flags, Mode::empty())?)?)
     }
 
-    /// What `dir` (open as `fd`) holds of the `protected` paths below it, one `lstat` per name:
-    /// the next names that are there, by their inode numbers (on `dir`'s own device: a mount
-    /// point's listed inode is the one beneath it), and the names of the protected paths
-    /// directly in `dir` that are not directories there (files, links, or missing). Links are
-    /// not followed.
-    pub(super) fn protected_here(
-        fd: impl AsFd,
-        dir: &Path,
-        protected: &[std::path::PathBuf],
-    ) -> (Vec<(u64, std::path::PathBuf)>, Vec<Vec<u8>>) {
+    /// A name in a directory that leads to a protected path (or is one).
+    #[derive(Debug)]
+    pub(super) struct Next {
+        pub(super) name: Vec<u8>,
+        /// A protected path is this name itself (not only beneath it).
+        pub(super) itself: bool,
+        /// A protected path is this name itself and it is not a directory there (a file, a
+        /// link, or missing): its writers' temporary names are not granted either.
+        pub(super) file: bool,
+        /// Its inode, when it is there on the directory's own device (a mount point's listed
+        /// inode is the one beneath it).
+        pub(super) ino: Option<u64>,
+    }
+
+    /// What `dir` (open as `fd`) holds of the `protected` paths below it, one `lstat` per name,
+    /// in the order of the names. Links are not followed.
+    pub(super) fn protected_here(fd: impl AsFd, dir: &Path, protected: &[std::path::PathBuf]) -> Vec<Next> {
         use std::os::unix::ffi::OsStrExt;
         let here = rustix::fs::fstat(&fd).ok();
         // Each next name, and whether a protected path is that name itself.
@@ -181,19 +190,18 @@ mod open {
                 *names.entry(name).or_default() |= rest.next().is_none();
             }
         }
-        let (mut same, mut files) = (Vec::new(), Vec::new());
-        for (name, itself) in names {
-            let stat = rustix::fs::statat(&fd, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok();
-            if let (Some(stat), Some(here)) = (&stat, &here)
-                && stat.st_dev == here.st_dev
-            {
-                same.push((stat.st_ino, dir.join(name)));
-            }
-            if itself && stat.is_none_or(|s| FileType::from_raw_mode(s.st_mode) != FileType::Directory) {
-                files.push(name.as_bytes().to_vec());
-            }
-        }
-        (same, files)
+        names
+            .into_iter()
+            .map(|(name, itself)| {
+                let stat = rustix::fs::statat(&fd, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok();
+                let ino = match (&stat, &here) {
+                    (Some(stat), Some(here)) if stat.st_dev == here.st_dev => Some(stat.st_ino),
+                    _ => None,
+                };
+                let file = itself && stat.is_none_or(|s| FileType::from_raw_mode(s.st_mode) != FileType::Directory);
+                Next { name: name.as_bytes().to_vec(), itself, file, ino }
+            })
+            .collect()
     }
 
     /// The entry `name` of the directory `dir`, listed as `listed`: opened without following
