@@ -1373,10 +1373,11 @@ mod imp {
         access
     }
 
-    /// The rulesets built, by the paths they deny, with the walk that built them and the
-    /// paths as they were resolved then.
-    type ReadRulesets =
-        std::collections::HashMap<Vec<std::path::PathBuf>, (crate::reads::Walk, Arc<OwnedFd>, Resolved)>;
+    /// The rulesets built (16 at most), by the paths they deny, with the walk that built them
+    /// and the paths as they were resolved then. Looked up by comparing lists, most recent
+    /// last: a list is the same one at each call, and equal paths compare as bytes, where
+    /// hashing a list hashes each path a component at a time.
+    type ReadRulesets = Vec<(Vec<std::path::PathBuf>, (crate::reads::Walk, Arc<OwnedFd>, Resolved))>;
 
     /// Denied paths as the rules around them were built, and each link crossed on the way
     /// (see [`crate::reads::denied`]).
@@ -1389,14 +1390,15 @@ mod imp {
         static BUILT: std::sync::Mutex<Option<ReadRulesets>> = std::sync::Mutex::new(None);
         let mut guard = BUILT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let built = guard.get_or_insert_with(Default::default);
-        if let Some((walk, fd, resolved)) = built.get(denied)
+        let at = built.iter().rposition(|(list, _)| list.as_slice() == denied);
+        if let Some((_, (walk, fd, resolved))) = at.map(|i| &built[i])
             && !walk.changed()
         {
             return Ok((Arc::clone(fd), Arc::clone(resolved)));
         }
         // Rules gone stale are dropped once the lock is let go: closing their walk's inotify
         // instance waits about 8 ms, which the calls waiting for the lock need not.
-        let mut stale = built.remove(denied).into_iter().collect::<Vec<_>>();
+        let mut stale = at.map(|i| built.remove(i).1).into_iter().collect::<Vec<_>>();
         // The walk is taken first: a change made while the rules are built is seen next time.
         let (resolved, mut walk) = if super::ONE_CALL.load(std::sync::atomic::Ordering::Relaxed) {
             (crate::reads::denied(denied), crate::reads::Walk::unrecorded())
@@ -1406,9 +1408,9 @@ mod imp {
         let resolved: Resolved = resolved.into();
         let fd = Arc::new(build_read_ruleset(abi, &resolved, &mut walk)?);
         if built.len() >= 16 {
-            stale.extend(built.drain().map(|(_, kept)| kept));
+            stale.extend(built.drain(..).map(|(_, kept)| kept));
         }
-        built.insert(denied.to_vec(), (walk, Arc::clone(&fd), Arc::clone(&resolved)));
+        built.push((denied.to_vec(), (walk, Arc::clone(&fd), Arc::clone(&resolved))));
         drop(guard);
         drop(stale);
         Ok((fd, resolved))
