@@ -348,6 +348,11 @@ fn data(rng: &mut Rng) -> Data {
 
 /// packs' outcome: `Err` for a load or render error.
 fn ours(t: &Template, data: &Data) -> Result<String, String> {
+    // Parsed here rather than through the process-wide cache, which these thousands of
+    // texts would fill (another test checks that the cache shares a parse).
+    if let Body::Blocks(translated, anchors, parsed) = &t.body {
+        parsed.get_or_init(|| super::compile_text(translated, anchors));
+    }
     t.check().map_err(|e| e.message)?;
     t.render(data).map_err(|e| e.message)
 }

@@ -80,7 +80,7 @@ pub(super) type Error = (usize, String);
 
 /// Parse `src` (a translated template).
 pub(super) fn parse(src: &str) -> Result<Program, Error> {
-    Parser { src, pos: 0, depth: 0 }.template()
+    Parser { src, pos: 0, depth: 0, last_long_close: src.rfind("--}}") }.template()
 }
 
 /// A block being read: its head and its `{{else helper}}` links, each with its body,
@@ -140,6 +140,9 @@ struct Parser<'s> {
     src: &'s str,
     pos: usize,
     depth: usize,
+    /// Where the last `--}}` is: a `{{! --` after it is a short comment, found without a
+    /// search to the end (which, once per comment, would make parsing quadratic).
+    last_long_close: Option<usize>,
 }
 
 impl Parser<'_> {
@@ -288,9 +291,10 @@ impl Parser<'_> {
         if self.rest().starts_with("{{!") {
             // `{{!-- --}}` (Handlebars allows spaces before `--`), else `{{! }}`.
             let after = &self.src[start + 3..];
-            let long = after.trim_start_matches(is_space).starts_with("--");
-            let close = match after.find("--}}") {
-                Some(len) if long => 3 + len + 4,
+            let long = after.trim_start_matches(is_space).starts_with("--")
+                && self.last_long_close.is_some_and(|at| at >= start + 3);
+            let close = match if long { after.find("--}}") } else { None } {
+                Some(len) => 3 + len + 4,
                 _ => match after.find("}}") {
                     Some(len) => 3 + len + 2,
                     None => return self.err(start, "unclosed comment"),
