@@ -113,7 +113,8 @@ fn urlencode_helper(
 
 const PARAMS: &[&str] = &["a", "b", "n", "xs", "obj", "flag"];
 
-const TEXTS: &[&str] = &["x", " ", "\n", "  ", "-", "a b", "\t", " \n ", "\r\n", ",", "\n  ", "}"];
+const TEXTS: &[&str] =
+    &["x", " ", "\n", "  ", "-", "a b", "\t", " \n ", "\r\n", ",", "\n  ", "}", "\n\n", " \t\n", "\u{a0}"];
 
 /// Expressions for `{{ }}` anywhere (the names are declared).
 const VALUES: &[&str] = &[
@@ -127,6 +128,8 @@ const VALUES: &[&str] = &[
     "obj.k",
     "obj.o.k",
     "xs.0",
+    "xs/1",
+    "obj/o/k",
     "json a",
     "json xs",
     "json obj",
@@ -174,6 +177,9 @@ const ITEM_VALUES: &[&str] = &[
     "../a",
     "../n",
     "../obj.k",
+    "../../n",
+    "../../xs.1",
+    "this/k",
     "json this",
     "json @index",
     "urlencode this",
@@ -503,4 +509,49 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
     let v = json!({"a": true});
     let data = Data::new(v.as_object().unwrap(), v.as_object().unwrap(), &Map::new());
     assert_eq!(t.render(&data).unwrap(), "x");
+}
+
+#[test]
+fn hand_written_cases_render_as_handlebars_does() {
+    // Forms the generator does not write: spaces inside tags, `\r\n` lines, odd literals.
+    let hb = registry();
+    let cases = [
+        "{{ a }}|{{# if a }}y{{ else }}n{{/ if }}|{{~ b ~}}",
+        "{{#if a}}y{{else  if b}}z{{   else   }}w{{/if}}",
+        "{{#if a}}\r\n  x\r\n{{else}}\r\n  y\r\n{{/if}}\r\n",
+        "  {{!-- note --}}  \n  {{#each xs}}\n    - {{this}}\n  {{/each}}\n",
+        "{{! a }}\n{{#with obj}}\n{{k}}\n{{/with}}",
+        "{{#each obj}}{{@key}}={{this}}{{#unless @last}},{{/unless}}{{/each}}",
+        "{{#each xs}}{{#with ../obj}}{{@index}}:{{k}}{{/with}}{{/each}}",
+        "{{#each xs}}{{#each ../xs}}{{@index}}{{../../a}}{{/each}}{{/each}}",
+        "{{json -0}}{{json 1E-2}}{{json 10.50}}{{json \"a\\/b\\tc\"}}{{json 'x\\'y\"z'}}",
+        "{{#if (gt n \"1.5\")}}gt{{/if}}{{#if (lt \"10\" n)}}lt{{/if}}{{#if (gte n 2.0)}}ge{{/if}}",
+        "{{#if (eq xs (lookup obj \"l\"))}}same{{/if}}{{len obj}}{{len b}}",
+        "{{#each xs}}{{else}}empty{{/each}}{{#each obj}}{{else}}none{{/each}}{{#with a}}{{else}}no{{/with}}",
+        "{{#each xs}}{{this.k}}{{k}}{{/each}}",
+        "a {{~#if a~}} b {{~/if~}} c",
+        "{{lookup xs -1}}{{lookup xs 1.0}}{{lookup obj 1}}",
+        "{{#each xs}}{{@first}}{{@last}}{{../a}}{{/each}}",
+        "{{#if a}}x{{/if}}   ",
+        "{{#if a}}x{{/if}}\n   ",
+        "\n{{#if a}}\n\n{{/if}}\n\n",
+    ];
+    let values = [
+        json!({"a": "A", "b": "", "n": 2, "xs": ["p", {"k": "q"}], "obj": {"k": "v", "l": ["p", {"k": "q"}]}}),
+        json!({"a": false, "n": "3", "xs": [], "obj": {}}),
+        json!({"a": 0, "b": "B", "n": 1.5, "xs": [1], "obj": {"k": [2]}}),
+    ];
+    for src in cases {
+        let t = Template::parse(src, PARAMS).unwrap_or_else(|e| panic!("{src}: {}", e.message));
+        let translated = translated(&t).expect("blocks");
+        for v in &values {
+            let data = Data::new(v.as_object().unwrap(), v.as_object().unwrap(), &Map::new());
+            let (_, expected) = theirs(&hb, translated, &data);
+            let got = ours(&t, &data);
+            assert!(
+                got == expected || got.is_err() && expected.is_err(),
+                "{src:?} with {v}: {got:?}, not {expected:?}"
+            );
+        }
+    }
 }
