@@ -158,7 +158,7 @@ pub(crate) struct Values<'a> {
 }
 
 /// One render: the values the call gave, and the data templates render with (every
-/// declared parameter present, absent ones as null so handlebars' strict mode sees them).
+/// declared parameter present, absent ones as null).
 struct Scope<'a> {
     given: &'a Map<String, Value>,
     data: &'a Data,

@@ -178,7 +178,7 @@ impl Tool {
         if !loader_errors.is_empty() {
             return Err(loader_errors);
         }
-        // Handlebars syntax (only templates with blocks or helpers reach it) is checked
+        // The syntax of blocks and helpers (only templates with them reach the parser) is checked
         // at load too, so a broken template is reported before any call.
         let hb_errors: Vec<Diagnostic> = command
             .templates()

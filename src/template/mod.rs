@@ -1,6 +1,8 @@
-//! Placeholder syntax on top of handlebars.
+//! Templates: packs' placeholders on top of a subset of Handlebars.
 //!
-//! A template is handlebars with three additions, translated before compiling:
+//! A template is Handlebars (the subset docs/MANIFEST.md documents, parsed and rendered
+//! by [`parse`] and [`render`], packs' own code) with these additions, translated before
+//! parsing:
 //! - `{{p}}` renders a value the packs way (strings verbatim, numbers as JSON,
 //!   objects and arrays as compact JSON, absent as empty), with no HTML escaping;
 //! - `{{p:default}}` takes an inline default when the call gives no value;
@@ -17,11 +19,32 @@
 //! Every name a template uses is checked against the declared parameters when
 //! the template is parsed, so a typo is a load error, not an empty argument.
 
-use std::cell::Cell;
+mod parse;
+mod render;
+
 use std::sync::{Arc, OnceLock};
 
-use handlebars::{Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderError, Renderable};
 use serde_json::{Map, Value};
+
+use render::Sink;
+
+/// Why a template did not render (a missing secret, an unknown helper, the size cap).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub(crate) struct RenderError {
+    message: String,
+}
+
+impl RenderError {
+    fn new(message: String) -> Self {
+        Self { message }
+    }
+
+    /// What went wrong.
+    pub(crate) fn reason(&self) -> &str {
+        &self.message
+    }
+}
 
 /// The context keys a template may read as `{{context.KEY}}`.
 pub(crate) const CONTEXT_KEYS: &[&str] = &["url", "selection", "clipboard", "file", "cwd", "transcript"];
@@ -70,8 +93,8 @@ pub(crate) enum Lead {
 /// A compiled template.
 ///
 /// Most templates are text and plain placeholders (`--max-count={{n}}`); they are
-/// kept as pieces and rendered directly. Only templates with blocks or helpers
-/// are compiled by handlebars (its parser is the costly part of loading).
+/// kept as pieces and rendered directly. Templates with blocks or helpers are
+/// parsed by [`parse`] (once per text, see [`compile`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Template {
     source: String,
@@ -84,8 +107,9 @@ pub(crate) struct Template {
 #[derive(Debug, Clone)]
 enum Body {
     Pieces(Vec<Piece>),
-    /// Translated source, compiled by [`Template::check`] or on first render.
-    Handlebars(String, OnceLock<Compiled>),
+    /// Translated source, compiled by [`Template::check`] or on first render, and where
+    /// each expression of the translation starts in the source (for error offsets).
+    Blocks(String, Vec<(usize, usize)>, OnceLock<Compiled>),
 }
 
 /// Part of a template without blocks or helpers.
@@ -107,19 +131,21 @@ impl Template {
         let scan = scan(source, params)?;
         let body = match scan.pieces {
             Some(pieces) => Body::Pieces(pieces),
-            None => Body::Handlebars(scan.translated, OnceLock::new()),
+            None => Body::Blocks(scan.translated, scan.anchors, OnceLock::new()),
         };
         Ok(Self { source: source.to_owned(), body, refs: scan.refs, bare: scan.bare, placeholder: scan.placeholder })
     }
 
-    /// Compile with handlebars now (templates with blocks or helpers only; the result is
-    /// kept for rendering). Loading a manifest calls this so syntax errors surface at load.
+    /// Parse the blocks now (templates with blocks or helpers only; the result is kept
+    /// for rendering). Loading a manifest calls this so syntax errors surface at load.
     pub(crate) fn check(&self) -> Result<(), TemplateError> {
         match &self.body {
             Body::Pieces(_) => Ok(()),
-            Body::Handlebars(translated, compiled) => {
-                compiled.get_or_init(|| compile(&self.source, translated)).as_ref().map(|_| ()).map_err(Clone::clone)
-            }
+            Body::Blocks(translated, anchors, compiled) => compiled
+                .get_or_init(|| compile(&self.source, translated, anchors))
+                .as_ref()
+                .map(|_| ())
+                .map_err(Clone::clone),
         }
     }
 
@@ -168,11 +194,11 @@ impl Template {
     /// check saw it. (Text without blocks holds each value once: it is as large as the
     /// request, and is not cut here.)
     pub(crate) fn render_capped(&self, data: &Data) -> Result<String, RenderError> {
-        let Body::Handlebars(..) = &self.body else { return self.render(data) };
+        let Body::Blocks(..) = &self.body else { return self.render(data) };
         let mut out = Capped { text: String::new(), limit: MAX_RENDER_BYTES, over: false };
-        let result = self.render_handlebars(data, false, &mut out);
+        let result = self.render_blocks(data, false, &mut out);
         match (out.over, result) {
-            (true, _) => Err(RenderError::from(handlebars::RenderErrorReason::Other(TOO_LONG.to_owned()))),
+            (true, _) => Err(RenderError::new(TOO_LONG.to_owned())),
             (false, Err(e)) => Err(e),
             (false, Ok(())) => Ok(out.text),
         }
@@ -245,24 +271,22 @@ impl Template {
                 }
                 Ok(out)
             }
-            Body::Handlebars(..) => {
-                let mut out = Capped { text: String::new(), limit: usize::MAX, over: false };
-                self.render_handlebars(data, marks, &mut out)?;
-                Ok(out.text)
+            Body::Blocks(..) => {
+                let mut out = String::new();
+                self.render_blocks(data, marks, &mut out)?;
+                Ok(out)
             }
         }
     }
 
-    /// Render a handlebars body into `out` (which may stop it).
-    fn render_handlebars(&self, data: &Data, marks: bool, out: &mut dyn Output) -> Result<(), RenderError> {
-        let Body::Handlebars(translated, compiled) = &self.body else { unreachable!("a handlebars body") };
-        let t = compiled
-            .get_or_init(|| compile(&self.source, translated))
+    /// Render a body of blocks into `out` (which may stop it).
+    fn render_blocks(&self, data: &Data, marks: bool, out: &mut dyn Sink) -> Result<(), RenderError> {
+        let Body::Blocks(translated, anchors, compiled) = &self.body else { unreachable!("a body of blocks") };
+        let program = compiled
+            .get_or_init(|| compile(&self.source, translated, anchors))
             .as_ref()
-            .map_err(|e| RenderError::from(handlebars::RenderErrorReason::Other(e.message.clone())))?;
-        let mut rc = RenderContext::new(None);
-        let _marking = Marking::set(marks);
-        t.render(registry(), &data.0, &mut rc, out)
+            .map_err(|e| RenderError::new(e.message.clone()))?;
+        render::render(program, &data.0, marks, out)
     }
 }
 
@@ -282,34 +306,14 @@ struct Capped {
     over: bool,
 }
 
-impl Output for Capped {
-    fn write(&mut self, seg: &str) -> Result<(), std::io::Error> {
+impl Sink for Capped {
+    fn write(&mut self, seg: &str) -> Result<(), RenderError> {
         if self.text.len().saturating_add(seg.len()) > self.limit {
             self.over = true;
-            return Err(std::io::Error::other(TOO_LONG));
+            return Err(RenderError::new(TOO_LONG.to_owned()));
         }
         self.text.push_str(seg);
         Ok(())
-    }
-}
-
-thread_local! {
-    /// Set while [`Template::lead`] renders: values are written between markers.
-    static MARKING: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Sets [`MARKING`] for one render and clears it when dropped (also on error).
-struct Marking(bool);
-
-impl Marking {
-    fn set(on: bool) -> Self {
-        Self(MARKING.replace(on))
-    }
-}
-
-impl Drop for Marking {
-    fn drop(&mut self) {
-        MARKING.set(self.0);
     }
 }
 
@@ -372,26 +376,25 @@ fn is_operators(name: &str) -> bool {
     name.starts_with("env.") || name.starts_with("secret.")
 }
 
-/// A handlebars template as compiled once per process for its text (shared by every
-/// template of that text), or why its text does not compile.
-type Compiled = Result<Arc<handlebars::Template>, TemplateError>;
+/// A template of blocks as parsed once per process for its text (shared by every
+/// template of that text), or why its text does not parse.
+type Compiled = Result<Arc<parse::Program>, TemplateError>;
 
 /// Most distinct template texts [`compile`] remembers, and the longest it remembers:
-/// handlebars' parser is the costly part of loading a manifest, and pack directories
-/// repeat the same few short blocks (`{{#if verbose}}-v{{/if}}`) in many manifests. A
-/// compiled template of a text near the length bound holds about 36 KB, so the cache
-/// holds about 10 MB at most; a long-running server that sees ever new texts stops
+/// pack directories repeat the same few short blocks (`{{#if verbose}}-v{{/if}}`) in
+/// many manifests, parsed once. A parsed text near the length bound holds a few KB, so
+/// the cache stays small; a long-running server that sees ever new texts stops
 /// remembering at this bound rather than growing.
 const COMPILED_TEXTS: usize = 256;
 const COMPILED_TEXT_BYTES: usize = 1024;
 
-fn compile(source: &str, translated: &str) -> Compiled {
+fn compile(source: &str, translated: &str, anchors: &[(usize, usize)]) -> Compiled {
     use std::collections::HashMap;
     use std::sync::Mutex;
     /// By source text: its translation (which the parameter names also shape) and what it compiled to.
     static SEEN: OnceLock<Mutex<HashMap<String, (String, Compiled)>>> = OnceLock::new();
     if source.len() + translated.len() > COMPILED_TEXT_BYTES {
-        return compile_text(source, translated);
+        return compile_text(translated, anchors);
     }
     let seen = SEEN.get_or_init(Mutex::default);
     // A poisoned lock only means another thread panicked while holding it: the map is whole.
@@ -401,7 +404,7 @@ fn compile(source: &str, translated: &str) -> Compiled {
     {
         return known.clone();
     }
-    let compiled = compile_text(source, translated);
+    let compiled = compile_text(translated, anchors);
     let mut seen = lock();
     if seen.len() < COMPILED_TEXTS || seen.contains_key(source) {
         seen.insert(source.to_owned(), (translated.to_owned(), compiled.clone()));
@@ -409,20 +412,27 @@ fn compile(source: &str, translated: &str) -> Compiled {
     compiled
 }
 
-fn compile_text(source: &str, translated: &str) -> Compiled {
-    handlebars::Template::compile(translated).map(Arc::new).map_err(|e| {
-        // Positions are reported against the original text, which has the same block structure.
-        let pos = handlebars::Template::compile(source).err().and_then(|o| o.pos()).or(e.pos());
-        TemplateError {
-            offset: pos.map_or(0, |(line, col)| offset_of(source, line, col)),
-            message: format!("invalid template: {}", e.reason()),
-        }
+fn compile_text(translated: &str, anchors: &[(usize, usize)]) -> Compiled {
+    parse::parse(translated).map(Arc::new).map_err(|(at, message)| TemplateError {
+        offset: source_offset(anchors, at),
+        message: format!("invalid template: {message}"),
     })
+}
+
+/// The source offset of a translated one: the start of the expression it falls in, or
+/// the same place in the text between expressions (which translation does not change).
+/// `anchors` holds (translated, source) offsets of each expression's start and end.
+fn source_offset(anchors: &[(usize, usize)], at: usize) -> usize {
+    match anchors.partition_point(|&(t, _)| t <= at).checked_sub(1) {
+        None => at,
+        Some(k) if k % 2 == 0 => anchors[k].1,
+        Some(k) => anchors[k].1 + (at - anchors[k].0),
+    }
 }
 
 /// The values a template is rendered with.
 #[derive(Debug, Clone)]
-pub(crate) struct Data(Context);
+pub(crate) struct Data(Value);
 
 impl Data {
     /// `resolved`: each parameter's value after defaults (absent ones may be missing);
@@ -454,29 +464,29 @@ impl Data {
         root.insert("context".into(), Value::Object(context.clone()));
         root.insert("env".into(), Value::Object(environment.env.clone()));
         root.insert("secret".into(), Value::Object(environment.secrets.clone()));
-        Self(Context::from(Value::Object(root)))
+        Self(Value::Object(root))
     }
 
     /// A copy with `name` bound to `value` (given), for repeating a group per array item.
     pub(crate) fn with(&self, name: &str, value: &Value) -> Self {
-        let mut root = self.0.data().clone();
+        let mut root = self.0.clone();
         if let Some(obj) = root.as_object_mut() {
             obj.insert(name.to_owned(), value.clone());
             if let Some(Value::Object(given)) = obj.get_mut(GIVEN) {
                 given.insert(name.to_owned(), value.clone());
             }
         }
-        Self(Context::from(root))
+        Self(root)
     }
 
     /// The root object.
     pub(crate) fn root(&self) -> &Value {
-        self.0.data()
+        &self.0
     }
 
     /// A parameter's resolved value (after defaults; null when it has none), if declared.
     pub(crate) fn resolved(&self, name: &str) -> Option<&Value> {
-        self.0.data().get(name)
+        self.0.get(name)
     }
 }
 
@@ -535,41 +545,6 @@ pub(crate) fn value_text(v: &Value) -> String {
     }
 }
 
-fn registry() -> &'static Handlebars<'static> {
-    static REGISTRY: OnceLock<Handlebars<'static>> = OnceLock::new();
-    REGISTRY.get_or_init(|| {
-        let mut hb = Handlebars::new();
-        // Not strict: every name is checked against the declared parameters when the
-        // template is parsed, and strict mode would fail `{{#each tags}}` when the
-        // optional `tags` is absent instead of rendering nothing.
-        hb.register_escape_fn(|text| if MARKING.get() { marked("", text) } else { text.to_owned() });
-        hb.register_helper("__v", Box::new(value_helper));
-        hb.register_helper("json", Box::new(json_helper));
-        hb.register_helper("urlencode", Box::new(urlencode_helper));
-        hb
-    })
-}
-
-/// `{{__v "name" "inline default"?}}`: the value order of a placeholder.
-fn value_helper(
-    h: &Helper<'_>,
-    _: &Handlebars<'_>,
-    ctx: &Context,
-    _: &mut RenderContext<'_, '_>,
-    out: &mut dyn Output,
-) -> HelperResult {
-    let name = h.param(0).and_then(|p| p.value().as_str()).unwrap_or_default();
-    let inline = h.param(1).map(|p| p.value());
-    require_secret(ctx.data(), name)?;
-    let (text, given) = lookup_marked(ctx.data(), name, inline);
-    if given && MARKING.get() {
-        out.write(&marked(name, &text))?;
-    } else {
-        out.write(&text)?;
-    }
-    Ok(())
-}
-
 /// Reading `secret.NAME` when it is not set stops the render: a call must not run with an
 /// empty credential. Only a secret the render reads is required, so one in a branch that is
 /// not taken (`{{#if stub}}...{{else}}{{secret.T}}{{/if}}`) is not.
@@ -581,10 +556,7 @@ fn require_secret(root: &Value, name: &str) -> Result<(), RenderError> {
 }
 
 fn missing_secret(key: &str) -> RenderError {
-    handlebars::RenderErrorReason::Other(format!(
-        "secret `{key}` is not set: export {key}=... in the environment packs runs in"
-    ))
-    .into()
+    RenderError::new(format!("secret `{key}` is not set: export {key}=... in the environment packs runs in"))
 }
 
 /// A placeholder's text, and whether it is a value from the call or the context
@@ -600,9 +572,9 @@ fn lookup_marked(root: &Value, name: &str, inline: Option<&Value>) -> (String, b
 }
 
 /// The tag a helper's argument is marked with: the name it reads (`p`, `context.url`),
-/// `""` for a block's value; `None` for a literal or the operator's `env.`/`secret.`.
-fn argument_tag(h: &Helper<'_>) -> Option<String> {
-    let path = h.param(0)?.relative_path()?;
+/// `""` for a block's value; `None` for the operator's `env.`/`secret.`. `path` is the
+/// argument as written (a literal or a subexpression has no tag).
+fn argument_tag(path: &str) -> Option<String> {
     if is_operators(path) {
         return None;
     }
@@ -614,21 +586,6 @@ fn argument_tag(h: &Helper<'_>) -> Option<String> {
     })
 }
 
-/// Write a helper's output, marked while marking.
-fn write_value(h: &Helper<'_>, out: &mut dyn Output, text: &str) -> HelperResult {
-    if let Some(path) = h.param(0).and_then(|p| p.relative_path())
-        && path.starts_with("secret.")
-        && h.param(0).is_some_and(|p| p.value().is_null())
-    {
-        return Err(missing_secret(path.trim_start_matches("secret.")));
-    }
-    match argument_tag(h).filter(|_| MARKING.get()) {
-        Some(tag) => out.write(&marked(&tag, text))?,
-        None => out.write(text)?,
-    }
-    Ok(())
-}
-
 /// The value of a placeholder: the call's value, then the inline default, then
 /// the declared default (namespaced names: the value, then the inline default).
 fn lookup<'a>(root: &'a Value, name: &str, inline: Option<&'a Value>) -> Option<&'a Value> {
@@ -637,31 +594,6 @@ fn lookup<'a>(root: &'a Value, name: &str, inline: Option<&'a Value>) -> Option<
         Some((ns, key)) => present(root.get(ns).and_then(|c| c.get(key))).or(inline),
         None => present(root.get(GIVEN).and_then(|g| g.get(name))).or(inline).or_else(|| present(root.get(name))),
     }
-}
-
-/// `{{json v}}`: the value as compact JSON (`"a \"b\""`, `[1,2]`, `null`).
-fn json_helper(
-    h: &Helper<'_>,
-    _: &Handlebars<'_>,
-    _: &Context,
-    _: &mut RenderContext<'_, '_>,
-    out: &mut dyn Output,
-) -> HelperResult {
-    let v = h.param(0).map_or(&Value::Null, |p| p.value());
-    write_value(h, out, &v.to_string())
-}
-
-/// `{{urlencode v}}`: the value's text with every byte outside `A-Z a-z 0-9 - . _ ~`
-/// percent-encoded, for a URL path segment or query value.
-fn urlencode_helper(
-    h: &Helper<'_>,
-    _: &Handlebars<'_>,
-    _: &Context,
-    _: &mut RenderContext<'_, '_>,
-    out: &mut dyn Output,
-) -> HelperResult {
-    let text = h.param(0).map(|p| value_text(p.value())).unwrap_or_default();
-    write_value(h, out, &urlencode(&text))
 }
 
 /// Percent-encode everything but RFC 3986's unreserved characters.
@@ -679,6 +611,8 @@ pub(crate) fn urlencode(text: &str) -> String {
 
 struct Scan {
     translated: String,
+    /// (translated, source) offsets of each expression's start, then its end.
+    anchors: Vec<(usize, usize)>,
     bare: Vec<String>,
     /// The template as pieces, when it has no blocks or helpers.
     pieces: Option<Vec<Piece>>,
@@ -697,9 +631,14 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
     let mut open_blocks: Vec<(String, usize)> = Vec::new();
     let mut pos = 0;
     let mut expressions = 0;
+    let mut anchors = Vec::new();
     while let Some(rel) = src[pos..].find("{{") {
         let start = pos + rel;
+        if expressions > 0 {
+            anchors.push((out.len(), pos));
+        }
         out.push_str(&src[pos..start]);
+        anchors.push((out.len(), start));
         if let Some(p) = pieces.as_mut().filter(|_| start > pos) {
             p.push(Piece::Text(src[pos..start].to_owned()));
         }
@@ -716,7 +655,7 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
         };
         let end = body_start + body_len + close.len();
         let raw = &src[start..end];
-        // An expression as handlebars gets it: `{{{x}}}` becomes `{{x}}` (escaping is off
+        // An expression as the parser gets it: `{{{x}}}` becomes `{{x}}` (escaping is off
         // anyway), so every value a block writes passes the escape hook that marks it.
         let expression =
             if open == "{{{" { format!("{{{{{}}}}}", &src[body_start..body_start + body_len]) } else { raw.to_owned() };
@@ -725,6 +664,12 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
         let body = src[body_start..body_start + body_len].trim_matches('~').trim();
         let err = |message: String| TemplateError { offset: start, message };
         let first = body.chars().next();
+        if open == "{{!--" {
+            // A long comment (what it holds is not read: `{{!-- {{x}} --}}`).
+            pieces = None;
+            out.push_str(raw);
+            continue;
+        }
         if matches!(first, Some('!' | '/' | '#' | '^')) {
             pieces = None;
         }
@@ -820,12 +765,15 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
             message: format!("`{{{{#{open}}}}}` is never closed with `{{{{/{open}}}}}`"),
         });
     }
+    if expressions > 0 {
+        anchors.push((out.len(), pos));
+    }
     out.push_str(&src[pos..]);
     if let Some(p) = pieces.as_mut().filter(|_| pos < src.len()) {
         p.push(Piece::Text(src[pos..].to_owned()));
     }
     let whole = expressions == 1 && src.starts_with("{{") && pos == src.len();
-    Ok(Scan { translated: out, bare, pieces, refs, placeholder: placeholder.filter(|_| whole) })
+    Ok(Scan { translated: out, anchors, bare, pieces, refs, placeholder: placeholder.filter(|_| whole) })
 }
 
 /// `name`, `name:default`, `context.key`, `context.key:default`.
@@ -933,7 +881,10 @@ fn tokens(body: &str) -> Vec<String> {
 /// A helper's name is a plain name: a path there (`[a b]`, `@root.x`, `../x`) would be
 /// read as a value that [`collect_refs`] never saw.
 fn helper_name(word: &str) -> Result<(), String> {
-    if word.split(['-', '_']).all(|part| part.chars().all(|c| c.is_ascii_alphanumeric())) && !word.is_empty() {
+    if word.split(['-', '_']).all(|part| part.chars().all(|c| c.is_ascii_alphanumeric()))
+        && !word.is_empty()
+        && word != "__v"
+    {
         Ok(())
     } else {
         Err(format!("`{word}` is not a helper's name"))
@@ -957,7 +908,11 @@ fn collect_refs(words: &[String], params: &Declared<'_>, lenient: bool, refs: &m
             after_paren = true;
             continue;
         }
-        if std::mem::take(&mut after_paren) || w == ")" {
+        if std::mem::take(&mut after_paren) {
+            helper_name(w)?;
+            continue;
+        }
+        if w == ")" {
             continue;
         }
         let w = w.rsplit_once('=').map_or(w.as_str(), |(_, v)| v); // hash argument key=value
@@ -1008,12 +963,8 @@ fn collect_refs(words: &[String], params: &Declared<'_>, lenient: bool, refs: &m
     Ok(())
 }
 
-/// Byte offset of a 1-based line/column in `s`.
-fn offset_of(s: &str, line: usize, col: usize) -> usize {
-    let line_start: usize = s.split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum();
-    let rest = &s[line_start.min(s.len())..];
-    line_start + rest.char_indices().nth(col.saturating_sub(1)).map_or(rest.len(), |(i, _)| i)
-}
+#[cfg(test)]
+mod differential;
 
 #[cfg(test)]
 mod tests {
@@ -1136,7 +1087,7 @@ mod tests {
         let a = Template::parse("{{#if v}}-v{{/if}}{{n}}", &["v", "n"]).unwrap();
         let b = Template::parse("{{#if v}}-v{{/if}}{{n}}", &["v", "n"]).unwrap();
         assert!(a.check().is_ok() && b.check().is_ok());
-        let (Body::Handlebars(_, ca), Body::Handlebars(_, cb)) = (&a.body, &b.body) else { panic!("not handlebars") };
+        let (Body::Blocks(_, _, ca), Body::Blocks(_, _, cb)) = (&a.body, &b.body) else { panic!("not blocks") };
         assert!(Arc::ptr_eq(ca.get().unwrap().as_ref().unwrap(), cb.get().unwrap().as_ref().unwrap()));
         let data = |v: bool, n: &str| Data::new(json!({"v": v, "n": n}).as_object().unwrap(), &Map::new(), &Map::new());
         assert_eq!(a.render(&data(true, "1")).unwrap(), "-v1");
@@ -1147,6 +1098,36 @@ mod tests {
             let e = t.check().unwrap_err();
             assert!(e.message.contains("invalid template") && e.offset >= 2, "{e:?}");
         }
+    }
+
+    #[test]
+    fn what_leads_through_blocks_helpers_and_subexpressions() {
+        // A value reached through a block, `lookup` or a subexpression leads as a block's
+        // value: which parameter is not known, but it is never the manifest's text.
+        let p = &["tags", "meta", "v", "n"];
+        let v = json!({"tags": ["-x", "y"], "meta": {"k": "-m", "n": -1}, "v": "-v", "n": 1});
+        let data = Data::new(v.as_object().unwrap(), v.as_object().unwrap(), &Map::new());
+        let lead = |src: &str| {
+            let t = Template::parse(src, p).unwrap();
+            let rendered = t.render(&data).unwrap();
+            t.lead(&data, &rendered).map(|(lead, _)| lead)
+        };
+        let block = Some(Lead::Block);
+        assert_eq!(lead("{{#each tags}}{{this}}{{/each}}"), block);
+        assert_eq!(lead("{{#each meta}}{{@key}}{{/each}}"), block);
+        assert_eq!(lead("{{#each tags}}{{#if @first}}{{../v}}{{/if}}{{/each}}"), block);
+        assert_eq!(lead("{{#with meta}}{{k}}{{/with}}"), block);
+        assert_eq!(lead("{{#with meta}}{{{k}}}{{/with}}"), block);
+        assert_eq!(lead("{{lookup meta \"k\"}}"), block);
+        assert_eq!(lead("{{lookup tags 0}}"), block);
+        assert_eq!(lead("{{json (lookup meta \"n\")}}"), block);
+        assert_eq!(lead("{{urlencode (lookup meta \"k\")}}"), block);
+        assert_eq!(lead("{{#if (eq (lookup meta \"k\") \"-m\")}}{{v}}{{/if}}"), Some(Lead::Param("v".into())));
+        assert_eq!(lead("{{#if n}}{{json n}}{{/if}}{{v}}"), Some(Lead::Param("n".into())));
+        assert_eq!(lead("{{#if n}}{{urlencode v}}{{/if}}"), Some(Lead::Param("v".into())));
+        assert_eq!(lead("{{#each tags}}x{{this}}{{/each}}"), None);
+        assert_eq!(lead("{{#unless n}}x{{else}}{{v:d}}{{/unless}}"), Some(Lead::Param("v".into())));
+        assert_eq!(lead("{{eq v \"-v\"}}"), None, "`true` is the helper's text");
     }
 
     #[test]
