@@ -9,7 +9,8 @@
 use handlebars::{Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderErrorReason};
 use serde_json::{Map, Value, json};
 
-use super::{Body, Data, Template, argument_tag, lookup_marked, marked, urlencode, value_text};
+use super::render::argument_tag;
+use super::{Body, Data, Template, lookup_marked, marked, urlencode, value_text};
 
 /// A small seeded xorshift generator: the same templates on every run.
 struct Rng(u64);
@@ -64,14 +65,50 @@ fn value_helper(
     Ok(())
 }
 
-/// Write a helper's text, marked as packs marks it: by the name its argument reads, or
-/// as a block's value for a subexpression.
-fn write_value(h: &Helper<'_>, out: &mut dyn Output, text: &str) -> HelperResult {
-    let tag = h.param(0).and_then(|p| match p.relative_path() {
-        Some(path) => argument_tag(path),
-        None if p.try_get_constant_value().is_none() => Some(String::new()),
+/// The names a path as written reads (`../a.b` → `a`, `b`), and whether it names the
+/// operator's or the caller's values (`env.X`, `secret.X`, `context.K`), which packs reads
+/// from the values themselves wherever the helper is.
+fn segments(raw: &str) -> (Vec<String>, bool) {
+    let mut rest = raw;
+    while let Some(r) = ["../", "./", "this.", "this/"].iter().find_map(|p| rest.strip_prefix(p)) {
+        rest = r;
+    }
+    let segs: Vec<String> = rest.split(['.', '/']).filter(|s| !s.is_empty() && *s != "this").map(str::to_owned).collect();
+    let first = raw.split(['.', '/']).next().unwrap_or_default();
+    let namespaced = segs.len() >= 2 && matches!(first, "env" | "secret" | "context") && first == segs[0];
+    (segs, namespaced)
+}
+
+/// A `json`/`urlencode` argument as packs reads it, and the tag packs marks its text with:
+/// the name it reads when read from the values themselves (Handlebars' path of the value
+/// is the names as written), a block's value otherwise, none for a literal or a missing value.
+fn argument(h: &Helper<'_>, ctx: &Context) -> Result<(Value, Option<String>), RenderErrorReason> {
+    let Some(p) = h.param(0) else { return Ok((Value::Null, None)) };
+    let Some(raw) = p.relative_path() else {
+        let tag = p.try_get_constant_value().is_none().then(String::new);
+        return Ok((p.value().clone(), tag));
+    };
+    let (segs, namespaced) = segments(raw);
+    let (value, from_root) = if namespaced {
+        let pointer: String = segs.iter().map(|s| format!("/{s}")).collect();
+        (ctx.data().pointer(&pointer).cloned(), true)
+    } else {
+        let missing = p.is_value_missing();
+        (Some(p.value().clone()).filter(|_| !missing), p.context_path() == Some(&segs))
+    };
+    if from_root && segs.len() == 2 && segs[0] == "secret" && value.as_ref().is_none_or(Value::is_null) {
+        return Err(RenderErrorReason::Other("missing secret".into()));
+    }
+    let tag = match &value {
         None => None,
-    });
+        Some(_) if from_root => argument_tag(&segs),
+        Some(_) => Some(String::new()),
+    };
+    Ok((value.unwrap_or(Value::Null), tag))
+}
+
+/// Write a helper's text, marked as packs marks it.
+fn write_value(tag: Option<String>, out: &mut dyn Output, text: &str) -> HelperResult {
     match tag.filter(|_| MARKING.get()) {
         Some(tag) => out.write(&marked(&tag, text))?,
         None => out.write(text)?,
@@ -79,36 +116,26 @@ fn write_value(h: &Helper<'_>, out: &mut dyn Output, text: &str) -> HelperResult
     Ok(())
 }
 
-fn secret_check(h: &Helper<'_>) -> HelperResult {
-    if let Some(path) = h.param(0).and_then(|p| p.relative_path())
-        && path.starts_with("secret.")
-        && h.param(0).is_some_and(|p| p.value().is_null())
-    {
-        return Err(RenderErrorReason::Other("missing secret".into()).into());
-    }
-    Ok(())
-}
-
 fn json_helper(
     h: &Helper<'_>,
     _: &Handlebars<'_>,
-    _: &Context,
+    ctx: &Context,
     _: &mut RenderContext<'_, '_>,
     out: &mut dyn Output,
 ) -> HelperResult {
-    secret_check(h)?;
-    write_value(h, out, &h.param(0).map_or(&Value::Null, |p| p.value()).to_string())
+    let (v, tag) = argument(h, ctx)?;
+    write_value(tag, out, &v.to_string())
 }
 
 fn urlencode_helper(
     h: &Helper<'_>,
     _: &Handlebars<'_>,
-    _: &Context,
+    ctx: &Context,
     _: &mut RenderContext<'_, '_>,
     out: &mut dyn Output,
 ) -> HelperResult {
-    secret_check(h)?;
-    write_value(h, out, &urlencode(&h.param(0).map(|p| value_text(p.value())).unwrap_or_default()))
+    let (v, tag) = argument(h, ctx)?;
+    write_value(tag, out, &urlencode(&value_text(&v)))
 }
 
 const PARAMS: &[&str] = &["a", "b", "n", "xs", "obj", "flag"];
@@ -193,6 +220,14 @@ const ITEM_VALUES: &[&str] = &[
     "and",
     "json",
     "urlencode",
+    "json a",
+    "urlencode n",
+    "json ../a",
+    "json k",
+    "json context.url",
+    "urlencode context.url",
+    "json env.PACKS_DIFF_UNSET",
+    "urlencode this.context.url",
 ];
 
 const CONDITIONS: &[&str] = &[
@@ -325,10 +360,23 @@ fn value(rng: &mut Rng, name: &str) -> Option<Value> {
     }
     let typed = match name {
         "xs" if rng.chance(60) => {
-            [json!([]), json!(["p", "-q"]), json!([{"k": "a"}, {"k": "b", "l": [1]}])][rng.below(3)].clone()
+            [
+                json!([]),
+                json!(["p", "-q"]),
+                json!([{"k": "a"}, {"k": "b", "l": [1]}]),
+                // An item with the names of parameters and of the values packs reads from the root.
+                json!([{"a": "-i", "n": -3, "context": {"url": "-c"}, "env": {"PACKS_DIFF_UNSET": "-e"}}]),
+            ][rng.below(4)]
+            .clone()
         }
         "obj" if rng.chance(60) => {
-            [json!({}), json!({"k": "v", "o": {"k": "w"}}), json!({"k": "a", "l": ["x"]})][rng.below(3)].clone()
+            [
+                json!({}),
+                json!({"k": "v", "o": {"k": "w"}}),
+                json!({"k": "a", "l": ["x"]}),
+                json!({"a": "-i", "context": {"url": "-c"}, "env": {"PACKS_DIFF_UNSET": "-e"}}),
+            ][rng.below(4)]
+            .clone()
         }
         _ => pool[rng.below(pool.len())].clone(),
     };

@@ -571,21 +571,6 @@ fn lookup_marked(root: &Value, name: &str, inline: Option<&Value>) -> (String, b
     (lookup(root, name, inline).map(value_text).unwrap_or_default(), given)
 }
 
-/// The tag a helper's argument is marked with: the name it reads (`p`, `context.url`),
-/// `""` for a block's value; `None` for the operator's `env.`/`secret.`. `path` is the
-/// argument as written (a literal or a subexpression has no tag).
-fn argument_tag(path: &str) -> Option<String> {
-    if is_operators(path) {
-        return None;
-    }
-    let mut parts = path.split(['.', '/']);
-    Some(match parts.next() {
-        Some("context") => format!("context.{}", parts.next().unwrap_or_default()),
-        Some(root) if crate::names::is_identifier(root) && root != "this" => root.to_owned(),
-        _ => String::new(),
-    })
-}
-
 /// The value of a placeholder: the call's value, then the inline default, then
 /// the declared default (namespaced names: the value, then the inline default).
 fn lookup<'a>(root: &'a Value, name: &str, inline: Option<&'a Value>) -> Option<&'a Value> {
@@ -1128,6 +1113,42 @@ mod tests {
         assert_eq!(lead("{{#each tags}}x{{this}}{{/each}}"), None);
         assert_eq!(lead("{{#unless n}}x{{else}}{{v:d}}{{/unless}}"), Some(Lead::Param("v".into())));
         assert_eq!(lead("{{eq v \"-v\"}}"), None, "`true` is the helper's text");
+    }
+
+    #[test]
+    fn a_helper_credits_a_value_to_where_it_is_read() {
+        // `json`/`urlencode` inside a block: a value is a parameter's only when read from
+        // the values themselves; `env.`, `secret.`, `context.` are read from them wherever
+        // the helper is (not from a model's item that has such keys).
+        let p = &["items", "name", "meta", "v"];
+        let v = json!({
+            "items": [{"name": "-rf"}],
+            "name": "ok",
+            "meta": {"env": {"X": "-m"}, "secret": {"TOK": -5}, "context": {"url": "-u"}},
+            "v": "-v",
+        });
+        let mut env = Environment::default();
+        env.env.insert("X".into(), json!("operator"));
+        let context = json!({"url": "https://e.x"});
+        let data = Data::with_environment(v.as_object().unwrap(), v.as_object().unwrap(), context.as_object().unwrap(), &env);
+        let run = |src: &str| {
+            let t = Template::parse(src, p).unwrap_or_else(|e| panic!("{src}: {}", e.message));
+            t.render(&data).map(|r| {
+                let lead = t.lead(&data, &r).map(|(lead, _)| lead);
+                (r, lead)
+            })
+        };
+        let ok = |src: &str| run(src).unwrap_or_else(|e| panic!("{src}: {}", e.message));
+        assert_eq!(ok("{{#each items}}{{urlencode name}}{{/each}}"), ("-rf".into(), Some(Lead::Block)));
+        assert_eq!(ok("{{#each items}}{{json name}}{{/each}}"), ("\"-rf\"".into(), Some(Lead::Block)));
+        assert_eq!(ok("{{#with meta}}{{urlencode env.X}}{{/with}}"), ("operator".into(), None));
+        assert_eq!(ok("{{#with meta}}{{json context.url}}{{/with}}"), ("\"https://e.x\"".into(), Some(Lead::Context("url".into()))));
+        assert_eq!(ok("{{#with meta}}{{urlencode this.env.X}}{{/with}}"), ("-m".into(), Some(Lead::Block)));
+        assert_eq!(ok("{{#each items}}{{urlencode ../v}}{{/each}}"), ("-v".into(), Some(Lead::Param("v".into()))));
+        assert_eq!(ok("{{#if v}}{{urlencode v}}{{/if}}"), ("-v".into(), Some(Lead::Param("v".into()))));
+        // The secret is the operator's, and it is not set: the call stops.
+        let e = run("{{#with meta}}{{json secret.TOK}}{{/with}}").unwrap_err();
+        assert!(e.reason().contains("secret `TOK` is not set"), "{e}");
     }
 
     #[test]

@@ -22,8 +22,56 @@ impl Sink for String {
 
 /// Render `program` with `root` (the values), writing values between markers when `marks`.
 pub(super) fn render(program: &Program, root: &Value, marks: bool, out: &mut dyn Sink) -> Result<(), RenderError> {
-    let mut r = Renderer { root, marks, scopes: vec![Scope { base: Base::Path(Vec::new()), locals: Map::new() }] };
-    r.nodes(&program.nodes, out)
+    render_within(program, root, marks, MAX_RENDER_STEPS, out).map(|_| ())
+}
+
+/// The most work one render may do, in steps: an element visited, an `#each` item, a value
+/// copied or compared (a step per value it holds, and per 64 bytes of text). A manifest's
+/// command renders in thousands; one that writes the whole 1 MiB the output may hold
+/// (each item a byte) in a few million. Nested `#each` blocks over small arrays, or a large
+/// value read once per item, would otherwise run for seconds or forever while writing
+/// nothing the output cap could stop.
+pub(super) const MAX_RENDER_STEPS: u64 = 10_000_000;
+
+/// Why a render stopped at [`MAX_RENDER_STEPS`].
+pub(super) const TOO_MUCH_WORK: &str =
+    "takes more than 10,000,000 steps to render with these values (blocks repeat too much work)";
+
+/// [`render`] with a budget of `steps`; the steps it took.
+pub(super) fn render_within(
+    program: &Program,
+    root: &Value,
+    marks: bool,
+    steps: u64,
+    out: &mut dyn Sink,
+) -> Result<u64, RenderError> {
+    let mut r =
+        Renderer { root, marks, steps, scopes: vec![Scope { base: Base::Path(Vec::new()), locals: Map::new() }] };
+    r.nodes(&program.nodes, out)?;
+    Ok(steps - r.steps)
+}
+
+/// The work of copying or comparing `v`: a step per value and per 64 bytes of text,
+/// counted up to `cap` (past which the count stops: the render stops anyway).
+fn weight(v: &Value, cap: u64) -> u64 {
+    let mut total = 0u64;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        total += 1;
+        match v {
+            Value::String(s) => total += s.len() as u64 / 64,
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => {
+                total += map.keys().map(|k| k.len() as u64 / 64).sum::<u64>();
+                stack.extend(map.values());
+            }
+            _ => {}
+        }
+        if total > cap {
+            break;
+        }
+    }
+    total
 }
 
 /// What a block sees as `this`: a place in the values, or a value made on the way (a
@@ -39,7 +87,8 @@ struct Scope {
     locals: Map<String, Value>,
 }
 
-/// A value an expression reads: missing, or a value and where in the values it is.
+/// A value an expression reads (or `None`, missing), and where in the values it is (for a
+/// path read from a place in the values, present or not).
 struct Got<'v> {
     value: Option<Cow<'v, Value>>,
     path: Option<Vec<String>>,
@@ -147,13 +196,36 @@ fn compare(x: &Value, y: &Value) -> Option<std::cmp::Ordering> {
 struct Renderer<'v> {
     root: &'v Value,
     marks: bool,
+    /// Steps left ([`MAX_RENDER_STEPS`]).
+    steps: u64,
     /// Innermost last; the first is the values themselves.
     scopes: Vec<Scope>,
 }
 
 impl<'v> Renderer<'v> {
+    /// Spend `n` steps of the budget, or stop the render.
+    fn charge(&mut self, n: u64) -> Result<(), RenderError> {
+        match self.steps.checked_sub(n) {
+            Some(left) => {
+                self.steps = left;
+                Ok(())
+            }
+            None => {
+                self.steps = 0;
+                Err(error(TOO_MUCH_WORK.to_owned()))
+            }
+        }
+    }
+
+    /// A copy of `v`, paid for.
+    fn copy(&mut self, v: &Value) -> Result<Value, RenderError> {
+        self.charge(weight(v, self.steps))?;
+        Ok(v.clone())
+    }
+
     fn nodes(&mut self, nodes: &[Node], out: &mut dyn Sink) -> Result<(), RenderError> {
         for node in nodes {
+            self.charge(1)?;
             match node {
                 Node::Text(t) => {
                     if !t.is_empty() {
@@ -164,8 +236,12 @@ impl<'v> Renderer<'v> {
                 Node::Value(Expr::Path(p)) => {
                     let got = self.path(p)?;
                     if got.value.is_some() {
+                        self.charge(weight(got.value(), self.steps))?;
                         let text = display(got.value());
                         self.escaped(&text, out)?;
+                    } else if let Some(key) = missing_secret_of(p, &got) {
+                        // `{{../secret.T}}` from inside a block, as `{{secret.T}}` does.
+                        return Err(super::missing_secret(key));
                     }
                 }
                 Node::Value(Expr::Call(name, params)) => self.call(name, params, out)?,
@@ -190,23 +266,67 @@ impl<'v> Renderer<'v> {
         self.scopes.get(innermost.wrapping_sub(up)).filter(|_| up <= innermost).unwrap_or(&self.scopes[innermost])
     }
 
-    fn path(&self, p: &Path) -> Result<Got<'v>, RenderError> {
+    fn path(&mut self, p: &Path) -> Result<Got<'v>, RenderError> {
         if p.local {
             let Some(name) = p.segs.first() else { return Ok(Got { value: None, path: None }) };
             let innermost = self.scopes.len() - 1;
             let v = (p.up <= innermost).then(|| self.scopes[innermost - p.up].locals.get(name)).flatten();
             return Ok(Got { value: v.cloned().map(Cow::Owned), path: None });
         }
-        match &self.scope(p.up).base {
-            Base::Value(v) => Ok(Got { value: walk(v, &p.segs)?.map(|v| Cow::Owned(v.clone())), path: None }),
+        let found = match &self.scope(p.up).base {
+            Base::Value(v) => Err(walk(v, &p.segs)?.cloned()),
             Base::Path(base) => {
                 let full: Vec<String> = base.iter().chain(&p.segs).cloned().collect();
-                Ok(match walk(self.root, &full)? {
-                    Some(v) => Got { value: Some(Cow::Borrowed(v)), path: Some(full) },
-                    None => Got { value: None, path: None },
-                })
+                self.charge(full.len() as u64)?;
+                Ok((walk(self.root, &full)?, full))
+            }
+        };
+        match found {
+            Ok((v, full)) => Ok(Got { value: v.map(Cow::Borrowed), path: Some(full) }),
+            // A value made on the way: what it is taken from is not the values', so it is copied.
+            Err(v) => {
+                if let Some(v) = &v {
+                    self.charge(weight(v, self.steps))?;
+                }
+                Ok(Got { value: v.map(Cow::Owned), path: None })
             }
         }
+    }
+
+    /// A `json`/`urlencode` argument: its value, and the tag its text is marked with (see
+    /// [`argument_tag`]). `env.`, `secret.` and `context.` are read from the values
+    /// themselves, as `{{env.X}}` is, wherever the helper is; another path is a
+    /// parameter's (or the context's) only when read from the values themselves, and a
+    /// block's value when read from an item (`{{#each items}}{{json name}}{{/each}}`
+    /// writes an item's `name`, not the parameter `name`).
+    fn written(&mut self, e: Option<&Expr>) -> Result<(Got<'v>, Option<String>), RenderError> {
+        let p = match e {
+            None => return Ok((Got { value: None, path: None }, None)),
+            Some(Expr::Literal(v)) => return Ok((Got::derived(v.clone()), None)),
+            // A subexpression's value may be a call's value (`(lookup meta "k")`): only
+            // the block knows which, so it is marked as such.
+            Some(e @ Expr::Call(..)) => return Ok((self.expr(e)?, Some(String::new()))),
+            Some(Expr::Path(p)) => p,
+        };
+        let got = if namespaced(p) {
+            // Read where Handlebars reads it too, for its errors (`context.url` in an array).
+            self.path(p)?;
+            let full = p.segs.clone();
+            Got { value: walk(self.root, &full)?.map(Cow::Borrowed), path: Some(full) }
+        } else {
+            self.path(p)?
+        };
+        if let Some(key) = missing_secret_of(p, &got) {
+            return Err(super::missing_secret(key));
+        }
+        let tag = if got.value.is_none() {
+            None // `null` or nothing: no value's text
+        } else if from_root(p, &got) {
+            argument_tag(&p.segs)
+        } else {
+            Some(String::new())
+        };
+        Ok((got, tag))
     }
 
     fn expr(&mut self, e: &Expr) -> Result<Got<'v>, RenderError> {
@@ -228,6 +348,7 @@ impl<'v> Renderer<'v> {
         }
         let mut text = String::new();
         self.write_helper(name, params, &mut text)?;
+        self.charge(text.len() as u64 / 64)?;
         Ok(Value::String(text))
     }
 
@@ -241,6 +362,10 @@ impl<'v> Renderer<'v> {
         let v = match name {
             "eq" | "ne" | "gt" | "gte" | "lt" | "lte" => {
                 let args = self.args(params)?;
+                if let [x, y, ..] = &args[..] {
+                    let cap = self.steps;
+                    self.charge(weight(x.value(), cap).min(weight(y.value(), cap)))?;
+                }
                 let op: fn(&Value, &Value) -> bool = match name {
                     "eq" => |x, y| x == y,
                     "ne" => |x, y| x != y,
@@ -282,7 +407,10 @@ impl<'v> Renderer<'v> {
                     Value::Object(m) => i.value().as_str().and_then(|k| m.get(k)),
                     _ => None,
                 };
-                found.cloned().unwrap_or(Value::Null)
+                match found {
+                    Some(v) => self.copy(v)?,
+                    None => Value::Null,
+                }
             }
             _ => return Ok(None),
         };
@@ -316,24 +444,13 @@ impl<'v> Renderer<'v> {
                 if given && self.marks { out.write(&marked(&key, &text)) } else { out.write(&text) }
             }
             "json" | "urlencode" => {
-                let args = self.args(params)?;
-                let v = args.first().map_or(&NULL, Got::value);
-                let text = if name == "json" { v.to_string() } else { urlencode(&value_text(v)) };
-                let raw = match params.first() {
-                    Some(Expr::Path(p)) => Some(p.raw.as_str()),
-                    _ => None,
-                };
-                if let Some(key) = raw.and_then(|r| r.strip_prefix("secret."))
-                    && v.is_null()
-                {
-                    return Err(super::missing_secret(key));
+                let (got, tag) = self.written(params.first())?;
+                for more in params.iter().skip(1) {
+                    self.expr(more)?;
                 }
-                // A subexpression's value may be a call's value (`(lookup meta "k")`): only
-                // the block knows which, so it is marked as such.
-                let tag = match params.first() {
-                    Some(Expr::Call(..)) => Some(String::new()),
-                    _ => raw.and_then(super::argument_tag),
-                };
+                let v = got.value();
+                self.charge(weight(v, self.steps))?;
+                let text = if name == "json" { v.to_string() } else { urlencode(&value_text(v)) };
                 match tag.filter(|_| self.marks) {
                     Some(tag) => out.write(&marked(&tag, &text)),
                     None => out.write(&text),
@@ -366,7 +483,7 @@ impl<'v> Renderer<'v> {
                 let locals = self.scopes.last().map(|s| s.locals.clone()).unwrap_or_default();
                 let base = match x.path {
                     Some(p) => Base::Path(p),
-                    None => Base::Value(x.value().clone()),
+                    None => Base::Value(self.copy(x.value())?),
                 };
                 self.scopes.push(Scope { base, locals });
                 let result = self.nodes(&b.body, out);
@@ -401,6 +518,22 @@ impl<'v> Renderer<'v> {
         self.scopes.push(Scope { base: Base::Path(Vec::new()), locals: Map::new() });
         let mut result = Ok(());
         for (i, (key, v)) in items.enumerate() {
+            let base = match &x.path {
+                Some(p) => {
+                    Base::Path(p.iter().cloned().chain([key.cloned().unwrap_or_else(|| i.to_string())]).collect())
+                }
+                None => match self.copy(v) {
+                    Ok(v) => Base::Value(v),
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                },
+            };
+            if let Err(e) = self.charge(1) {
+                result = Err(e);
+                break;
+            }
             let scope = self.scopes.last_mut().expect("pushed above");
             scope.locals.insert("first".into(), Value::Bool(i == 0));
             scope.locals.insert("last".into(), Value::Bool(i + 1 == len));
@@ -408,12 +541,7 @@ impl<'v> Renderer<'v> {
             if let Some(k) = key {
                 scope.locals.insert("key".into(), Value::String(k.clone()));
             }
-            scope.base = match &x.path {
-                Some(p) => {
-                    Base::Path(p.iter().cloned().chain([key.cloned().unwrap_or_else(|| i.to_string())]).collect())
-                }
-                None => Base::Value(v.clone()),
-            };
+            scope.base = base;
             result = self.nodes(&b.body, out);
             if result.is_err() {
                 break;
@@ -421,5 +549,87 @@ impl<'v> Renderer<'v> {
         }
         self.scopes.pop();
         result
+    }
+}
+
+/// Whether `p` names the operator's or the caller's values (`env.X`, `secret.X`,
+/// `context.K`, as written: not `this.env.X`), which a helper reads from the values
+/// themselves wherever it is.
+fn namespaced(p: &Path) -> bool {
+    let first = p.raw.split(['.', '/']).next().unwrap_or_default();
+    !p.local && p.up == 0 && p.segs.len() >= 2 && matches!(first, "env" | "secret" | "context") && first == p.segs[0]
+}
+
+/// Whether `got` (what `p` read) was read from the values themselves, not from an item.
+fn from_root(p: &Path, got: &Got<'_>) -> bool {
+    !p.local && got.path.as_deref() == Some(&p.segs[..])
+}
+
+/// The secret `p` reads from the values themselves, when it is not set.
+fn missing_secret_of<'p>(p: &'p Path, got: &Got<'_>) -> Option<&'p str> {
+    match &p.segs[..] {
+        [ns, key] if ns == "secret" && from_root(p, got) && got.value().is_null() => Some(key),
+        _ => None,
+    }
+}
+
+/// The tag a value read from the values themselves is marked with: the parameter it is
+/// (`p`), the context key (`context.url`); `None` for the operator's `env.` and `secret.`.
+pub(super) fn argument_tag(segs: &[String]) -> Option<String> {
+    Some(match segs {
+        [ns, ..] if ns == "env" || ns == "secret" => return None,
+        [ns, key, ..] if ns == "context" => format!("context.{key}"),
+        [name, ..] if crate::names::is_identifier(name) && name != "context" => name.clone(),
+        _ => String::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn steps(src: &str, root: &Value, budget: u64) -> Result<u64, RenderError> {
+        let program = super::super::parse::parse(src).expect("parses");
+        render_within(&program, root, false, budget, &mut String::new())
+    }
+
+    #[test]
+    fn a_render_stops_when_its_steps_run_out() {
+        let root = json!({"xs": ["a", "b", "c"], "big": {"k": (0..1000).collect::<Vec<_>>()}});
+        // Exactly its steps render; one fewer stops, with the reason.
+        let src = "{{#each xs}}{{this}}{{#if (lookup ../big \"k\")}}!{{/if}}{{/each}}";
+        let needed = steps(src, &root, u64::MAX).unwrap();
+        assert!(needed > 3 * 1000, "copying `big.k` per item is paid for: {needed}");
+        assert_eq!(steps(src, &root, needed).unwrap(), needed);
+        assert_eq!(steps(src, &root, needed - 1).unwrap_err().reason(), TOO_MUCH_WORK);
+    }
+
+    #[test]
+    fn the_budget_stops_repeated_work_that_writes_nothing() {
+        // `#each` nested 40 deep over two items: 2^40 visits, no output (here with a
+        // tenth of the budget, which it runs through in the same way).
+        let deep = |n: usize| {
+            let mut src = "{{#each xs}}".to_owned();
+            for k in 1..n {
+                src.push_str(&format!("{{{{#each {}xs}}}}", "../".repeat(k)));
+            }
+            src + &"{{/each}}".repeat(n)
+        };
+        let root = json!({"xs": [1, 1]});
+        assert!(steps(&deep(3), &root, MAX_RENDER_STEPS).is_ok());
+        let e = steps(&deep(40), &root, MAX_RENDER_STEPS / 10).unwrap_err();
+        assert_eq!(e.reason(), TOO_MUCH_WORK);
+        // A large value compared or copied once per item is paid for by its size.
+        let big = json!({"xs": vec![1; 20_000]});
+        for src in ["{{#each xs}}{{#if (eq ../xs ../xs)}}{{/if}}{{/each}}", "{{#each xs}}{{#if (lookup ../this \"xs\")}}{{/if}}{{/each}}"] {
+            assert_eq!(steps(src, &big, MAX_RENDER_STEPS).unwrap_err().reason(), TOO_MUCH_WORK, "{src}");
+        }
+        // While a render that writes the whole 1 MiB an output may hold, a byte an item,
+        // stays well within it.
+        let items = json!({"xs": vec!["a"; super::super::MAX_RENDER_BYTES]});
+        let used = steps("{{#each xs}}{{this}}{{/each}}", &items, MAX_RENDER_STEPS).unwrap();
+        assert!(used < MAX_RENDER_STEPS, "{used}");
     }
 }
