@@ -73,7 +73,8 @@ fn segments(raw: &str) -> (Vec<String>, bool) {
     while let Some(r) = ["../", "./", "this.", "this/"].iter().find_map(|p| rest.strip_prefix(p)) {
         rest = r;
     }
-    let segs: Vec<String> = rest.split(['.', '/']).filter(|s| !s.is_empty() && *s != "this").map(str::to_owned).collect();
+    let segs: Vec<String> =
+        rest.split(['.', '/']).filter(|s| !s.is_empty() && *s != "this").map(str::to_owned).collect();
     let first = raw.split(['.', '/']).next().unwrap_or_default();
     let namespaced = segs.len() >= 2 && matches!(first, "env" | "secret" | "context") && first == segs[0];
     (segs, namespaced)
@@ -369,15 +370,13 @@ fn value(rng: &mut Rng, name: &str) -> Option<Value> {
             ][rng.below(4)]
             .clone()
         }
-        "obj" if rng.chance(60) => {
-            [
-                json!({}),
-                json!({"k": "v", "o": {"k": "w"}}),
-                json!({"k": "a", "l": ["x"]}),
-                json!({"a": "-i", "context": {"url": "-c"}, "env": {"PACKS_DIFF_UNSET": "-e"}}),
-            ][rng.below(4)]
-            .clone()
-        }
+        "obj" if rng.chance(60) => [
+            json!({}),
+            json!({"k": "v", "o": {"k": "w"}}),
+            json!({"k": "a", "l": ["x"]}),
+            json!({"a": "-i", "context": {"url": "-c"}, "env": {"PACKS_DIFF_UNSET": "-e"}}),
+        ][rng.below(4)]
+        .clone(),
         _ => pool[rng.below(pool.len())].clone(),
     };
     Some(typed)
@@ -551,12 +550,27 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
     let parens = format!("{{{{#if {}a{}}}}}x{{{{/if}}}}", "(not ".repeat(n), ")".repeat(n));
     let e = Template::parse(&parens, PARAMS).and_then(|t| t.check()).expect_err("deep subexpressions");
     assert!(e.message.contains("nested more than 64 deep"), "{}", e.message);
+    // `{{else if}}` links are levels too: each renders inside the one before.
+    let chain = format!("{{{{#if a}}}}x{}{{{{/if}}}}", "{{else if a}}y".repeat(5000));
+    let e = Template::parse(&chain, PARAMS).and_then(|t| t.check()).expect_err("a long chain");
+    assert!(e.message.contains("`{{else if}}` links nested more than 64 deep"), "{}", e.message);
+    let chain = format!(
+        "{}{{{{#if a}}}}x{}{{{{/if}}}}{}",
+        "{{#if a}}".repeat(60),
+        "{{else if a}}y".repeat(4),
+        "{{/if}}".repeat(60)
+    );
+    assert!(Template::parse(&chain, PARAMS).and_then(|t| t.check()).is_err());
     // As deep as allowed still renders.
     let ok = format!("{}x{}", "{{#if a}}".repeat(64), "{{/if}}".repeat(64));
     let t = Template::parse(&ok, PARAMS).unwrap();
     let v = json!({"a": true});
     let data = Data::new(v.as_object().unwrap(), v.as_object().unwrap(), &Map::new());
     assert_eq!(t.render(&data).unwrap(), "x");
+    let chain = format!("{{{{#if a}}}}x{}{{{{else}}}}z{{{{/if}}}}", "{{else if a}}y".repeat(63));
+    let v = json!({"a": false});
+    let data = Data::new(v.as_object().unwrap(), v.as_object().unwrap(), &Map::new());
+    assert_eq!(Template::parse(&chain, PARAMS).unwrap().render(&data).unwrap(), "z");
 }
 
 #[test]

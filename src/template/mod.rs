@@ -1130,7 +1130,8 @@ mod tests {
         let mut env = Environment::default();
         env.env.insert("X".into(), json!("operator"));
         let context = json!({"url": "https://e.x"});
-        let data = Data::with_environment(v.as_object().unwrap(), v.as_object().unwrap(), context.as_object().unwrap(), &env);
+        let data =
+            Data::with_environment(v.as_object().unwrap(), v.as_object().unwrap(), context.as_object().unwrap(), &env);
         let run = |src: &str| {
             let t = Template::parse(src, p).unwrap_or_else(|e| panic!("{src}: {}", e.message));
             t.render(&data).map(|r| {
@@ -1142,7 +1143,10 @@ mod tests {
         assert_eq!(ok("{{#each items}}{{urlencode name}}{{/each}}"), ("-rf".into(), Some(Lead::Block)));
         assert_eq!(ok("{{#each items}}{{json name}}{{/each}}"), ("\"-rf\"".into(), Some(Lead::Block)));
         assert_eq!(ok("{{#with meta}}{{urlencode env.X}}{{/with}}"), ("operator".into(), None));
-        assert_eq!(ok("{{#with meta}}{{json context.url}}{{/with}}"), ("\"https://e.x\"".into(), Some(Lead::Context("url".into()))));
+        assert_eq!(
+            ok("{{#with meta}}{{json context.url}}{{/with}}"),
+            ("\"https://e.x\"".into(), Some(Lead::Context("url".into())))
+        );
         assert_eq!(ok("{{#with meta}}{{urlencode this.env.X}}{{/with}}"), ("-m".into(), Some(Lead::Block)));
         assert_eq!(ok("{{#each items}}{{urlencode ../v}}{{/each}}"), ("-v".into(), Some(Lead::Param("v".into()))));
         assert_eq!(ok("{{#if v}}{{urlencode v}}{{/if}}"), ("-v".into(), Some(Lead::Param("v".into()))));

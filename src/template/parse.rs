@@ -13,8 +13,8 @@
 
 use serde_json::Value;
 
-/// How deep blocks and subexpressions may nest: far more than a command needs, and a
-/// bound on the renderer's recursion.
+/// How deep blocks (counting each `{{else if}}` link as a level) and subexpressions may
+/// nest: far more than a command needs, and a bound on the renderer's recursion.
 pub(super) const MAX_NESTING: usize = 64;
 
 /// A parsed template: what to write, in order.
@@ -200,7 +200,7 @@ impl Parser<'_> {
                 Tag::Open(helper, params) => {
                     omit_after = lexed.omit_after;
                     trim_line = standalone(src, start, end, current(&mut root, &mut open));
-                    if open.len() >= MAX_NESTING {
+                    if depth(&open) >= MAX_NESTING {
                         return Err((start, format!("blocks nested more than {MAX_NESTING} deep")));
                     }
                     open.push(Open { at: start, parts: vec![(helper, params, Vec::new())], otherwise: None });
@@ -215,7 +215,17 @@ impl Parser<'_> {
                     omit_after = lexed.omit_after;
                     trim_line = standalone(src, start, end, block.current());
                     match lexed.tag {
-                        Tag::ElseChain(helper, params) => block.parts.push((helper, params, Vec::new())),
+                        Tag::ElseChain(helper, params) => {
+                            // Each link renders inside the one before it (its `{{else}}`).
+                            if depth(&open) >= MAX_NESTING {
+                                return Err((
+                                    start,
+                                    format!("blocks and `{{{{else if}}}}` links nested more than {MAX_NESTING} deep"),
+                                ));
+                            }
+                            let block = open.last_mut().expect("checked above");
+                            block.parts.push((helper, params, Vec::new()));
+                        }
                         _ => block.otherwise = Some(Vec::new()),
                     }
                 }
@@ -602,6 +612,12 @@ impl Parser<'_> {
         }
         Ok(Path { raw: self.src[at..self.pos].to_owned(), local, up, segs })
     }
+}
+
+/// How deep the renderer recurses at this point: a level per open block and per
+/// `{{else helper}}` link it has (a link is a block in the inverse of the one before).
+fn depth(open: &[Open]) -> usize {
+    open.iter().map(|b| b.parts.len()).sum()
 }
 
 /// The elements a tag adds to: the innermost open block's current body, or the root.

@@ -623,7 +623,10 @@ mod tests {
         assert_eq!(e.reason(), TOO_MUCH_WORK);
         // A large value compared or copied once per item is paid for by its size.
         let big = json!({"xs": vec![1; 20_000]});
-        for src in ["{{#each xs}}{{#if (eq ../xs ../xs)}}{{/if}}{{/each}}", "{{#each xs}}{{#if (lookup ../this \"xs\")}}{{/if}}{{/each}}"] {
+        for src in [
+            "{{#each xs}}{{#if (eq ../xs ../xs)}}{{/if}}{{/each}}",
+            "{{#each xs}}{{#if (lookup ../this \"xs\")}}{{/if}}{{/each}}",
+        ] {
             assert_eq!(steps(src, &big, MAX_RENDER_STEPS).unwrap_err().reason(), TOO_MUCH_WORK, "{src}");
         }
         // While a render that writes the whole 1 MiB an output may hold, a byte an item,

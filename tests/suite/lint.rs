@@ -811,3 +811,27 @@ fn a_parameter_that_is_not_an_object_names_no_rust_type() {
     out.stderr_contains("`parameters.a`: invalid type: string \"string\", expected a parameter's spec");
     out.stderr_lacks("struct");
 }
+
+#[test]
+fn a_long_else_if_chain_is_a_load_error_not_a_stack_overflow() {
+    // Each `{{else if}}` link renders inside the one before: 5,000 of them would overflow
+    // the stack of `packs run`, `packs lint` (and take a whole `packs serve` down).
+    let chain = format!("{{{{#if a}}}}x{}{{{{/if}}}}", "{{else if a}}y".repeat(5000));
+    let packs = Packs::new().manifest(
+        "chain",
+        json!({"name": "chain", "description": "d", "parameters": {"a": {"type": "boolean"}}, "command": {"program": "echo", "args": [chain]}}),
+    );
+    Test::new()
+        .args(["lint"])
+        .arg(packs.path())
+        .run()
+        .code(1)
+        .no_panic()
+        .stdout_contains("`{{else if}}` links nested more than 64 deep");
+    Test::new()
+        .packs_dir(&packs)
+        .args(["run", "chain", "--dry-run", r#"{"a": false}"#])
+        .run()
+        .no_panic()
+        .stderr_contains("`{{else if}}` links nested more than 64 deep");
+}

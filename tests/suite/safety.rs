@@ -828,3 +828,84 @@ fn no_error_text_shows_a_secret() {
     assert_eq!(messages.len(), 2, "{text}");
     assert!(text.contains("***") && !text.contains(secret), "MCP answers show the secret: {text}");
 }
+
+#[test]
+fn a_value_a_helper_writes_from_an_item_is_the_items() {
+    // `{{urlencode name}}` inside `{{#each items}}` writes the item's `name`: the call gave
+    // it through `items`, whatever the parameter `name` holds. `env.`/`secret.`/`context.`
+    // are read from packs' own values, as `{{env.HOME}}` is, not from the model's object.
+    let objects = json!({"type": "array", "items": {"type": "object"}});
+    let packs = Packs::new()
+        .manifest(
+            "item_name",
+            program_tool(
+                "item_name",
+                "true",
+                json!({"items": objects, "name": {"type": "string"}}),
+                json!(["{{#each items}}{{urlencode name}}{{/each}}"]),
+            ),
+        )
+        .manifest(
+            "item_env",
+            program_tool(
+                "item_env",
+                "echo",
+                json!({"obj": {"type": "object"}}),
+                json!([
+                    "{{#with obj}}{{urlencode env.PACKS_TEST_HOME}}{{/with}}",
+                    "{{#with obj}}{{json secret.PACKS_TEST_TOK}}{{/with}}"
+                ]),
+            ),
+        );
+    assert!(refused_as_option(&packs, "item_name", json!({"items": [{"name": "-rf"}]}), "items"));
+    assert!(refused_as_option(&packs, "item_name", json!({"items": [{"name": "-rf"}], "name": "ok"}), "items"));
+    let call = json!({"obj": {"env": {"PACKS_TEST_HOME": "--evil"}, "secret": {"PACKS_TEST_TOK": -5}}});
+    Test::new()
+        .packs_dir(&packs)
+        .env("PACKS_TEST_HOME", "/home/op")
+        .env("PACKS_TEST_TOK", "t0k")
+        .args(["run", "item_env", "--dry-run"])
+        .arg(call.to_string())
+        .run()
+        .success()
+        .stdout_contains("%2Fhome%2Fop")
+        .stdout_lacks("evil")
+        .stdout_lacks("-5");
+    Test::new()
+        .packs_dir(&packs)
+        .env("PACKS_TEST_HOME", "/home/op")
+        .env_remove("PACKS_TEST_TOK")
+        .args(["run", "item_env", "--dry-run"])
+        .arg(call.to_string())
+        .run()
+        .code(1)
+        .stderr_contains("secret `PACKS_TEST_TOK` is not set");
+}
+
+#[test]
+fn a_secret_read_from_inside_a_block_is_required_too() {
+    let packs = Packs::new().manifest(
+        "token",
+        program_tool(
+            "token",
+            "echo",
+            json!({"xs": {"type": "array", "items": {"type": "string"}}}),
+            json!(["{{#each xs}}--token={{../secret.PACKS_TEST_TOK}}{{/each}}"]),
+        ),
+    );
+    Test::new()
+        .packs_dir(&packs)
+        .env_remove("PACKS_TEST_TOK")
+        .args(["run", "token", "--dry-run", r#"{"xs": ["a"]}"#])
+        .run()
+        .code(1)
+        .stderr_contains("secret `PACKS_TEST_TOK` is not set");
+    Test::new()
+        .packs_dir(&packs)
+        .env("PACKS_TEST_TOK", "t0k")
+        .args(["run", "token", "--dry-run", r#"{"xs": ["a"]}"#])
+        .run()
+        .success()
+        .stdout_contains("--token=")
+        .stdout_lacks("t0k");
+}
