@@ -613,7 +613,9 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
     let mut bare = Vec::new();
     let mut placeholder = None;
     let mut iter_depth = 0usize; // inside #each / #with, names may be item fields
-    let mut open_blocks: Vec<(String, usize)> = Vec::new();
+    // Open blocks: the helper, where, and whether its body (`each`/`with`) is an item's scope
+    // now (not after its `{{else}}`, which renders where the block is).
+    let mut open_blocks: Vec<(String, usize, bool)> = Vec::new();
     let mut pos = 0;
     let mut expressions = 0;
     let mut anchors = Vec::new();
@@ -667,15 +669,15 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
             Some('>') => return Err(err("partials (`{{> name}}`) are not supported in tool templates".into())),
             Some('/') => {
                 let helper = body[1..].trim();
-                match open_blocks.pop() {
-                    Some((open, _)) if open == helper => {}
-                    Some((open, _)) => {
+                let scoped = match open_blocks.pop() {
+                    Some((open, _, scoped)) if open == helper => scoped,
+                    Some((open, ..)) => {
                         return Err(err(format!("`{raw}` closes `{{{{#{open}}}}}`; expected `{{{{/{open}}}}}`")));
                     }
                     None => return Err(err(format!("`{raw}` closes a block that was never opened"))),
-                }
-                if matches!(helper, "each" | "with") {
-                    iter_depth = iter_depth.saturating_sub(1);
+                };
+                if scoped {
+                    iter_depth -= 1;
                 }
                 out.push_str(raw);
                 continue;
@@ -688,16 +690,20 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
                 }
                 helper_name(&helper).map_err(err)?;
                 collect_refs(&words, params, iter_depth > 0, &mut refs).map_err(err)?;
-                if matches!(helper.as_str(), "each" | "with") {
-                    iter_depth += 1;
-                }
-                open_blocks.push((helper, start));
+                let scoped = matches!(helper.as_str(), "each" | "with");
+                iter_depth += usize::from(scoped);
+                open_blocks.push((helper, start, scoped));
                 out.push_str(raw);
                 continue;
             }
             _ => {}
         }
         let is_else = body == "else" || body.starts_with("else ");
+        if is_else && let Some((_, _, scoped)) = open_blocks.last_mut().filter(|b| b.2) {
+            // What follows `{{else}}` of `{{#each}}`/`{{#with}}` renders outside the item.
+            *scoped = false;
+            iter_depth -= 1;
+        }
         if let Some((name, default)) = simple_placeholder(body).filter(|_| !is_else) {
             if let Some(r) = namespaced(name).map_err(err)? {
                 if matches!(r, Ref::Secret(_)) && default.is_some() {
@@ -744,7 +750,7 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
         collect_refs(&words, params, iter_depth > 0, &mut refs).map_err(err)?;
         out.push_str(&expression);
     }
-    if let Some((open, at)) = open_blocks.pop() {
+    if let Some((open, at, _)) = open_blocks.pop() {
         return Err(TemplateError {
             offset: at,
             message: format!("`{{{{#{open}}}}}` is never closed with `{{{{/{open}}}}}`"),
@@ -936,7 +942,17 @@ fn collect_refs(words: &[String], params: &Declared<'_>, lenient: bool, refs: &m
             }
             continue; // the item of `{{#each}}` / `{{#with}}`
         }
+        if w.contains(':') {
+            return Err(format!("`{w}`: a name in a block or a helper's argument has no `:`"));
+        }
         let root = w.split(['.', '/']).next().unwrap_or_default();
+        // Further out than an item may be the values themselves, where `context`, `env` and
+        // `secret` hold every such value at once: one is named (`../context.url`).
+        if up && matches!(root, "context" | "env" | "secret") && !w.contains(['.', '/']) {
+            return Err(format!(
+                "`{{{{../{root}}}}}` reads every `{root}.` value at once; name the one the template reads (`../{root}.NAME`)"
+            ));
+        }
         if let Some(r) = namespaced(w)? {
             refs.push(r);
         } else if params.contains(root) {
@@ -1054,6 +1070,17 @@ mod tests {
             "{{#each tags}}{{lookup ../this \"secret\"}}{{/each}}",
             "{{#each tags}}{{json ..}}{{/each}}",
             "{{#each tags}}{{@partial-block}}{{/each}}",
+            // From inside a block, the namespaces whole and packs' own keys.
+            "{{#each tags}}{{lookup ../context 'url'}}{{/each}}",
+            "{{#each tags}}{{#with ../context}}{{url}}{{/with}}{{/each}}",
+            "{{#each tags}}{{../packs:given.p}}{{/each}}",
+            "{{#each tags}}{{lookup ../packs:given 'p'}}{{/each}}",
+            "{{#each tags}}{{#each tags}}{{json ../../secret}}{{/each}}{{/each}}",
+            "{{#each tags}}{{#with ../env}}{{HOME}}{{/with}}{{/each}}",
+            // After `{{else}}` of `{{#each}}`/`{{#with}}`, names are the values' again.
+            "{{#each tags}}x{{else}}{{lookup context 'url'}}{{/each}}",
+            "{{#each tags}}x{{else}}{{this}}{{/each}}",
+            "{{#with p}}x{{else}}{{#each this}}{{@key}}{{/each}}{{/with}}",
         ] {
             assert!(Template::parse(refused, p).is_err(), "{refused} parsed");
         }
@@ -1061,7 +1088,16 @@ mod tests {
         assert!(refs("{{#each tags}}{{../context.url}}{{/each}}").contains(&Ref::Context("url".into())));
         assert!(refs("{{#each tags}}{{../p}}{{/each}}").contains(&Ref::Param("p".into())));
         assert!(refs("{{#if this.p}}x{{/if}}").contains(&Ref::Param("p".into())));
-        for fine in ["{{#each tags}}{{this}}{{/each}}", "{{#each tags}}{{#if @index}},{{/if}}{{.}}{{/each}}"] {
+        assert!(
+            refs("{{#each tags}}{{#each tags}}{{../../context.url}}{{/each}}{{/each}}")
+                .contains(&Ref::Context("url".into()))
+        );
+        assert!(refs("{{#each tags}}x{{else}}{{json p}}{{/each}}").contains(&Ref::Param("p".into())));
+        for fine in [
+            "{{#each tags}}{{this}}{{/each}}",
+            "{{#each tags}}{{#if @index}},{{/if}}{{.}}{{/each}}",
+            "{{#each tags}}{{lookup context 'url'}}{{else}}none{{/each}}{{#with p}}{{k}}{{/with}}",
+        ] {
             assert!(Template::parse(fine, p).is_ok(), "{fine}");
         }
     }

@@ -909,3 +909,22 @@ fn a_secret_read_from_inside_a_block_is_required_too() {
         .stdout_contains("--token=")
         .stdout_lacks("t0k");
 }
+
+#[test]
+fn a_block_cannot_reach_the_context_unseen() {
+    // `../context` (every context value at once) and packs' own keys are refused at load,
+    // so no context value leads an element without being refused.
+    let strings = json!({"type": "array", "items": {"type": "string"}, "default": ["a"]});
+    for (name, template) in [
+        ("whole", "{{#each xs}}{{lookup ../context 'url'}}{{/each}}"),
+        ("with", "{{#each xs}}{{#with ../context}}{{url}}{{/with}}{{/each}}"),
+        ("given", "{{#each xs}}{{../packs:given.xs}}{{/each}}"),
+        ("inverse", "{{#each xs}}x{{else}}{{lookup context 'url'}}{{/each}}"),
+    ] {
+        let packs = Packs::new().manifest(name, program_tool(name, "echo", json!({"xs": strings}), json!([template])));
+        let out = Test::new().packs_dir(&packs).args(["run", name, "--context", "url=-u", "--dry-run", "{}"]).run();
+        out.code(1).no_panic();
+        assert!(!out.stdout().contains("-u"), "{name}: {}", out.stdout());
+        assert!(out.stderr.contains("error[invalid-template]"), "{name}: {}", out.stderr);
+    }
+}
