@@ -725,14 +725,22 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
             } else {
                 return Err(err(undeclared(name, params)));
             }
-            out.push_str("{{__v \"");
+            // `~` trims the text beside the placeholder, as Handlebars' `{{~a~}}` does: the
+            // parser applies it, so the template is no longer plain pieces.
+            let inside = &src[body_start..body_start + body_len];
+            let tilde_before = open == "{{" && inside.starts_with('~');
+            let tilde_after = open == "{{" && inside.ends_with('~');
+            if tilde_before || tilde_after {
+                pieces = None;
+            }
+            out.push_str(if tilde_before { "{{~__v \"" } else { "{{__v \"" });
             out.push_str(name);
             out.push('"');
             if let Some(d) = default {
                 out.push(' ');
                 out.push_str(&Value::String(d.to_owned()).to_string());
             }
-            out.push_str("}}");
+            out.push_str(if tilde_after { "~}}" } else { "}}" });
             if let Some(p) = pieces.as_mut() {
                 p.push(Piece::Value { name: name.to_owned(), inline: default.map(|d| Value::String(d.to_owned())) });
             }
@@ -1149,6 +1157,26 @@ mod tests {
         assert_eq!(lead("{{#each tags}}x{{this}}{{/each}}"), None);
         assert_eq!(lead("{{#unless n}}x{{else}}{{v:d}}{{/unless}}"), Some(Lead::Param("v".into())));
         assert_eq!(lead("{{eq v \"-v\"}}"), None, "`true` is the helper's text");
+        // `~` trims the manifest's text beside a placeholder, as in Handlebars; what leads
+        // then is the value.
+        assert_eq!(lead("{{#if n}} {{~v}}{{/if}}"), Some(Lead::Param("v".into())));
+        assert_eq!(lead(" {{~v}}"), Some(Lead::Param("v".into())));
+    }
+
+    #[test]
+    fn a_tilde_trims_beside_a_placeholder() {
+        let p = &["a", "b"];
+        let v = json!({"a": "-v", "b": true});
+        for (src, want) in [
+            ("{{#if b}} {{~a}}{{/if}}", "-v"),
+            ("x {{~a~}} y", "x-vy"),
+            ("x\n  {{~a}}", "x-v"),
+            ("{{a~}}  z", "-vz"),
+            ("{{~a:d~}}", "-v"),
+            ("x {{a}} y", "x -v y"),
+        ] {
+            assert_eq!(render(src, p, v.clone(), v.clone()), want, "{src}");
+        }
     }
 
     #[test]

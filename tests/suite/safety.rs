@@ -928,3 +928,23 @@ fn a_block_cannot_reach_the_context_unseen() {
         assert!(out.stderr.contains("error[invalid-template]"), "{name}: {}", out.stderr);
     }
 }
+
+#[test]
+fn a_tilde_beside_a_placeholder_trims_as_handlebars_and_the_value_still_leads() {
+    let packs = Packs::new().manifest(
+        "tilde",
+        program_tool(
+            "tilde",
+            "echo",
+            json!({"f": {"type": "boolean"}, "v": {"type": "string"}}),
+            json!(["{{#if f}} {{~v}}{{/if}}", "x {{~v~}} y"]),
+        ),
+    );
+    Test::new()
+        .packs_dir(&packs)
+        .args(["run", "tilde", "--dry-run", r#"{"f": true, "v": "ok"}"#])
+        .run()
+        .success()
+        .stdout_contains("echo ok xoky");
+    assert!(refused_as_option(&packs, "tilde", json!({"f": true, "v": "-v"}), "v"));
+}
