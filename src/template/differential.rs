@@ -574,6 +574,26 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
 }
 
 #[test]
+fn many_comments_are_read_in_one_pass() {
+    // A short comment is read to its `}}`, with no search for a `--}}` further on (once per
+    // comment, that search to the end made 1 MB of comments take minutes to load).
+    let n = 150_000;
+    let src = format!("{{{{#if a}}}}{}y{{{{/if}}}}{{{{!-- end --}}}}", "{{!c}}".repeat(n));
+    assert!(src.len() > 900_000);
+    let t = Template::parse(&src, PARAMS).unwrap();
+    t.check().unwrap();
+    let v = json!({"a": true});
+    let data = Data::new(v.as_object().unwrap(), v.as_object().unwrap(), &Map::new());
+    assert_eq!(t.render(&data).unwrap(), "y");
+    // `{{! --c}}` with a `--}}` after it is a long comment, to that `--}}`, as Handlebars reads it.
+    let hb = registry();
+    let src = "{{#if a}}{{! --c}}y{{/if}}{{!-- end --}}";
+    let t = Template::parse(src, PARAMS).unwrap();
+    assert!(t.check().unwrap_err().message.contains("never closed"));
+    assert!(!theirs(&hb, translated(&t).unwrap(), &data).0, "Handlebars reads it so too");
+}
+
+#[test]
 fn hand_written_cases_render_as_handlebars_does() {
     // Forms the generator does not write: spaces inside tags, `\r\n` lines, odd literals.
     let hb = registry();
