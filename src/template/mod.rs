@@ -964,7 +964,12 @@ fn collect_refs(words: &[String], params: &Declared<'_>, lenient: bool, refs: &m
         if let Some(r) = namespaced(w)? {
             refs.push(r);
         } else if params.contains(root) {
-            refs.push(Ref::Param(root.to_owned()));
+            // Inside `{{#each}}`/`{{#with}}` a name without `../` is the item's field, which
+            // the block's head already counts as read: `{{#each items}}{{json name}}{{/each}}`
+            // reads `items`, not the parameter `name`.
+            if up || !lenient {
+                refs.push(Ref::Param(root.to_owned()));
+            }
         } else if !lenient {
             return Err(undeclared(root, params));
         }
@@ -1101,6 +1106,7 @@ mod tests {
                 .contains(&Ref::Context("url".into()))
         );
         assert!(refs("{{#each tags}}x{{else}}{{json p}}{{/each}}").contains(&Ref::Param("p".into())));
+        assert_eq!(refs("{{#each tags}}{{urlencode p}}{{/each}}"), [Ref::Param("tags".into())], "the item's `p`");
         for fine in [
             "{{#each tags}}{{this}}{{/each}}",
             "{{#each tags}}{{#if @index}},{{/if}}{{.}}{{/each}}",
