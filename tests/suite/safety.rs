@@ -948,3 +948,25 @@ fn a_tilde_beside_a_placeholder_trims_as_handlebars_and_the_value_still_leads() 
         .stdout_contains("echo ok xoky");
     assert!(refused_as_option(&packs, "tilde", json!({"f": true, "v": "-v"}), "v"));
 }
+
+#[test]
+fn a_render_that_repeats_too_much_work_fails_the_call_naming_the_template() {
+    // Comparing a large array with itself once per item writes nothing the output cap
+    // could stop: the work budget does, and the error names the template.
+    let ints = json!({"type": "array", "items": {"type": "integer"}});
+    let template = "{{#each xs}}{{#if (eq ../xs ../xs)}}{{/if}}{{/each}}";
+    let packs =
+        Packs::new().manifest("busy", program_tool("busy", "echo", json!({"xs": ints}), json!(["x", template])));
+    let call = json!({"xs": vec![1; 20_000]}).to_string();
+    Test::new()
+        .packs_dir(&packs)
+        .args(["run", "busy", "--dry-run"])
+        .arg(&call)
+        .run()
+        .code(1)
+        .no_panic()
+        .stderr_contains("takes more than 10,000,000 steps to render")
+        .stderr_contains("command.args.1");
+    // The same template over a small array renders.
+    Test::new().packs_dir(&packs).args(["run", "busy", "--dry-run", r#"{"xs": [1, 2]}"#]).run().success();
+}
