@@ -1774,7 +1774,8 @@ mod tests {
     fn the_call_pool_takes_twice_max_calls_jobs_at_once() {
         let pool = call_pool();
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
-        for i in 0..2 * MAX_CALLS {
+        let mut taken = Vec::new();
+        for _ in 0..2 * MAX_CALLS {
             let gate = Arc::clone(&gate);
             let job = move || {
                 let mut open = lock(&gate.0);
@@ -1782,12 +1783,14 @@ mod tests {
                     open = gate.1.wait(open).unwrap();
                 }
             };
-            assert!(pool.submit(job).is_ok(), "job {i} is refused");
+            taken.push(pool.submit(job).is_ok());
         }
         let refused = pool.submit(|| {});
-        assert!(matches!(refused, Err(crate::pool::Refused::Full(n)) if n == 2 * MAX_CALLS), "{refused:?}");
+        // Open the gate before judging: a failing test must not wait for its jobs for ever.
         *lock(&gate.0) = true;
         gate.1.notify_all();
+        assert_eq!(taken.iter().filter(|&&ok| ok).count(), 2 * MAX_CALLS, "{taken:?}");
+        assert!(matches!(refused, Err(crate::pool::Refused::Full(n)) if n == 2 * MAX_CALLS), "{refused:?}");
     }
 
     /// A listing snapshot's entries, page by page; a line that is not JSON spoils every page
@@ -1985,7 +1988,7 @@ mod tests {
         assert!(error && text.contains("was not approved"), "{text}");
         let mut call = careful_call(2);
         call["params"]["_meta"] = json!({CAPABILITIES_KEY: {"elicitation": {}}});
-        let (text, error) = said(&h.answer(&h.stdio_peer("s", handshake(false), false), call));
+        let (text, error) = said(&h.answer_within(&h.stdio_peer("s", handshake(false), false), call));
         assert!(error && text.contains("was not approved"), "{text}");
     }
 
@@ -2054,5 +2057,35 @@ mod tests {
         }
         assert_eq!(so_far, 6);
         assert_eq!(sent.last().unwrap()["result"]["content"][0]["text"], "abcde\n");
+    }
+
+    /// `readOnlyHint` (clients auto-approve on it) is claimed only for a `read_only` tool
+    /// without `policy.writable` whose writes and signals the kernel confines here: not with
+    /// the sandbox off, not for a tool that names places to write. (On a kernel that confines
+    /// writes and signals, Landlock ABI 6 and seccomp, as the sandbox's tests require.)
+    #[test]
+    fn only_a_read_only_tool_the_kernel_confines_is_listed_read_only() {
+        let h = Harness::new(&[
+            json!({"name": "reader", "description": "d", "command": "true", "policy": {"read_only": true}}),
+            json!({"name": "scribe", "description": "d", "command": "true",
+                   "policy": {"read_only": true, "writable": ["/tmp/packs-scribe"]}}),
+        ]);
+        let hints = |mode: SandboxMode| -> Vec<(String, Value, Value)> {
+            let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+            let answers = h.answer(&h.peer_with("h", "p", Context::new().with_sandbox(mode)), list);
+            let tools = answers[0]["result"]["tools"].as_array().unwrap();
+            let hint = |t: &Value, k: &str| t["annotations"][k].clone();
+            let mut hints: Vec<_> = tools
+                .iter()
+                .map(|t| (t["name"].as_str().unwrap().to_owned(), hint(t, "readOnlyHint"), hint(t, "destructiveHint")))
+                .collect();
+            hints.sort_by(|a, b| a.0.cmp(&b.0));
+            hints
+        };
+        let (yes, no) = (json!(true), json!(false));
+        let reader = |read_only: &Value| ("reader".to_owned(), read_only.clone(), json!(read_only == &no));
+        let scribe = ("scribe".to_owned(), no.clone(), yes.clone());
+        assert_eq!(hints(SandboxMode::Enforce), [reader(&yes), scribe.clone()]);
+        assert_eq!(hints(SandboxMode::Off), [reader(&no), scribe]);
     }
 }
