@@ -1189,6 +1189,13 @@ mod tests {
 
         /// A server whose approval tickets are sealed with `tickets` (None: no key).
         fn with_tickets(manifests: &[Value], tickets: Option<Tickets>) -> Self {
+            Self::starting(manifests, tickets, None)
+        }
+
+        /// A server as [`Harness::with_tickets`] makes it, or, with `early`, one started from
+        /// a listing snapshot of those entries (`Current::Loading`): its catalog loads when the
+        /// test settles it.
+        fn starting(manifests: &[Value], tickets: Option<Tickets>, early: Option<Arc<Early>>) -> Self {
             let dir = tempfile::tempdir().unwrap();
             for m in manifests {
                 let name = m["name"].as_str().unwrap();
@@ -1203,7 +1210,11 @@ mod tests {
                 snapshot: None,
                 approvals: tickets,
             };
-            let server = Server::new(options, Seal::derived(b"test key"));
+            let seal = Seal::derived(b"test key");
+            let server = match early {
+                None => Server::new(options, seal),
+                Some(early) => Server::with(options, seal, Current::Loading(early)),
+            };
             Harness { dir, _state: None, server, sent: Arc::new(Mutex::new(Vec::new())) }
         }
 
@@ -1229,6 +1240,40 @@ mod tests {
         /// Handle `msg` on this thread (a call too) and return what was sent.
         fn answer(&self, peer: &Arc<Peer>, msg: Value) -> Vec<Value> {
             peer.handle_one(msg, None);
+            self.take()
+        }
+
+        /// The stdio connection (`key`), with `--yes` or not, as `settled` left it.
+        fn stdio_peer(&self, key: &str, settled: Settled, yes: bool) -> Arc<Peer> {
+            let sent = Arc::clone(&self.sent);
+            let out = Box::new(move |v: Value| lock(&sent).push(v));
+            let context = Context::new().with_sandbox(SandboxMode::Off).with_workspace(self.dir.path().into());
+            Arc::new(Peer::new(&self.server, out, key.into(), "p".into(), context).stdio(yes).settled(settled))
+        }
+
+        /// The first message sent that `wanted` picks, taken from those kept (20 s at most).
+        fn wait_for(&self, wanted: impl Fn(&Value) -> bool) -> Value {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                let mut sent = lock(&self.sent);
+                if let Some(i) = sent.iter().position(&wanted) {
+                    return sent.remove(i);
+                }
+                assert!(Instant::now() < deadline, "not sent within 20 s; sent: {sent:?}");
+                drop(sent);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+
+        /// Handle `msg` on another thread; what was sent once it is handled (20 s at most).
+        fn answer_within(&self, peer: &Arc<Peer>, msg: Value) -> Vec<Value> {
+            let (tx, rx) = mpsc::channel();
+            let peer = Arc::clone(peer);
+            std::thread::spawn(move || {
+                peer.handle_one(msg, None);
+                let _ = tx.send(());
+            });
+            rx.recv_timeout(Duration::from_secs(20)).expect("the message is handled within 20 s");
             self.take()
         }
     }
@@ -1685,5 +1730,362 @@ mod tests {
         assert!(text.contains(r#"packs_calls_total{tool="hello",outcome="ok"} 1"#), "{text}");
         assert!(text.contains(r#"packs_calls_total{tool="fails",outcome="failed"} 1"#), "{text}");
         assert!(text.contains(r#"packs_calls_total{tool="(unknown)",outcome="unknown_tool"} 1"#), "{text}");
+    }
+
+    /// Wait (20 s at most) until `done`; whether it came.
+    fn within(done: impl Fn() -> bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !done() {
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        true
+    }
+
+    /// A pool the test never waits for: a test that fails while a call still runs (its tool
+    /// never ended) fails at once instead of waiting for it.
+    fn detached_pool() -> &'static Pool {
+        Box::leak(Box::new(Pool::new("test", 8)))
+    }
+
+    /// A handshake-era connection (2025-11-25) that declared elicitation or not.
+    fn handshake(elicitation: bool) -> Settled {
+        Settled { era: Some(Era::Handshake), version: Some("2025-11-25"), elicitation }
+    }
+
+    /// A `tools/call` of `careful` (which needs approval) as request `id`.
+    fn careful_call(id: i64) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "careful", "arguments": {"a": "x", "b": 1}}})
+    }
+
+    /// A tool that touches `marker` once it runs, then sleeps for five minutes.
+    fn sleeper(marker: &std::path::Path, confirm: bool) -> Value {
+        json!({"name": "sleeper", "description": "d",
+               "command": {"program": "sh", "args": ["-c", format!("touch '{}'; exec sleep 300", marker.display())]},
+               "policy": {"timeout_secs": 600, "confirm_before_run": confirm, "read_only": false}})
+    }
+
+    /// The workers have room for `MAX_CALLS` calls and as many more still returning from
+    /// answered ones: `2 * MAX_CALLS` jobs are taken at once, and the next is refused.
+    #[test]
+    fn the_call_pool_takes_twice_max_calls_jobs_at_once() {
+        let pool = call_pool();
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let mut taken = Vec::new();
+        for _ in 0..2 * MAX_CALLS {
+            let gate = Arc::clone(&gate);
+            let job = move || {
+                let mut open = lock(&gate.0);
+                while !*open {
+                    open = gate.1.wait(open).unwrap();
+                }
+            };
+            taken.push(pool.submit(job).is_ok());
+        }
+        let refused = pool.submit(|| {});
+        // Open the gate before judging: a failing test must not wait for its jobs for ever.
+        *lock(&gate.0) = true;
+        gate.1.notify_all();
+        assert_eq!(taken.iter().filter(|&&ok| ok).count(), 2 * MAX_CALLS, "{taken:?}");
+        assert!(matches!(refused, Err(crate::pool::Refused::Full(n)) if n == 2 * MAX_CALLS), "{refused:?}");
+    }
+
+    /// A listing snapshot's entries, page by page; a line that is not JSON spoils every page
+    /// that holds it (the catalog then answers).
+    #[test]
+    fn a_snapshots_page_is_its_lines_from_the_cursor_on() {
+        let early = Early::new(b"{\"name\": \"a\"}\n{\"name\": \"b\"}\n{\"name\": \"c\"}\n".to_vec());
+        let names = |page: Option<Vec<Value>>| page.map(|p| p.iter().map(|e| e["name"].clone()).collect::<Vec<_>>());
+        assert_eq!(names(early.page(0, 2)), Some(vec![json!("a"), json!("b")]));
+        assert_eq!(names(early.page(1, 100)), Some(vec![json!("b"), json!("c")]));
+        assert_eq!(names(early.page(3, 100)), Some(vec![]));
+        assert_eq!(names(early.page(9, usize::MAX)), Some(vec![]));
+        let spoilt = Early::new(b"{\"name\": \"a\"}\nnot json\n".to_vec());
+        assert_eq!(names(spoilt.page(0, 1)), Some(vec![json!("a")]));
+        assert_eq!(spoilt.page(0, 2), None);
+    }
+
+    /// A server started from a snapshot (`Current::Loading`): the stdio connection's
+    /// `tools/list` is the snapshot's while the catalog loads, another connection's waits for
+    /// the catalog; `settle` loads it, says whether what is offered differs from what the
+    /// snapshot offered, and from then on the catalog answers.
+    #[test]
+    fn a_snapshot_answers_for_the_catalog_until_it_is_settled() {
+        let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let listed = |answers: &[Value]| answers[0]["result"]["tools"].clone();
+        // What the catalog offers the server's own context, and its snapshot: those entries,
+        // one a line.
+        let h = Harness::new(&tools());
+        let context = h.server.options.context.clone();
+        let offered = listed(&h.answer(&h.peer_with("own", "p", context.clone()), list.clone()));
+        assert_eq!(offered.as_array().unwrap().len(), 5, "{offered}");
+        let text = snapshot_text(&context, &h.server.catalog());
+        let lines: Vec<Value> =
+            text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect();
+        assert_eq!((Value::Array(lines), text.last()), (offered.clone(), Some(&b'\n')));
+        // Started from a snapshot that no longer says what the catalog offers.
+        let forged = json!({"name": "forged", "description": "stale", "inputSchema": {"type": "object"}});
+        let early = Arc::new(Early::new(format!("{forged}\n").into_bytes()));
+        let h = Harness::starting(&tools(), None, Some(Arc::clone(&early)));
+        let stdio = h.stdio_peer("s", handshake(false), false);
+        assert_eq!(listed(&h.answer_within(&stdio, list.clone())), json!([forged]));
+        // Another connection (whose context the snapshot was not made in) waits for the catalog.
+        let other = h.peer_with("other", "p", context.clone());
+        let waiting = std::thread::spawn({
+            let list = list.clone();
+            move || other.handle_one(list, None)
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(h.take().is_empty(), "answered before the catalog loaded");
+        assert!(h.server.settle(Startup::Load(early)), "what is offered changed");
+        assert_eq!(h.wait_for(|m| m["id"] == 1)["result"]["tools"], offered);
+        waiting.join().unwrap();
+        assert!(h.server.early().is_none());
+        // (The stdio peer's context runs tools unconfined: the same tools, other sandbox notes.)
+        let names = |tools: &Value| tools.as_array().unwrap().iter().map(|t| t["name"].clone()).collect::<Vec<_>>();
+        let now = listed(&h.answer_within(&stdio, list));
+        assert_eq!(names(&now), names(&offered), "once settled, the catalog answers");
+        // Started from a current snapshot: settling it changes nothing a client sees.
+        let h = Harness::starting(&tools(), None, Some(Arc::new(Early::new(text))));
+        assert!(!h.server.settle(Startup::Load(h.server.early().unwrap())));
+    }
+
+    /// `Server::start` looks for a listing snapshot only without `--locked` (a lock file is
+    /// not in a snapshot's fingerprint): a first start keeps one, the next starts from it.
+    #[test]
+    fn a_server_starts_from_its_listing_snapshot_only_without_a_lock_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for m in tools() {
+            std::fs::write(dir.path().join(format!("{}.tool.json", m["name"].as_str().unwrap())), m.to_string())
+                .unwrap();
+        }
+        let cache = tempfile::tempdir().unwrap();
+        let options = |locked: Option<crate::lock::Locked>| Options {
+            search: SearchPath::dirs([dir.path()])
+                .with_describe_cache(Some(crate::describe_cache::DescribeCache::new(cache.path()))),
+            context: Context::new(),
+            yes: false,
+            watch: false,
+            locked,
+            snapshot: Some(vec![dir.path().to_owned()]),
+            approvals: None,
+        };
+        let lock_file = crate::lock::Locked { lockfile: dir.path().join("packs.lock"), verify: None };
+        let (_, startup) = Server::start(options(Some(lock_file)), Seal::derived(b"k"));
+        assert!(matches!(startup, Startup::Done), "a snapshot was looked up under --locked");
+        // A snapshot is kept only of files that had settled when they were read.
+        std::thread::sleep(crate::describe_cache::DescribeCache::SETTLE + Duration::from_millis(100));
+        let (first, startup) = Server::start(options(None), Seal::derived(b"k"));
+        assert!(matches!(startup, Startup::Store(_)), "no snapshot was looked up");
+        assert!(!first.settle(startup));
+        let (second, startup) = Server::start(options(None), Seal::derived(b"k"));
+        let Startup::Load(early) = startup else { panic!("the snapshot kept is not used") };
+        assert_eq!(early.text, snapshot_text(&first.options.context, &first.catalog()));
+        assert!(!second.settle(Startup::Load(early)));
+    }
+
+    /// `--watch`: what is watched is every manifest with its time and size; a reload tells
+    /// whether what a client is offered changed (a broken edit keeps the last good version:
+    /// no change), and the watcher reloads when a file changes, until it is stopped.
+    #[test]
+    fn reload_and_watch_tell_a_change_of_what_is_offered_and_only_that() {
+        let h = Harness::new(&tools());
+        let mut files: Vec<(std::path::PathBuf, bool, u64)> =
+            watched(&h.server).into_iter().map(|(path, time, len)| (path, time.is_some(), len)).collect();
+        files.sort();
+        let mut expected: Vec<(std::path::PathBuf, bool, u64)> = std::fs::read_dir(h.dir.path())
+            .unwrap()
+            .map(|e| {
+                let path = e.unwrap().path();
+                let len = std::fs::metadata(&path).unwrap().len();
+                (path, true, len)
+            })
+            .collect();
+        expected.sort();
+        assert_eq!(files, expected);
+        let file = h.dir.path().join("hello.tool.json");
+        let good = std::fs::read_to_string(&file).unwrap();
+        assert!(!h.server.reload(), "nothing changed");
+        std::fs::write(&file, "{ not json").unwrap();
+        assert!(!h.server.reload(), "a broken edit keeps the last good version");
+        std::fs::write(&file, good.replace("\"d\"", "\"changed\"")).unwrap();
+        assert!(h.server.reload(), "a description changed");
+        // The watcher, on its own thread, sees a change and tells it once.
+        let stop = Arc::new(AtomicBool::new(false));
+        let told = Arc::new(AtomicU64::new(0));
+        let watcher = std::thread::spawn({
+            let (server, stop, told) = (Arc::clone(&h.server), Arc::clone(&stop), Arc::clone(&told));
+            let last = watched(&server);
+            move || {
+                watch(&server, last, &stop, &|| {
+                    let _ = told.fetch_add(1, Ordering::SeqCst);
+                })
+            }
+        });
+        std::thread::sleep(WATCH_INTERVAL * 2);
+        assert_eq!(told.load(Ordering::SeqCst), 0, "told of a change that did not happen");
+        std::fs::write(&file, good.replace("\"d\"", "\"changed again\"")).unwrap();
+        assert!(within(|| told.load(Ordering::SeqCst) == 1), "the change was not told");
+        stop.store(true, Ordering::SeqCst);
+        watcher.join().unwrap();
+    }
+
+    /// A client that declared elicitation is asked (`elicitation/create`) and its answer
+    /// decides: only the form accepted with `approve: true` runs the call. One that did not is
+    /// never asked: `--yes` approves, else no. A client that hangs up while asked is denied at
+    /// once, and asked nothing more.
+    #[test]
+    fn a_client_that_answers_forms_is_asked_and_only_an_accepted_yes_runs_the_call() {
+        let h = Harness::new(&[careful()]);
+        let pool = detached_pool();
+        let peer = h.stdio_peer("s", handshake(true), false);
+        let cases =
+            [("accept", true, true), ("accept", false, false), ("decline", true, false), ("cancel", true, false)];
+        for (id, (action, approve, runs)) in (1..).zip(cases) {
+            peer.handle(careful_call(id), pool);
+            let asked = h.wait_for(|m| m["method"] == "elicitation/create");
+            let message = asked["params"]["message"].as_str().unwrap();
+            assert!(message.starts_with("Run `careful` (tier"), "{message}");
+            let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": action, "content": {"approve": approve}}});
+            peer.handle_one(answer, None);
+            let (text, error) = said(&[h.wait_for(|m| m["id"] == id)]);
+            if runs {
+                assert_eq!((text.as_str(), error), ("ran x 1\n", false), "{action} {approve}");
+            } else {
+                assert!(error && text.contains("was not approved"), "{action} {approve}: {text}");
+            }
+        }
+        for yes in [true, false] {
+            let quiet = h.stdio_peer(&format!("quiet {yes}"), handshake(false), yes);
+            let sent = h.answer_within(&quiet, careful_call(9));
+            assert!(sent.iter().all(|m| m["method"] != "elicitation/create"), "{sent:?}");
+            let (text, error) = said(&sent);
+            assert_eq!(!error, yes, "--yes {yes}: {text}");
+        }
+        peer.handle(careful_call(20), pool);
+        h.wait_for(|m| m["method"] == "elicitation/create");
+        peer.close();
+        let (text, error) = said(&[h.wait_for(|m| m["id"] == 20)]);
+        assert!(error && text.contains("was not approved"), "{text}");
+        let sent = h.answer_within(&peer, careful_call(21));
+        assert!(sent.iter().all(|m| m["method"] != "elicitation/create"), "{sent:?}");
+        assert!(said(&sent).1, "{sent:?}");
+    }
+
+    /// Only a stateless-era client that can answer a form, calling without a retry's answer,
+    /// is asked by an `input_required` result: a stateless one that cannot, or a handshake-era
+    /// one (whatever its `_meta` says), is denied at once without `--yes`.
+    #[test]
+    fn only_a_stateless_client_that_answers_forms_is_asked_by_a_ticket() {
+        let h = Harness::new(&[careful()]);
+        let meta = json!({VERSION_KEY: "2026-07-28", CAPABILITIES_KEY: {}});
+        let mut call = careful_call(1);
+        call["params"]["_meta"] = meta;
+        let (text, error) = said(&h.answer(&h.peer(), call));
+        assert!(error && text.contains("was not approved"), "{text}");
+        let mut call = careful_call(2);
+        call["params"]["_meta"] = json!({CAPABILITIES_KEY: {"elicitation": {}}});
+        let (text, error) = said(&h.answer_within(&h.stdio_peer("s", handshake(false), false), call));
+        assert!(error && text.contains("was not approved"), "{text}");
+    }
+
+    /// A call's process is recorded once it starts: cancelling the call (the client) or
+    /// ending it (packs) kills it, and a call cancelled before its process started (while
+    /// its approval was asked) has its process killed as it starts.
+    #[test]
+    fn a_cancelled_or_ended_call_ends_its_tool() {
+        let marks = tempfile::tempdir().unwrap();
+        let started = marks.path().join("started");
+        let h = Harness::new(&[sleeper(&started, false)]);
+        let pool = detached_pool();
+        let peer = h.peer();
+        let call = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "sleeper"}});
+        let cancel =
+            |id: i64| json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}});
+        peer.handle(call(1), pool);
+        assert!(within(|| started.exists()), "the tool never started");
+        peer.handle(cancel(1), pool);
+        assert!(within(|| h.server.in_flight() == 0), "the cancelled call's tool still runs");
+        assert!(pool.wait_idle(Instant::now() + Duration::from_secs(20)));
+        assert!(h.take().is_empty(), "a cancelled call is not answered");
+        std::fs::remove_file(&started).unwrap();
+        peer.handle(call(2), pool);
+        assert!(within(|| started.exists()), "the tool never started");
+        assert_eq!(peer.end_calls(), 1);
+        let (code, message) = error_of(&[h.wait_for(|m| m["id"] == 2)]);
+        assert_eq!(code, SERVER_ERROR);
+        assert!(message.starts_with("cancelled: the client's input ended"), "{message}");
+        // Cancelled while its approval is asked: the process it then starts is killed at once.
+        let h = Harness::new(&[sleeper(&started, true)]);
+        let peer = h.stdio_peer("s", handshake(true), false);
+        peer.handle(call(3), pool);
+        let asked = h.wait_for(|m| m["method"] == "elicitation/create");
+        peer.handle(cancel(3), pool);
+        peer.handle_one(
+            json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"approve": true}}}),
+            None,
+        );
+        assert!(within(|| h.server.in_flight() == 0), "the tool of a call cancelled before it started still runs");
+        assert!(pool.wait_idle(Instant::now() + Duration::from_secs(20)));
+        assert!(h.take().is_empty(), "a cancelled call is not answered");
+    }
+
+    /// A call with a `progressToken` gets a `notifications/progress` per read of its output:
+    /// the bytes so far, and the text read.
+    #[test]
+    fn progress_counts_the_bytes_of_output_so_far() {
+        let split = json!({"name": "split", "description": "d",
+            "command": {"program": "sh", "args": ["-c", "printf ab; sleep 0.3; printf 'cde\\n'"]}});
+        let h = Harness::new(&[split]);
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "split", "_meta": {"progressToken": "t"}}});
+        let sent = h.answer(&h.peer(), call);
+        let progress: Vec<&Value> = sent.iter().filter(|m| m["method"] == "notifications/progress").collect();
+        assert!(!progress.is_empty(), "{sent:?}");
+        // However the output was cut into reads, each says how many bytes came so far.
+        let mut so_far = 0;
+        for p in &progress {
+            so_far += p["params"]["message"].as_str().unwrap().len();
+            assert_eq!(
+                (&p["params"]["progressToken"], &p["params"]["progress"]),
+                (&json!("t"), &json!(so_far)),
+                "{sent:?}"
+            );
+        }
+        assert_eq!(so_far, 6);
+        assert_eq!(sent.last().unwrap()["result"]["content"][0]["text"], "abcde\n");
+    }
+
+    /// `readOnlyHint` (clients auto-approve on it) is claimed only for a `read_only` tool
+    /// without `policy.writable` whose writes and signals the kernel confines here: not with
+    /// the sandbox off, not for a tool that names places to write. (On a kernel that confines
+    /// writes and signals, Landlock ABI 6 and seccomp, as the sandbox's tests require.)
+    #[test]
+    fn only_a_read_only_tool_the_kernel_confines_is_listed_read_only() {
+        let h = Harness::new(&[
+            json!({"name": "reader", "description": "d", "command": "true", "policy": {"read_only": true}}),
+            json!({"name": "scribe", "description": "d", "command": "true",
+                   "policy": {"read_only": true, "writable": ["/tmp/packs-scribe"]}}),
+        ]);
+        let hints = |mode: SandboxMode| -> Vec<(String, Value, Value)> {
+            let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+            let answers = h.answer(&h.peer_with("h", "p", Context::new().with_sandbox(mode)), list);
+            let tools = answers[0]["result"]["tools"].as_array().unwrap();
+            let hint = |t: &Value, k: &str| t["annotations"][k].clone();
+            let mut hints: Vec<_> = tools
+                .iter()
+                .map(|t| (t["name"].as_str().unwrap().to_owned(), hint(t, "readOnlyHint"), hint(t, "destructiveHint")))
+                .collect();
+            hints.sort_by(|a, b| a.0.cmp(&b.0));
+            hints
+        };
+        let (yes, no) = (json!(true), json!(false));
+        let reader = |read_only: &Value| ("reader".to_owned(), read_only.clone(), json!(read_only == &no));
+        let scribe = ("scribe".to_owned(), no.clone(), yes.clone());
+        assert_eq!(hints(SandboxMode::Enforce), [reader(&yes), scribe.clone()]);
+        assert_eq!(hints(SandboxMode::Off), [reader(&no), scribe]);
     }
 }

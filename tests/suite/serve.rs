@@ -937,3 +937,52 @@ fn where_a_program_is_on_the_path_follows_every_change_from_one_call_to_the_next
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+/// `readOnlyHint` is claimed only for a `read_only` tool whose every restriction the kernel
+/// enforces: under `best-effort`, a user without a home directory (no passwd entry, no
+/// `HOME`) has credential stores nobody can name, so a tool whose writes and signals are
+/// confined is still not listed read-only; with a home it is.
+#[test]
+#[ignore = "needs root (runs packs as a user without a passwd entry)"]
+fn a_read_only_tool_with_a_restriction_unenforced_is_not_listed_read_only() {
+    let packs = Packs::new().manifest(
+        "reader",
+        json!({"name": "reader", "description": "d", "command": "echo hi", "policy": {"read_only": true}}),
+    );
+    let copy = crate::common::ForOtherUser::new(&packs);
+    let state = copy.place.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let list = |home: Option<&std::path::Path>| -> Value {
+        let mut cmd = copy.command(&[]);
+        match home {
+            Some(h) => cmd.env("HOME", h),
+            None => cmd.env_remove("HOME"),
+        };
+        let mut child = cmd
+            .args(["--sandbox", "best-effort", "serve"])
+            .env("PACKS_STATE_DIR", &state)
+            .env("PACKS_CACHE_DIR", "")
+            .env_remove("XDG_CACHE_HOME")
+            .env_remove("XDG_STATE_HOME")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("setpriv (util-linux)");
+        writeln!(child.stdin.take().unwrap(), "{}", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let m: Vec<Value> =
+            String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        by_id(&m, 1)["result"]["tools"][0].clone()
+    };
+    let homeless = list(None);
+    let note = homeless["_meta"]["dev.packs/sandbox"].as_str().unwrap();
+    assert!(note.contains("credential stores readable (no home directory)"), "{homeless}");
+    assert!(note.contains("signals only its own processes"), "writes and signals are confined: {homeless}");
+    assert_eq!(homeless["annotations"]["readOnlyHint"], false, "{homeless}");
+    let housed = list(Some(copy.place.path()));
+    assert_eq!(housed["annotations"]["readOnlyHint"], true, "{housed}");
+}
