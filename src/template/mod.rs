@@ -388,15 +388,19 @@ type Compiled = Result<Arc<parse::Program>, TemplateError>;
 const COMPILED_TEXTS: usize = 256;
 const COMPILED_TEXT_BYTES: usize = 1024;
 
+/// By source text: its translation (which the parameter names also shape) and what it compiled to.
+type Cache = std::sync::Mutex<std::collections::HashMap<String, (String, Compiled)>>;
+
 fn compile(source: &str, translated: &str, anchors: &[(usize, usize)]) -> Compiled {
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-    /// By source text: its translation (which the parameter names also shape) and what it compiled to.
-    static SEEN: OnceLock<Mutex<HashMap<String, (String, Compiled)>>> = OnceLock::new();
+    static SEEN: OnceLock<Cache> = OnceLock::new();
+    compile_in(SEEN.get_or_init(Cache::default), source, translated, anchors)
+}
+
+/// [`compile`] with the cache `seen` (a test's own, which no other test fills).
+fn compile_in(seen: &Cache, source: &str, translated: &str, anchors: &[(usize, usize)]) -> Compiled {
     if source.len() + translated.len() > COMPILED_TEXT_BYTES {
         return compile_text(translated, anchors);
     }
-    let seen = SEEN.get_or_init(Mutex::default);
     // A poisoned lock only means another thread panicked while holding it: the map is whole.
     let lock = || seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some((t, known)) = lock().get(source)
@@ -619,6 +623,9 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
     let mut pos = 0;
     let mut expressions = 0;
     let mut anchors = Vec::new();
+    // The parser's comment rule: `{{!` + spaces + `--` is a long comment (to `--}}`) when a
+    // `--}}` follows, else a short one (to `}}`); the last `--}}` found once, not per comment.
+    let last_long_close = src.rfind("--}}");
     while let Some(rel) = src[pos..].find("{{") {
         let start = pos + rel;
         if expressions > 0 {
@@ -629,14 +636,17 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
         if let Some(p) = pieces.as_mut().filter(|_| start > pos) {
             p.push(Piece::Text(src[pos..start].to_owned()));
         }
-        let (open, close) = if src[start..].starts_with("{{!--") {
+        let long_comment = src[start..].starts_with("{{!")
+            && src[start + 3..].trim_start_matches(parse::is_space).starts_with("--")
+            && last_long_close.is_some_and(|at| at >= start + 3);
+        let (open, close) = if long_comment || src[start..].starts_with("{{!--") {
             ("{{!--", "--}}")
         } else if src[start..].starts_with("{{{") {
             ("{{{", "}}}")
         } else {
             ("{{", "}}")
         };
-        let body_start = start + open.len();
+        let body_start = start + if long_comment { 3 } else { open.len() };
         let Some(body_len) = src[body_start..].find(close) else {
             return Err(TemplateError { offset: start, message: "unclosed `{{`: no matching `}}`".into() });
         };
@@ -698,7 +708,8 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
             }
             _ => {}
         }
-        let is_else = body == "else" || body.starts_with("else ");
+        // As the parser reads it: `else` then any whitespace (`{{else\nif x}}` is a link too).
+        let is_else = body.strip_prefix("else").is_some_and(|r| r.is_empty() || r.starts_with(parse::is_space));
         if is_else && let Some((_, _, scoped)) = open_blocks.last_mut().filter(|b| b.2) {
             // What follows `{{else}}` of `{{#each}}`/`{{#with}}` renders outside the item.
             *scoped = false;
@@ -752,10 +763,20 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
         if words.first().is_some_and(|w| w == "else") {
             words.remove(0);
         }
-        if words.len() > 1 {
-            helper_name(&words.remove(0)).map_err(err)?;
+        let link = if words.len() > 1 { Some(words.remove(0)) } else { None };
+        if let Some(helper) = &link {
+            helper_name(helper).map_err(err)?;
         }
         collect_refs(&words, params, iter_depth > 0, &mut refs).map_err(err)?;
+        // `{{else each xs}}` / `{{else with obj}}`: what follows, to the next `{{else}}` or
+        // the close, is the item's scope, as after `{{#each xs}}`.
+        if is_else
+            && matches!(link.as_deref(), Some("each" | "with"))
+            && let Some((_, _, scoped)) = open_blocks.last_mut()
+        {
+            *scoped = true;
+            iter_depth += 1;
+        }
         out.push_str(&expression);
     }
     if let Some((open, at, _)) = open_blocks.pop() {
@@ -1118,12 +1139,18 @@ mod tests {
 
     #[test]
     fn compiled_once_per_text_and_rendered_with_each_templates_values() {
-        // Two manifests with the same block share its compiled form; each renders its own values.
+        // Two manifests with the same block share its compiled form (in a cache of the test's
+        // own: the process's stops remembering once other tests compiled enough texts)...
         let a = Template::parse("{{#if v}}-v{{/if}}{{n}}", &["v", "n"]).unwrap();
         let b = Template::parse("{{#if v}}-v{{/if}}{{n}}", &["v", "n"]).unwrap();
         assert!(a.check().is_ok() && b.check().is_ok());
-        let (Body::Blocks(_, _, ca), Body::Blocks(_, _, cb)) = (&a.body, &b.body) else { panic!("not blocks") };
-        assert!(Arc::ptr_eq(ca.get().unwrap().as_ref().unwrap(), cb.get().unwrap().as_ref().unwrap()));
+        let cache = Cache::default();
+        let compiled = |t: &Template| {
+            let Body::Blocks(translated, anchors, _) = &t.body else { panic!("not blocks") };
+            compile_in(&cache, &t.source, translated, anchors).unwrap()
+        };
+        assert!(Arc::ptr_eq(&compiled(&a), &compiled(&b)));
+        // and each renders its own values.
         let data = |v: bool, n: &str| Data::new(json!({"v": v, "n": n}).as_object().unwrap(), &Map::new(), &Map::new());
         assert_eq!(a.render(&data(true, "1")).unwrap(), "-v1");
         assert_eq!(b.render(&data(false, "2")).unwrap(), "2");
@@ -1232,5 +1259,138 @@ mod tests {
         let t = Template::parse("--x={{a}}{{#if b}}y{{/if}}{{context.url}}", &["a", "b"]).unwrap();
         assert_eq!(t.placeholder(), None);
         assert_eq!(t.refs(), &[Ref::Param("a".into()), Ref::Param("b".into()), Ref::Context("url".into())]);
+    }
+}
+
+#[cfg(test)]
+mod scope_tests {
+    use super::*;
+    use serde_json::json;
+
+    const P: &[&str] = &["a", "name", "n", "xs", "obj", "flag", "items"];
+
+    /// Values where only the call's values (`given`) and the context start with `-`; the
+    /// defaults (`xs`, `items`) do not.
+    fn data() -> Data {
+        let resolved = json!({"xs": [], "items": [{"name": "it"}], "name": "-rf", "a": "-a", "obj": {"k": "-k"},
+            "flag": false, "n": 1});
+        let given = json!({"name": "-rf", "a": "-a", "obj": {"k": "-k"}, "flag": false, "n": 1});
+        Data::new(resolved.as_object().unwrap(), given.as_object().unwrap(), json!({"url": "-u"}).as_object().unwrap())
+    }
+
+    /// Why a marked render of `t` writes a call's or context's value `t` does not say it
+    /// reads, if it does: a tagged value must be among its refs; a block's value that starts
+    /// with `-` must come with a given parameter or a context key among them (what
+    /// `refuse_options` refuses a block's lead for).
+    fn unrecorded(t: &Template, marked: &str) -> Option<String> {
+        let given = ["name", "a", "obj", "flag", "n"];
+        let mut rest = marked;
+        while let Some((tag, text, after)) = rest.find(MARK).and_then(|at| leading_value(&rest[at..])) {
+            let ok = match tag.strip_prefix("context.") {
+                Some(k) => t.refs().contains(&Ref::Context(k.to_owned())),
+                None if tag.is_empty() => {
+                    !text.starts_with('-')
+                        || t.refs().iter().any(|r| match r {
+                            Ref::Param(p) => given.contains(&p.as_str()),
+                            Ref::Context(_) => true,
+                            _ => false,
+                        })
+                }
+                None => t.params().any(|p| p == tag),
+            };
+            if !ok {
+                return Some(format!("{tag:?} writes {text:?}, refs {:?}", t.refs()));
+            }
+            rest = after;
+        }
+        None
+    }
+
+    #[test]
+    fn the_scope_scan_sees_is_the_parsers() {
+        let d = data();
+        for src in [
+            // `else` and a link's helper apart by a newline, a tab or a CR (1a).
+            "{{#each xs}}x{{else\nif 1}}{{urlencode name}}{{/each}}",
+            "{{#each xs}}x{{else\tif 1}}{{urlencode context.url}}{{/each}}",
+            "{{#with xs}}x{{else\runless flag}}{{urlencode name}}{{/with}}",
+            "{{#each xs}}{{~else\nif 1~}}{{urlencode name}}{{/each}}",
+            // `{{!` + a space + `--` is a long comment, as the parser reads it (1b).
+            "{{! -- }}{{#each xs}} --}}{{urlencode name}}{{! -- }}{{/each}} --}}",
+            "{{!\n-- {{#with obj}} --}}{{urlencode name}}{{!-- {{/with}} --}}",
+            "{{!--}}{{urlencode name}}{{!--}}",
+        ] {
+            let t = Template::parse(src, P).unwrap_or_else(|e| panic!("{src:?}: {e}"));
+            t.check().unwrap_or_else(|e| panic!("{src:?}: {e}"));
+            let marked = t.render_marked(&d, true).unwrap();
+            assert!(unmark(&marked).starts_with('-'), "{src:?}: {marked:?}");
+            assert_eq!(unrecorded(&t, &marked), None, "{src:?}");
+            let rendered = t.render(&d).unwrap();
+            let lead = t.lead(&d, &rendered).map(|(l, _)| l);
+            assert_ne!(lead, None, "{src:?}");
+        }
+        // What the second case reads at the root is refused when undeclared, as anywhere there.
+        let e = Template::parse("{{#each xs}}x{{else\nif 1}}{{urlencode nme}}{{/each}}", P).unwrap_err();
+        assert!(e.message.contains("names no declared parameter"), "{e:?}");
+        let e = Template::parse("{{#each xs}}x{{else\tif 1}}{{lookup context 'url'}}{{/each}}", P).unwrap_err();
+        assert!(e.message.contains("names no declared parameter"), "{e:?}");
+    }
+
+    #[test]
+    fn an_else_each_or_else_with_link_is_the_items_scope() {
+        let d = data();
+        for (src, want, refs) in [
+            ("{{#if flag}}x{{else each items}}{{json name}}{{/if}}", "\"it\"", vec!["flag", "items"]),
+            ("{{#if flag}}x{{else each items}}{{this.name}}{{/if}}", "it", vec!["flag", "items"]),
+            ("{{#if flag}}x{{else with obj}}{{urlencode k}}{{/if}}", "-k", vec!["flag", "obj"]),
+            ("{{#each xs}}x{{else with obj}}{{urlencode k}}{{/each}}", "-k", vec!["xs", "obj"]),
+            // After the link's own `{{else}}`, names are the root's again.
+            ("{{#if flag}}x{{else with n}}y{{else}}{{urlencode name}}{{/if}}", "y", vec!["flag", "n", "name"]),
+        ] {
+            let t = Template::parse(src, P).unwrap_or_else(|e| panic!("{src:?}: {e}"));
+            assert_eq!(t.render(&d).unwrap(), want, "{src}");
+            assert_eq!(t.params().collect::<Vec<_>>(), refs, "{src}");
+        }
+        // The link's argument is read where the block is.
+        assert!(Template::parse("{{#each xs}}x{{else with nope}}{{k}}{{/each}}", P).is_err());
+        // And an item's field is not a root name once the link's scope ends.
+        assert!(Template::parse("{{#if flag}}{{else each items}}{{/if}}{{urlencode k}}", P).is_err());
+    }
+
+    #[test]
+    fn every_value_written_is_one_the_template_says_it_reads() {
+        // Random templates from pieces that open, link and close scopes in every spelling the
+        // parser takes: any value the render writes must be among what the template reads.
+        let pieces: &[&str] = &[
+            "{{#each items}}", "{{#with obj}}", "{{#each xs}}", "{{#if flag}}", "{{#unless flag}}", "{{/each}}",
+            "{{/with}}", "{{/if}}", "{{/unless}}", "{{else}}", "{{else if 1}}", "{{else\nif 1}}",
+            "{{else\tunless flag}}", "{{~else\nif 1~}}", "{{else\reach xs}}", "{{else\nwith obj}}",
+            "{{else each items}}", "{{else with obj}}", "{{ else }}", "{{! -- }}", " --}}", "{{!-- ", "{{!--}}",
+            "{{! x}}", "{{!\n--}}", "{{urlencode name}}", "{{json a}}", "{{urlencode ../name}}",
+            "{{lookup context 'url'}}", "{{json context.url}}", "{{context.url}}", "x", " ", "\n",
+            "{{#each this}}{{@key}}{{/each}}", "{{urlencode k}}", "{{a}}", "{{name}}", "{{this}}", "{{lookup this 'k'}}",
+            "{{json ../../a}}", "{{{name}}}", "{{#with (lookup obj 'k')}}", "{{json this}}",
+        ];
+        let d = data();
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut rendered = 0;
+        for _ in 0..100_000 {
+            let n = 2 + (next() % 9) as usize;
+            let src: String = (0..n).map(|_| pieces[(next() % pieces.len() as u64) as usize]).collect();
+            let Ok(t) = Template::parse(&src, P) else { continue };
+            if t.check().is_err() {
+                continue;
+            }
+            let Ok(marked) = t.render_marked(&d, true) else { continue };
+            rendered += 1;
+            assert_eq!(unrecorded(&t, &marked), None, "{src:?}");
+        }
+        assert!(rendered > 2_000, "{rendered} templates rendered");
     }
 }
