@@ -807,9 +807,10 @@ fn simple_placeholder(body: &str) -> Option<(&str, Option<&str>)> {
     (path_ok && (namespaced || !name.contains('.'))).then_some((name, default))
 }
 
-/// `context.KEY`, `env.NAME`, `secret.NAME` → a reference; other names → None.
+/// `context.KEY`, `env.NAME`, `secret.NAME` → a reference; other names → None. The `/`
+/// spelling (`secret/NAME`) is the same path to the renderer, so it is the same reference.
 fn namespaced(name: &str) -> Result<Option<Ref>, String> {
-    let Some((ns, key)) = name.split_once('.') else { return Ok(None) };
+    let Some((ns, key)) = name.split_once(['.', '/']) else { return Ok(None) };
     match ns {
         "context" if CONTEXT_KEYS.contains(&key) => Ok(Some(Ref::Context(key.to_owned()))),
         "context" => Err(format!("unknown context key `{key}`; known keys: {}", CONTEXT_KEYS.join(", "))),
@@ -1392,5 +1393,32 @@ mod scope_tests {
             assert_eq!(unrecorded(&t, &marked), None, "{src:?}");
         }
         assert!(rendered > 2_000, "{rendered} templates rendered");
+    }
+}
+
+#[cfg(test)]
+mod spelling_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_slash_spelling_of_a_namespaced_name_reads_what_the_dotted_one_does() {
+        let src = "{{#each xs}}{{json secret/TOK}}{{/each}}{{json env/E}}{{urlencode context/url}}";
+        let t = Template::parse(src, &["xs"]).unwrap();
+        let refs = [Ref::Param("xs".into()), Ref::Secret("TOK".into()), Ref::Env("E".into()), Ref::Context("url".into())];
+        assert_eq!(t.refs(), refs);
+        let environment = Environment {
+            env: json!({"E": "e"}).as_object().unwrap().clone(),
+            secrets: json!({"TOK": "s"}).as_object().unwrap().clone(),
+        };
+        let v = json!({"xs": [1]});
+        let data = Data::with_environment(
+            v.as_object().unwrap(),
+            v.as_object().unwrap(),
+            json!({"url": "u"}).as_object().unwrap(),
+            &environment,
+        );
+        assert_eq!(t.render(&data).unwrap(), "\"s\"\"e\"u");
+        assert!(Template::parse("{{json context/nope}}", &[]).unwrap_err().message.contains("unknown context key"));
     }
 }
