@@ -435,8 +435,22 @@ fn source_offset(anchors: &[(usize, usize)], at: usize) -> usize {
 }
 
 /// The values a template is rendered with.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Data(Value);
+
+#[cfg(test)]
+thread_local! {
+    /// How many times this thread copied a [`Data`] (all the values at once).
+    pub(crate) static DATA_COPIES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+impl Clone for Data {
+    fn clone(&self) -> Self {
+        #[cfg(test)]
+        DATA_COPIES.with(|c| c.set(c.get() + 1));
+        Self(self.0.clone())
+    }
+}
 
 impl Data {
     /// `resolved`: each parameter's value after defaults (absent ones may be missing);
@@ -471,16 +485,16 @@ impl Data {
         Self(Value::Object(root))
     }
 
-    /// A copy with `name` bound to `value` (given), for repeating a group per array item.
-    pub(crate) fn with(&self, name: &str, value: &Value) -> Self {
-        let mut root = self.0.clone();
-        if let Some(obj) = root.as_object_mut() {
+    /// Bind `name` to `value` (given), in place: a group repeated per array item rebinds
+    /// one copy of the values per item rather than copying them all (the array included)
+    /// for each.
+    pub(crate) fn set(&mut self, name: &str, value: &Value) {
+        if let Some(obj) = self.0.as_object_mut() {
             obj.insert(name.to_owned(), value.clone());
             if let Some(Value::Object(given)) = obj.get_mut(GIVEN) {
                 given.insert(name.to_owned(), value.clone());
             }
         }
-        Self(root)
     }
 
     /// The root object.
