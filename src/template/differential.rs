@@ -616,6 +616,8 @@ fn hand_written_cases_render_as_handlebars_does() {
         "{{#if a}}x{{/if}}   ",
         "{{#if a}}x{{/if}}\n   ",
         "\n{{#if a}}\n\n{{/if}}\n\n",
+        "x {{ ~a ~ }} y{{#if b}}B{{ ~else\nif a}} A {{ ~ else ~ }}N{{/if}}",
+        "{{#each xs}}{{this}}{{else\twith obj}} {{k}} {{/each}}{{! -- {{a}} --}}",
     ];
     let values = [
         json!({"a": "A", "b": "", "n": 2, "xs": ["p", {"k": "q"}], "obj": {"k": "v", "l": ["p", {"k": "q"}]}}),

@@ -672,7 +672,8 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
             if open == "{{{" { format!("{{{{{}}}}}", &src[body_start..body_start + body_len]) } else { raw.to_owned() };
         pos = end;
         expressions += 1;
-        let body = src[body_start..body_start + body_len].trim_matches('~').trim();
+        // The parser takes spaces before a `~` too (`{{ ~else}}`).
+        let body = src[body_start..body_start + body_len].trim_matches(|c: char| c == '~' || c.is_whitespace());
         let err = |message: String| TemplateError { offset: start, message };
         let first = body.chars().next();
         if open == "{{!--" {
@@ -753,8 +754,8 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
             // `~` trims the text beside the placeholder, as Handlebars' `{{~a~}}` does: the
             // parser applies it, so the template is no longer plain pieces.
             let inside = &src[body_start..body_start + body_len];
-            let tilde_before = open == "{{" && inside.starts_with('~');
-            let tilde_after = open == "{{" && inside.ends_with('~');
+            let tilde_before = open == "{{" && inside.trim_start().starts_with('~');
+            let tilde_after = open == "{{" && inside.trim_end().ends_with('~');
             if tilde_before || tilde_after {
                 pieces = None;
             }
@@ -1222,6 +1223,7 @@ mod tests {
             ("{{a~}}  z", "-vz"),
             ("{{~a:d~}}", "-v"),
             ("x {{a}} y", "x -v y"),
+            ("x {{ ~a ~ }} y", "x-vy"),
         ] {
             assert_eq!(render(src, p, v.clone(), v.clone()), want, "{src}");
         }
@@ -1330,6 +1332,8 @@ mod scope_tests {
             "{{#each xs}}x{{else\tif 1}}{{urlencode context.url}}{{/each}}",
             "{{#with xs}}x{{else\runless flag}}{{urlencode name}}{{/with}}",
             "{{#each xs}}{{~else\nif 1~}}{{urlencode name}}{{/each}}",
+            "{{#each xs}}{{ ~else ~}}{{urlencode name}}{{/each}}",
+            "{{#each xs}}{{ ~ else\nif 1}}{{urlencode name}}{{/each}}",
             // `{{!` + a space + `--` is a long comment, as the parser reads it (1b).
             "{{! -- }}{{#each xs}} --}}{{urlencode name}}{{! -- }}{{/each}} --}}",
             "{{!\n-- {{#with obj}} --}}{{urlencode name}}{{!-- {{/with}} --}}",
@@ -1377,14 +1381,52 @@ mod scope_tests {
         // Random templates from pieces that open, link and close scopes in every spelling the
         // parser takes: any value the render writes must be among what the template reads.
         let pieces: &[&str] = &[
-            "{{#each items}}", "{{#with obj}}", "{{#each xs}}", "{{#if flag}}", "{{#unless flag}}", "{{/each}}",
-            "{{/with}}", "{{/if}}", "{{/unless}}", "{{else}}", "{{else if 1}}", "{{else\nif 1}}",
-            "{{else\tunless flag}}", "{{~else\nif 1~}}", "{{else\reach xs}}", "{{else\nwith obj}}",
-            "{{else each items}}", "{{else with obj}}", "{{ else }}", "{{! -- }}", " --}}", "{{!-- ", "{{!--}}",
-            "{{! x}}", "{{!\n--}}", "{{urlencode name}}", "{{json a}}", "{{urlencode ../name}}",
-            "{{lookup context 'url'}}", "{{json context.url}}", "{{context.url}}", "x", " ", "\n",
-            "{{#each this}}{{@key}}{{/each}}", "{{urlencode k}}", "{{a}}", "{{name}}", "{{this}}", "{{lookup this 'k'}}",
-            "{{json ../../a}}", "{{{name}}}", "{{#with (lookup obj 'k')}}", "{{json this}}",
+            "{{#each items}}",
+            "{{#with obj}}",
+            "{{#each xs}}",
+            "{{#if flag}}",
+            "{{#unless flag}}",
+            "{{/each}}",
+            "{{/with}}",
+            "{{/if}}",
+            "{{/unless}}",
+            "{{else}}",
+            "{{else if 1}}",
+            "{{else\nif 1}}",
+            "{{else\tunless flag}}",
+            "{{~else\nif 1~}}",
+            "{{else\reach xs}}",
+            "{{else\nwith obj}}",
+            "{{else each items}}",
+            "{{else with obj}}",
+            "{{ else }}",
+            "{{ ~else}}",
+            "{{ ~ else if 1 ~ }}",
+            "{{! -- }}",
+            " --}}",
+            "{{!-- ",
+            "{{!--}}",
+            "{{! x}}",
+            "{{!\n--}}",
+            "{{urlencode name}}",
+            "{{json a}}",
+            "{{urlencode ../name}}",
+            "{{lookup context 'url'}}",
+            "{{json context.url}}",
+            "{{context.url}}",
+            "x",
+            " ",
+            "\n",
+            "{{#each this}}{{@key}}{{/each}}",
+            "{{urlencode k}}",
+            "{{a}}",
+            "{{name}}",
+            "{{this}}",
+            "{{lookup this 'k'}}",
+            "{{json ../../a}}",
+            "{{{name}}}",
+            "{{#with (lookup obj 'k')}}",
+            "{{json this}}",
         ];
         let d = data();
         let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -1419,7 +1461,8 @@ mod spelling_tests {
     fn a_slash_spelling_of_a_namespaced_name_reads_what_the_dotted_one_does() {
         let src = "{{#each xs}}{{json secret/TOK}}{{/each}}{{json env/E}}{{urlencode context/url}}";
         let t = Template::parse(src, &["xs"]).unwrap();
-        let refs = [Ref::Param("xs".into()), Ref::Secret("TOK".into()), Ref::Env("E".into()), Ref::Context("url".into())];
+        let refs =
+            [Ref::Param("xs".into()), Ref::Secret("TOK".into()), Ref::Env("E".into()), Ref::Context("url".into())];
         assert_eq!(t.refs(), refs);
         let environment = Environment {
             env: json!({"E": "e"}).as_object().unwrap().clone(),
