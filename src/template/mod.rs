@@ -54,7 +54,7 @@ pub(crate) const CONTEXT_KEYS: &[&str] = &["url", "selection", "clipboard", "fil
 const GIVEN: &str = "packs:given";
 
 /// A name a template reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Ref {
     /// A declared parameter.
     Param(String),
@@ -129,11 +129,26 @@ impl Template {
     /// a manifest: a look-up per placeholder, not a walk of every name).
     pub(crate) fn parse_declared(source: &str, params: &Declared<'_>) -> Result<Self, TemplateError> {
         let scan = scan(source, params)?;
+        let mut refs = scan.refs;
         let body = match scan.pieces {
             Some(pieces) => Body::Pieces(pieces),
             None => Body::Blocks(scan.translated, scan.anchors, OnceLock::new()),
         };
-        Ok(Self { source: source.to_owned(), body, refs: scan.refs, bare: scan.bare, placeholder: scan.placeholder })
+        // What the parser says is read from the values themselves counts too: the parser
+        // decides what renders, and a scanner that reads a scope differently (it once missed
+        // `{{else\nif x}}`) must not leave a root read unrecorded. (A text that does not
+        // parse is reported by `check`.)
+        if let Body::Blocks(translated, anchors, compiled) = &body
+            && let Ok(program) = compiled.get_or_init(|| compile(source, translated, anchors))
+        {
+            let known: std::collections::HashSet<Ref> = refs.iter().cloned().collect();
+            for r in root_refs(program, source, params)? {
+                if !known.contains(&r) && !refs.contains(&r) {
+                    refs.push(r);
+                }
+            }
+        }
+        Ok(Self { source: source.to_owned(), body, refs, bare: scan.bare, placeholder: scan.placeholder })
     }
 
     /// Parse the blocks now (templates with blocks or helpers only; the result is kept
@@ -811,6 +826,71 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
     Ok(Scan { translated: out, anchors, bare, pieces, refs, placeholder: placeholder.filter(|_| whole) })
 }
 
+/// The names a parsed template reads from the values themselves, by the parser's reading
+/// of scopes (an `#each`/`#with` body, and an `{{else each}}`/`{{else with}}` link's, is an
+/// item's; `../` reaches out of it), and `env.`/`secret.`/`context.` paths anywhere (which
+/// `json` and `urlencode` read from the values wherever they are). A root read of a name
+/// that is not declared, or of a whole namespace, is refused, naming the path.
+fn root_refs(program: &parse::Program, source: &str, params: &Declared<'_>) -> Result<Vec<Ref>, TemplateError> {
+    fn nodes<'p>(nodes: &'p [parse::Node], depth: usize, out: &mut Vec<&'p parse::Path>) {
+        for node in nodes {
+            match node {
+                parse::Node::Value(e) => expr(e, depth, out),
+                parse::Node::Block(b) => {
+                    for e in &b.params {
+                        expr(e, depth, out);
+                    }
+                    nodes_in(&b.body, depth + usize::from(matches!(b.helper.as_str(), "each" | "with")), out);
+                    if let Some(inverse) = &b.inverse {
+                        nodes_in(inverse, depth, out);
+                    }
+                }
+                parse::Node::Text(_) | parse::Node::Comment => {}
+            }
+        }
+    }
+    // (A named function for the recursion, which the parser bounds at 64 levels.)
+    fn nodes_in<'p>(n: &'p [parse::Node], depth: usize, out: &mut Vec<&'p parse::Path>) {
+        nodes(n, depth, out);
+    }
+    fn expr<'p>(e: &'p parse::Expr, depth: usize, out: &mut Vec<&'p parse::Path>) {
+        match e {
+            parse::Expr::Path(p) if !p.local => {
+                let spaced =
+                    p.up == 0 && p.segs.len() >= 2 && matches!(p.segs[0].as_str(), "env" | "secret" | "context");
+                // `../` past the outermost scope reads the innermost, as the renderer does.
+                if p.up == depth || depth == 0 || spaced {
+                    out.push(p);
+                }
+            }
+            parse::Expr::Call(_, args) => {
+                for a in args {
+                    expr(a, depth, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut paths = Vec::new();
+    nodes(&program.nodes, 0, &mut paths);
+    let mut refs = Vec::new();
+    for p in paths {
+        let err = |message: String| TemplateError { offset: source.find(&p.raw).unwrap_or(0), message };
+        match p.segs.as_slice() {
+            [] => return Err(err(WHOLE_DATA.into())),
+            [ns, key, ..] if matches!(ns.as_str(), "env" | "secret" | "context") => {
+                refs.extend(namespaced(&format!("{ns}.{key}")).map_err(err)?);
+            }
+            [ns] if matches!(ns.as_str(), "env" | "secret" | "context") => {
+                return Err(err(format!("`{}` reads every `{ns}.` value at once; name the one it reads", p.raw)));
+            }
+            [name, ..] if params.contains(name) => refs.push(Ref::Param(name.clone())),
+            [name, ..] => return Err(err(undeclared(name, params))),
+        }
+    }
+    Ok(refs)
+}
+
 /// `name`, `name:default`, `context.key`, `context.key:default`.
 fn simple_placeholder(body: &str) -> Option<(&str, Option<&str>)> {
     let (name, default) = match body.split_once(':') {
@@ -1351,8 +1431,7 @@ mod scope_tests {
         // What the second case reads at the root is refused when undeclared, as anywhere there.
         let e = Template::parse("{{#each xs}}x{{else\nif 1}}{{urlencode nme}}{{/each}}", P).unwrap_err();
         assert!(e.message.contains("names no declared parameter"), "{e:?}");
-        let e = Template::parse("{{#each xs}}x{{else\tif 1}}{{lookup context 'url'}}{{/each}}", P).unwrap_err();
-        assert!(e.message.contains("names no declared parameter"), "{e:?}");
+        assert!(Template::parse("{{#each xs}}x{{else\tif 1}}{{lookup context 'url'}}{{/each}}", P).is_err());
     }
 
     #[test]
@@ -1477,5 +1556,35 @@ mod spelling_tests {
         );
         assert_eq!(t.render(&data).unwrap(), "\"s\"\"e\"u");
         assert!(Template::parse("{{json context/nope}}", &[]).unwrap_err().message.contains("unknown context key"));
+    }
+}
+
+#[cfg(test)]
+mod root_ref_tests {
+    use super::*;
+
+    fn reads(src: &str, params: &[&str]) -> Result<Vec<Ref>, TemplateError> {
+        let program = parse::parse(src).unwrap();
+        root_refs(&program, src, &Declared::new(params))
+    }
+
+    #[test]
+    fn the_parsed_template_says_what_it_reads_from_the_values() {
+        let p = &["xs", "name", "flag", "items", "obj", "a"];
+        let param = |n: &str| Ref::Param(n.to_owned());
+        for (src, want) in [
+            ("{{#each xs}}x{{else\nif 1}}{{urlencode name}}{{/each}}", vec![param("xs"), param("name")]),
+            ("{{#if flag}}{{else each items}}{{json name}}{{/if}}", vec![param("flag"), param("items")]),
+            ("{{#each xs}}{{#with obj}}{{json ../../a}}{{json name}}{{/with}}{{/each}}", vec![param("xs"), param("a")]),
+            ("{{#each xs}}{{json ../../../a}}{{/each}}", vec![param("xs")]),
+            ("{{#with obj}}{{urlencode context/url}}{{/with}}", vec![param("obj"), Ref::Context("url".into())]),
+            ("{{! -- }}{{#each xs}} --}}{{urlencode name}}", vec![param("name")]),
+        ] {
+            assert_eq!(reads(src, p).unwrap(), want, "{src:?}");
+        }
+        // A root read the names do not declare is refused, wherever a scanner put the scope.
+        for src in ["{{#each xs}}{{else\tif 1}}{{lookup context 'url'}}{{/each}}", "{{json nope}}", "{{json ../env}}"] {
+            assert!(reads(src, p).is_err(), "{src:?}");
+        }
     }
 }
