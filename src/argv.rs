@@ -408,10 +408,13 @@ fn render_group(members: &[Template], scope: &Scope<'_>, i: usize, out: &mut Out
             message: format!("a group may repeat over one array parameter, but uses `{name}` and `{other}`"),
         });
     }
+    // One copy of the values for the whole group, the item rebound in it each time (a copy
+    // per item, each holding the array, cost the square of its length).
+    let mut given = scope.given.clone();
+    let mut item_data = scope.data.clone();
     for item in items {
-        let mut given = scope.given.clone();
         given.insert(name.to_owned(), item.clone());
-        let item_data = scope.data.with(name, item);
+        item_data.set(name, item);
         let per_item =
             Scope { given: &given, data: &item_data, context: scope.context, environment: scope.environment };
         for (j, t) in members.iter().enumerate() {
@@ -458,6 +461,20 @@ mod tests {
         let c = cmd("x", vec![one("{{a}}"), one("{{#if f}}-f{{/if}}"), one("pre{{a}}")]);
         assert_eq!(argv(c.clone(), &["a", "f"], json!({}), json!({})), ["x", "pre"]);
         assert_eq!(argv(c, &["a", "f"], json!({"a": ""}), json!({})), ["x", "", "pre"]);
+    }
+
+    #[test]
+    fn a_group_repeated_over_an_array_copies_the_values_once() {
+        // A copy of every value per item (the array included) cost the square of its length.
+        let tags: Vec<String> = (0..20_000).map(|i| format!("t{i}")).collect();
+        let c = cmd("x", vec![group(&["--tag", "{{tags}}"]), group(&["--n", "{{#if n}}{{n}}{{/if}}", "{{tags}}"])]);
+        let before = crate::template::DATA_COPIES.with(std::cell::Cell::get);
+        let a = argv(c, &["tags", "n"], json!({"tags": tags, "n": 1}), json!({}));
+        let copies = crate::template::DATA_COPIES.with(std::cell::Cell::get) - before;
+        assert_eq!(a.len(), 1 + 20_000 * 2 + 20_000 * 3);
+        assert_eq!(a[1..7], ["--tag", "t0", "--tag", "t1", "--tag", "t2"]);
+        assert_eq!(a[a.len() - 3..], ["--n", "1", "t19999"]);
+        assert!(copies <= 2, "{copies} copies of the values");
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub(crate) const CONTEXT_KEYS: &[&str] = &["url", "selection", "clipboard", "fil
 const GIVEN: &str = "packs:given";
 
 /// A name a template reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Ref {
     /// A declared parameter.
     Param(String),
@@ -129,11 +129,26 @@ impl Template {
     /// a manifest: a look-up per placeholder, not a walk of every name).
     pub(crate) fn parse_declared(source: &str, params: &Declared<'_>) -> Result<Self, TemplateError> {
         let scan = scan(source, params)?;
+        let mut refs = scan.refs;
         let body = match scan.pieces {
             Some(pieces) => Body::Pieces(pieces),
             None => Body::Blocks(scan.translated, scan.anchors, OnceLock::new()),
         };
-        Ok(Self { source: source.to_owned(), body, refs: scan.refs, bare: scan.bare, placeholder: scan.placeholder })
+        // What the parser says is read from the values themselves counts too: the parser
+        // decides what renders, and a scanner that reads a scope differently (it once missed
+        // `{{else\nif x}}`) must not leave a root read unrecorded. (A text that does not
+        // parse is reported by `check`.)
+        if let Body::Blocks(translated, anchors, compiled) = &body
+            && let Ok(program) = compiled.get_or_init(|| compile(source, translated, anchors))
+        {
+            let known: std::collections::HashSet<Ref> = refs.iter().cloned().collect();
+            for r in root_refs(program, source, params)? {
+                if !known.contains(&r) && !refs.contains(&r) {
+                    refs.push(r);
+                }
+            }
+        }
+        Ok(Self { source: source.to_owned(), body, refs, bare: scan.bare, placeholder: scan.placeholder })
     }
 
     /// Parse the blocks now (templates with blocks or helpers only; the result is kept
@@ -388,15 +403,19 @@ type Compiled = Result<Arc<parse::Program>, TemplateError>;
 const COMPILED_TEXTS: usize = 256;
 const COMPILED_TEXT_BYTES: usize = 1024;
 
+/// By source text: its translation (which the parameter names also shape) and what it compiled to.
+type Cache = std::sync::Mutex<std::collections::HashMap<String, (String, Compiled)>>;
+
 fn compile(source: &str, translated: &str, anchors: &[(usize, usize)]) -> Compiled {
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-    /// By source text: its translation (which the parameter names also shape) and what it compiled to.
-    static SEEN: OnceLock<Mutex<HashMap<String, (String, Compiled)>>> = OnceLock::new();
+    static SEEN: OnceLock<Cache> = OnceLock::new();
+    compile_in(SEEN.get_or_init(Cache::default), source, translated, anchors)
+}
+
+/// [`compile`] with the cache `seen` (a test's own, which no other test fills).
+fn compile_in(seen: &Cache, source: &str, translated: &str, anchors: &[(usize, usize)]) -> Compiled {
     if source.len() + translated.len() > COMPILED_TEXT_BYTES {
         return compile_text(translated, anchors);
     }
-    let seen = SEEN.get_or_init(Mutex::default);
     // A poisoned lock only means another thread panicked while holding it: the map is whole.
     let lock = || seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some((t, known)) = lock().get(source)
@@ -431,8 +450,22 @@ fn source_offset(anchors: &[(usize, usize)], at: usize) -> usize {
 }
 
 /// The values a template is rendered with.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Data(Value);
+
+#[cfg(test)]
+thread_local! {
+    /// How many times this thread copied a [`Data`] (all the values at once).
+    pub(crate) static DATA_COPIES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+impl Clone for Data {
+    fn clone(&self) -> Self {
+        #[cfg(test)]
+        DATA_COPIES.with(|c| c.set(c.get() + 1));
+        Self(self.0.clone())
+    }
+}
 
 impl Data {
     /// `resolved`: each parameter's value after defaults (absent ones may be missing);
@@ -467,16 +500,16 @@ impl Data {
         Self(Value::Object(root))
     }
 
-    /// A copy with `name` bound to `value` (given), for repeating a group per array item.
-    pub(crate) fn with(&self, name: &str, value: &Value) -> Self {
-        let mut root = self.0.clone();
-        if let Some(obj) = root.as_object_mut() {
+    /// Bind `name` to `value` (given), in place: a group repeated per array item rebinds
+    /// one copy of the values per item rather than copying them all (the array included)
+    /// for each.
+    pub(crate) fn set(&mut self, name: &str, value: &Value) {
+        if let Some(obj) = self.0.as_object_mut() {
             obj.insert(name.to_owned(), value.clone());
             if let Some(Value::Object(given)) = obj.get_mut(GIVEN) {
                 given.insert(name.to_owned(), value.clone());
             }
         }
-        Self(root)
     }
 
     /// The root object.
@@ -619,6 +652,9 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
     let mut pos = 0;
     let mut expressions = 0;
     let mut anchors = Vec::new();
+    // The parser's comment rule: `{{!` + spaces + `--` is a long comment (to `--}}`) when a
+    // `--}}` follows, else a short one (to `}}`); the last `--}}` found once, not per comment.
+    let last_long_close = src.rfind("--}}");
     while let Some(rel) = src[pos..].find("{{") {
         let start = pos + rel;
         if expressions > 0 {
@@ -629,14 +665,17 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
         if let Some(p) = pieces.as_mut().filter(|_| start > pos) {
             p.push(Piece::Text(src[pos..start].to_owned()));
         }
-        let (open, close) = if src[start..].starts_with("{{!--") {
+        let long_comment = src[start..].starts_with("{{!")
+            && src[start + 3..].trim_start_matches(parse::is_space).starts_with("--")
+            && last_long_close.is_some_and(|at| at >= start + 3);
+        let (open, close) = if long_comment || src[start..].starts_with("{{!--") {
             ("{{!--", "--}}")
         } else if src[start..].starts_with("{{{") {
             ("{{{", "}}}")
         } else {
             ("{{", "}}")
         };
-        let body_start = start + open.len();
+        let body_start = start + if long_comment { 3 } else { open.len() };
         let Some(body_len) = src[body_start..].find(close) else {
             return Err(TemplateError { offset: start, message: "unclosed `{{`: no matching `}}`".into() });
         };
@@ -648,7 +687,8 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
             if open == "{{{" { format!("{{{{{}}}}}", &src[body_start..body_start + body_len]) } else { raw.to_owned() };
         pos = end;
         expressions += 1;
-        let body = src[body_start..body_start + body_len].trim_matches('~').trim();
+        // The parser takes spaces before a `~` too (`{{ ~else}}`).
+        let body = src[body_start..body_start + body_len].trim_matches(|c: char| c == '~' || c.is_whitespace());
         let err = |message: String| TemplateError { offset: start, message };
         let first = body.chars().next();
         if open == "{{!--" {
@@ -698,7 +738,8 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
             }
             _ => {}
         }
-        let is_else = body == "else" || body.starts_with("else ");
+        // As the parser reads it: `else` then any whitespace (`{{else\nif x}}` is a link too).
+        let is_else = body.strip_prefix("else").is_some_and(|r| r.is_empty() || r.starts_with(parse::is_space));
         if is_else && let Some((_, _, scoped)) = open_blocks.last_mut().filter(|b| b.2) {
             // What follows `{{else}}` of `{{#each}}`/`{{#with}}` renders outside the item.
             *scoped = false;
@@ -728,8 +769,8 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
             // `~` trims the text beside the placeholder, as Handlebars' `{{~a~}}` does: the
             // parser applies it, so the template is no longer plain pieces.
             let inside = &src[body_start..body_start + body_len];
-            let tilde_before = open == "{{" && inside.starts_with('~');
-            let tilde_after = open == "{{" && inside.ends_with('~');
+            let tilde_before = open == "{{" && inside.trim_start().starts_with('~');
+            let tilde_after = open == "{{" && inside.trim_end().ends_with('~');
             if tilde_before || tilde_after {
                 pieces = None;
             }
@@ -752,10 +793,20 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
         if words.first().is_some_and(|w| w == "else") {
             words.remove(0);
         }
-        if words.len() > 1 {
-            helper_name(&words.remove(0)).map_err(err)?;
+        let link = if words.len() > 1 { Some(words.remove(0)) } else { None };
+        if let Some(helper) = &link {
+            helper_name(helper).map_err(err)?;
         }
         collect_refs(&words, params, iter_depth > 0, &mut refs).map_err(err)?;
+        // `{{else each xs}}` / `{{else with obj}}`: what follows, to the next `{{else}}` or
+        // the close, is the item's scope, as after `{{#each xs}}`.
+        if is_else
+            && matches!(link.as_deref(), Some("each" | "with"))
+            && let Some((_, _, scoped)) = open_blocks.last_mut()
+        {
+            *scoped = true;
+            iter_depth += 1;
+        }
         out.push_str(&expression);
     }
     if let Some((open, at, _)) = open_blocks.pop() {
@@ -775,6 +826,71 @@ fn scan(src: &str, params: &Declared<'_>) -> Result<Scan, TemplateError> {
     Ok(Scan { translated: out, anchors, bare, pieces, refs, placeholder: placeholder.filter(|_| whole) })
 }
 
+/// The names a parsed template reads from the values themselves, by the parser's reading
+/// of scopes (an `#each`/`#with` body, and an `{{else each}}`/`{{else with}}` link's, is an
+/// item's; `../` reaches out of it), and `env.`/`secret.`/`context.` paths anywhere (which
+/// `json` and `urlencode` read from the values wherever they are). A root read of a name
+/// that is not declared, or of a whole namespace, is refused, naming the path.
+fn root_refs(program: &parse::Program, source: &str, params: &Declared<'_>) -> Result<Vec<Ref>, TemplateError> {
+    fn nodes<'p>(nodes: &'p [parse::Node], depth: usize, out: &mut Vec<&'p parse::Path>) {
+        for node in nodes {
+            match node {
+                parse::Node::Value(e) => expr(e, depth, out),
+                parse::Node::Block(b) => {
+                    for e in &b.params {
+                        expr(e, depth, out);
+                    }
+                    nodes_in(&b.body, depth + usize::from(matches!(b.helper.as_str(), "each" | "with")), out);
+                    if let Some(inverse) = &b.inverse {
+                        nodes_in(inverse, depth, out);
+                    }
+                }
+                parse::Node::Text(_) | parse::Node::Comment => {}
+            }
+        }
+    }
+    // (A named function for the recursion, which the parser bounds at 64 levels.)
+    fn nodes_in<'p>(n: &'p [parse::Node], depth: usize, out: &mut Vec<&'p parse::Path>) {
+        nodes(n, depth, out);
+    }
+    fn expr<'p>(e: &'p parse::Expr, depth: usize, out: &mut Vec<&'p parse::Path>) {
+        match e {
+            parse::Expr::Path(p) if !p.local => {
+                let spaced =
+                    p.up == 0 && p.segs.len() >= 2 && matches!(p.segs[0].as_str(), "env" | "secret" | "context");
+                // `../` past the outermost scope reads the innermost, as the renderer does.
+                if p.up == depth || depth == 0 || spaced {
+                    out.push(p);
+                }
+            }
+            parse::Expr::Call(_, args) => {
+                for a in args {
+                    expr(a, depth, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut paths = Vec::new();
+    nodes(&program.nodes, 0, &mut paths);
+    let mut refs = Vec::new();
+    for p in paths {
+        let err = |message: String| TemplateError { offset: source.find(&p.raw).unwrap_or(0), message };
+        match p.segs.as_slice() {
+            [] => return Err(err(WHOLE_DATA.into())),
+            [ns, key, ..] if matches!(ns.as_str(), "env" | "secret" | "context") => {
+                refs.extend(namespaced(&format!("{ns}.{key}")).map_err(err)?);
+            }
+            [ns] if matches!(ns.as_str(), "env" | "secret" | "context") => {
+                return Err(err(format!("`{}` reads every `{ns}.` value at once; name the one it reads", p.raw)));
+            }
+            [name, ..] if params.contains(name) => refs.push(Ref::Param(name.clone())),
+            [name, ..] => return Err(err(undeclared(name, params))),
+        }
+    }
+    Ok(refs)
+}
+
 /// `name`, `name:default`, `context.key`, `context.key:default`.
 fn simple_placeholder(body: &str) -> Option<(&str, Option<&str>)> {
     let (name, default) = match body.split_once(':') {
@@ -786,9 +902,10 @@ fn simple_placeholder(body: &str) -> Option<(&str, Option<&str>)> {
     (path_ok && (namespaced || !name.contains('.'))).then_some((name, default))
 }
 
-/// `context.KEY`, `env.NAME`, `secret.NAME` → a reference; other names → None.
+/// `context.KEY`, `env.NAME`, `secret.NAME` → a reference; other names → None. The `/`
+/// spelling (`secret/NAME`) is the same path to the renderer, so it is the same reference.
 fn namespaced(name: &str) -> Result<Option<Ref>, String> {
-    let Some((ns, key)) = name.split_once('.') else { return Ok(None) };
+    let Some((ns, key)) = name.split_once(['.', '/']) else { return Ok(None) };
     match ns {
         "context" if CONTEXT_KEYS.contains(&key) => Ok(Some(Ref::Context(key.to_owned()))),
         "context" => Err(format!("unknown context key `{key}`; known keys: {}", CONTEXT_KEYS.join(", "))),
@@ -1118,12 +1235,18 @@ mod tests {
 
     #[test]
     fn compiled_once_per_text_and_rendered_with_each_templates_values() {
-        // Two manifests with the same block share its compiled form; each renders its own values.
+        // Two manifests with the same block share its compiled form (in a cache of the test's
+        // own: the process's stops remembering once other tests compiled enough texts)...
         let a = Template::parse("{{#if v}}-v{{/if}}{{n}}", &["v", "n"]).unwrap();
         let b = Template::parse("{{#if v}}-v{{/if}}{{n}}", &["v", "n"]).unwrap();
         assert!(a.check().is_ok() && b.check().is_ok());
-        let (Body::Blocks(_, _, ca), Body::Blocks(_, _, cb)) = (&a.body, &b.body) else { panic!("not blocks") };
-        assert!(Arc::ptr_eq(ca.get().unwrap().as_ref().unwrap(), cb.get().unwrap().as_ref().unwrap()));
+        let cache = Cache::default();
+        let compiled = |t: &Template| {
+            let Body::Blocks(translated, anchors, _) = &t.body else { panic!("not blocks") };
+            compile_in(&cache, &t.source, translated, anchors).unwrap()
+        };
+        assert!(Arc::ptr_eq(&compiled(&a), &compiled(&b)));
+        // and each renders its own values.
         let data = |v: bool, n: &str| Data::new(json!({"v": v, "n": n}).as_object().unwrap(), &Map::new(), &Map::new());
         assert_eq!(a.render(&data(true, "1")).unwrap(), "-v1");
         assert_eq!(b.render(&data(false, "2")).unwrap(), "2");
@@ -1180,6 +1303,7 @@ mod tests {
             ("{{a~}}  z", "-vz"),
             ("{{~a:d~}}", "-v"),
             ("x {{a}} y", "x -v y"),
+            ("x {{ ~a ~ }} y", "x-vy"),
         ] {
             assert_eq!(render(src, p, v.clone(), v.clone()), want, "{src}");
         }
@@ -1232,5 +1356,235 @@ mod tests {
         let t = Template::parse("--x={{a}}{{#if b}}y{{/if}}{{context.url}}", &["a", "b"]).unwrap();
         assert_eq!(t.placeholder(), None);
         assert_eq!(t.refs(), &[Ref::Param("a".into()), Ref::Param("b".into()), Ref::Context("url".into())]);
+    }
+}
+
+#[cfg(test)]
+mod scope_tests {
+    use super::*;
+    use serde_json::json;
+
+    const P: &[&str] = &["a", "name", "n", "xs", "obj", "flag", "items"];
+
+    /// Values where only the call's values (`given`) and the context start with `-`; the
+    /// defaults (`xs`, `items`) do not.
+    fn data() -> Data {
+        let resolved = json!({"xs": [], "items": [{"name": "it"}], "name": "-rf", "a": "-a", "obj": {"k": "-k"},
+            "flag": false, "n": 1});
+        let given = json!({"name": "-rf", "a": "-a", "obj": {"k": "-k"}, "flag": false, "n": 1});
+        Data::new(resolved.as_object().unwrap(), given.as_object().unwrap(), json!({"url": "-u"}).as_object().unwrap())
+    }
+
+    /// Why a marked render of `t` writes a call's or context's value `t` does not say it
+    /// reads, if it does: a tagged value must be among its refs; a block's value that starts
+    /// with `-` must come with a given parameter or a context key among them (what
+    /// `refuse_options` refuses a block's lead for).
+    fn unrecorded(t: &Template, marked: &str) -> Option<String> {
+        let given = ["name", "a", "obj", "flag", "n"];
+        let mut rest = marked;
+        while let Some((tag, text, after)) = rest.find(MARK).and_then(|at| leading_value(&rest[at..])) {
+            let ok = match tag.strip_prefix("context.") {
+                Some(k) => t.refs().contains(&Ref::Context(k.to_owned())),
+                None if tag.is_empty() => {
+                    !text.starts_with('-')
+                        || t.refs().iter().any(|r| match r {
+                            Ref::Param(p) => given.contains(&p.as_str()),
+                            Ref::Context(_) => true,
+                            _ => false,
+                        })
+                }
+                None => t.params().any(|p| p == tag),
+            };
+            if !ok {
+                return Some(format!("{tag:?} writes {text:?}, refs {:?}", t.refs()));
+            }
+            rest = after;
+        }
+        None
+    }
+
+    #[test]
+    fn the_scope_scan_sees_is_the_parsers() {
+        let d = data();
+        for src in [
+            // `else` and a link's helper apart by a newline, a tab or a CR (1a).
+            "{{#each xs}}x{{else\nif 1}}{{urlencode name}}{{/each}}",
+            "{{#each xs}}x{{else\tif 1}}{{urlencode context.url}}{{/each}}",
+            "{{#with xs}}x{{else\runless flag}}{{urlencode name}}{{/with}}",
+            "{{#each xs}}{{~else\nif 1~}}{{urlencode name}}{{/each}}",
+            "{{#each xs}}{{ ~else ~}}{{urlencode name}}{{/each}}",
+            "{{#each xs}}{{ ~ else\nif 1}}{{urlencode name}}{{/each}}",
+            // `{{!` + a space + `--` is a long comment, as the parser reads it (1b).
+            "{{! -- }}{{#each xs}} --}}{{urlencode name}}{{! -- }}{{/each}} --}}",
+            "{{!\n-- {{#with obj}} --}}{{urlencode name}}{{!-- {{/with}} --}}",
+            "{{!--}}{{urlencode name}}{{!--}}",
+        ] {
+            let t = Template::parse(src, P).unwrap_or_else(|e| panic!("{src:?}: {e}"));
+            t.check().unwrap_or_else(|e| panic!("{src:?}: {e}"));
+            let marked = t.render_marked(&d, true).unwrap();
+            assert!(unmark(&marked).starts_with('-'), "{src:?}: {marked:?}");
+            assert_eq!(unrecorded(&t, &marked), None, "{src:?}");
+            let rendered = t.render(&d).unwrap();
+            let lead = t.lead(&d, &rendered).map(|(l, _)| l);
+            assert_ne!(lead, None, "{src:?}");
+        }
+        // What the second case reads at the root is refused when undeclared, as anywhere there.
+        let e = Template::parse("{{#each xs}}x{{else\nif 1}}{{urlencode nme}}{{/each}}", P).unwrap_err();
+        assert!(e.message.contains("names no declared parameter"), "{e:?}");
+        assert!(Template::parse("{{#each xs}}x{{else\tif 1}}{{lookup context 'url'}}{{/each}}", P).is_err());
+    }
+
+    #[test]
+    fn an_else_each_or_else_with_link_is_the_items_scope() {
+        let d = data();
+        for (src, want, refs) in [
+            ("{{#if flag}}x{{else each items}}{{json name}}{{/if}}", "\"it\"", vec!["flag", "items"]),
+            ("{{#if flag}}x{{else each items}}{{this.name}}{{/if}}", "it", vec!["flag", "items"]),
+            ("{{#if flag}}x{{else with obj}}{{urlencode k}}{{/if}}", "-k", vec!["flag", "obj"]),
+            ("{{#each xs}}x{{else with obj}}{{urlencode k}}{{/each}}", "-k", vec!["xs", "obj"]),
+            // After the link's own `{{else}}`, names are the root's again.
+            ("{{#if flag}}x{{else with n}}y{{else}}{{urlencode name}}{{/if}}", "y", vec!["flag", "n", "name"]),
+        ] {
+            let t = Template::parse(src, P).unwrap_or_else(|e| panic!("{src:?}: {e}"));
+            assert_eq!(t.render(&d).unwrap(), want, "{src}");
+            assert_eq!(t.params().collect::<Vec<_>>(), refs, "{src}");
+        }
+        // The link's argument is read where the block is.
+        assert!(Template::parse("{{#each xs}}x{{else with nope}}{{k}}{{/each}}", P).is_err());
+        // And an item's field is not a root name once the link's scope ends.
+        assert!(Template::parse("{{#if flag}}{{else each items}}{{/if}}{{urlencode k}}", P).is_err());
+    }
+
+    #[test]
+    fn every_value_written_is_one_the_template_says_it_reads() {
+        // Random templates from pieces that open, link and close scopes in every spelling the
+        // parser takes: any value the render writes must be among what the template reads.
+        let pieces: &[&str] = &[
+            "{{#each items}}",
+            "{{#with obj}}",
+            "{{#each xs}}",
+            "{{#if flag}}",
+            "{{#unless flag}}",
+            "{{/each}}",
+            "{{/with}}",
+            "{{/if}}",
+            "{{/unless}}",
+            "{{else}}",
+            "{{else if 1}}",
+            "{{else\nif 1}}",
+            "{{else\tunless flag}}",
+            "{{~else\nif 1~}}",
+            "{{else\reach xs}}",
+            "{{else\nwith obj}}",
+            "{{else each items}}",
+            "{{else with obj}}",
+            "{{ else }}",
+            "{{ ~else}}",
+            "{{ ~ else if 1 ~ }}",
+            "{{! -- }}",
+            " --}}",
+            "{{!-- ",
+            "{{!--}}",
+            "{{! x}}",
+            "{{!\n--}}",
+            "{{urlencode name}}",
+            "{{json a}}",
+            "{{urlencode ../name}}",
+            "{{lookup context 'url'}}",
+            "{{json context.url}}",
+            "{{context.url}}",
+            "x",
+            " ",
+            "\n",
+            "{{#each this}}{{@key}}{{/each}}",
+            "{{urlencode k}}",
+            "{{a}}",
+            "{{name}}",
+            "{{this}}",
+            "{{lookup this 'k'}}",
+            "{{json ../../a}}",
+            "{{{name}}}",
+            "{{#with (lookup obj 'k')}}",
+            "{{json this}}",
+        ];
+        let d = data();
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut rendered = 0;
+        for _ in 0..100_000 {
+            let n = 2 + (next() % 9) as usize;
+            let src: String = (0..n).map(|_| pieces[(next() % pieces.len() as u64) as usize]).collect();
+            let Ok(t) = Template::parse(&src, P) else { continue };
+            if t.check().is_err() {
+                continue;
+            }
+            let Ok(marked) = t.render_marked(&d, true) else { continue };
+            rendered += 1;
+            assert_eq!(unrecorded(&t, &marked), None, "{src:?}");
+        }
+        assert!(rendered > 2_000, "{rendered} templates rendered");
+    }
+}
+
+#[cfg(test)]
+mod spelling_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_slash_spelling_of_a_namespaced_name_reads_what_the_dotted_one_does() {
+        let src = "{{#each xs}}{{json secret/TOK}}{{/each}}{{json env/E}}{{urlencode context/url}}";
+        let t = Template::parse(src, &["xs"]).unwrap();
+        let refs =
+            [Ref::Param("xs".into()), Ref::Secret("TOK".into()), Ref::Env("E".into()), Ref::Context("url".into())];
+        assert_eq!(t.refs(), refs);
+        let environment = Environment {
+            env: json!({"E": "e"}).as_object().unwrap().clone(),
+            secrets: json!({"TOK": "s"}).as_object().unwrap().clone(),
+        };
+        let v = json!({"xs": [1]});
+        let data = Data::with_environment(
+            v.as_object().unwrap(),
+            v.as_object().unwrap(),
+            json!({"url": "u"}).as_object().unwrap(),
+            &environment,
+        );
+        assert_eq!(t.render(&data).unwrap(), "\"s\"\"e\"u");
+        assert!(Template::parse("{{json context/nope}}", &[]).unwrap_err().message.contains("unknown context key"));
+    }
+}
+
+#[cfg(test)]
+mod root_ref_tests {
+    use super::*;
+
+    fn reads(src: &str, params: &[&str]) -> Result<Vec<Ref>, TemplateError> {
+        let program = parse::parse(src).unwrap();
+        root_refs(&program, src, &Declared::new(params))
+    }
+
+    #[test]
+    fn the_parsed_template_says_what_it_reads_from_the_values() {
+        let p = &["xs", "name", "flag", "items", "obj", "a"];
+        let param = |n: &str| Ref::Param(n.to_owned());
+        for (src, want) in [
+            ("{{#each xs}}x{{else\nif 1}}{{urlencode name}}{{/each}}", vec![param("xs"), param("name")]),
+            ("{{#if flag}}{{else each items}}{{json name}}{{/if}}", vec![param("flag"), param("items")]),
+            ("{{#each xs}}{{#with obj}}{{json ../../a}}{{json name}}{{/with}}{{/each}}", vec![param("xs"), param("a")]),
+            ("{{#each xs}}{{json ../../../a}}{{/each}}", vec![param("xs")]),
+            ("{{#with obj}}{{urlencode context/url}}{{/with}}", vec![param("obj"), Ref::Context("url".into())]),
+            ("{{! -- }}{{#each xs}} --}}{{urlencode name}}", vec![param("name")]),
+        ] {
+            assert_eq!(reads(src, p).unwrap(), want, "{src:?}");
+        }
+        // A root read the names do not declare is refused, wherever a scanner put the scope.
+        for src in ["{{#each xs}}{{else\tif 1}}{{lookup context 'url'}}{{/each}}", "{{json nope}}", "{{json ../env}}"] {
+            assert!(reads(src, p).is_err(), "{src:?}");
+        }
     }
 }

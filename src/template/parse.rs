@@ -132,7 +132,7 @@ fn is_symbol(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '$' | ':') || !c.is_ascii()
 }
 
-fn is_space(c: char) -> bool {
+pub(super) fn is_space(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\n' | '\r')
 }
 

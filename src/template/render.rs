@@ -74,6 +74,11 @@ fn weight(v: &Value, cap: u64) -> u64 {
     total
 }
 
+/// The work of copying `names`: a step per 64 bytes.
+fn text_weight(names: &[String]) -> u64 {
+    names.iter().map(|n| n.len() as u64).sum::<u64>() / 64
+}
+
 /// What a block sees as `this`: a place in the values, or a value made on the way (a
 /// literal, a helper's result, an item of such a value).
 enum Base<'v> {
@@ -272,8 +277,12 @@ impl<'v> Renderer<'v> {
         if p.local {
             let Some(name) = p.segs.first() else { return Ok(Got { value: None, path: None }) };
             let innermost = self.scopes.len() - 1;
-            let v = (p.up <= innermost).then(|| self.scopes[innermost - p.up].locals.get(name)).flatten();
-            return Ok(Got { value: v.cloned().map(Cow::Owned), path: None });
+            let v = (p.up <= innermost).then(|| self.scopes[innermost - p.up].locals.get(name)).flatten().cloned();
+            // `@key` is a copy of an object's key, which a call may make long.
+            if let Some(v) = &v {
+                self.charge(weight(v, self.steps))?;
+            }
+            return Ok(Got { value: v.map(Cow::Owned), path: None });
         }
         let found = match &self.scope(p.up).base {
             Base::Value(Cow::Borrowed(v)) => {
@@ -283,7 +292,9 @@ impl<'v> Renderer<'v> {
             Base::Value(Cow::Owned(v)) => Err(walk(v, &p.segs)?.cloned()),
             Base::Path(base) => {
                 let full: Vec<String> = base.iter().chain(&p.segs).cloned().collect();
-                self.charge(full.len() as u64)?;
+                // A step per name, and per 64 bytes of them: a key of the values (a base
+                // inside `#each` over an object) is as long as a call makes it.
+                self.charge(full.len() as u64 + text_weight(&full))?;
                 Ok((walk(self.root, &full)?, full))
             }
         };
@@ -498,6 +509,7 @@ impl<'v> Renderer<'v> {
                     return self.maybe(b.inverse.as_ref(), out);
                 }
                 let locals = self.scopes.last().map(|s| s.locals.clone()).unwrap_or_default();
+                self.charge(locals.values().map(|v| weight(v, u64::MAX)).sum())?;
                 let base = match (x.path, x.value) {
                     (Some(p), _) => Base::Path(p),
                     (None, v) => Base::Value(v.unwrap_or(Cow::Owned(Value::Null))),
@@ -562,7 +574,12 @@ impl<'v> Renderer<'v> {
                     },
                 },
             };
-            if let Err(e) = self.charge(1) {
+            // An item, and the bytes of its key copied twice (into its place and `@key`).
+            let copied = match &base {
+                Base::Path(full) => text_weight(full),
+                Base::Value(_) => 0,
+            };
+            if let Err(e) = self.charge(1 + copied + key.map_or(0, |k| k.len() as u64 / 64)) {
                 result = Err(e);
                 break;
             }
@@ -651,6 +668,35 @@ mod tests {
             let used = steps(src, &root, u64::MAX).unwrap();
             assert!(used < 20 * 1000, "{src}: {used}");
         }
+    }
+
+    #[test]
+    fn the_budget_pays_for_the_bytes_of_keys_it_copies() {
+        // `#each` over an object copies each key (into the item's place and `@key`), and a
+        // path read inside copies the place again: a call's long keys cost their length.
+        let long = |c: char| c.to_string().repeat(60_000);
+        let root = json!({"obj": {long('a'): 1, long('b'): 1}});
+        let deep = |n: usize| {
+            let mut src = "x{{#each obj}}".to_owned();
+            for k in 1..n {
+                src.push_str(&format!("{{{{#each {}obj}}}}", "../".repeat(k)));
+            }
+            src + &"{{/each}}".repeat(n)
+        };
+        let per_key = 60_000 / 64;
+        for (src, items, copies) in [
+            (deep(1), 2, 2),
+            (deep(2), 6, 2),
+            ("{{#each obj}}{{#if @key}}{{/if}}{{#if this}}{{/if}}{{/each}}".to_owned(), 2, 4),
+            ("{{#each obj}}{{#with ../obj}}{{#if @key}}{{/if}}{{/with}}{{/each}}".to_owned(), 2, 4),
+        ] {
+            let used = steps(&src, &root, MAX_RENDER_STEPS).unwrap();
+            assert!(used >= items * copies * per_key, "{src}: {used}");
+        }
+        // Nested 18 deep, 2^19 items each copying 60 KB: the budget stops it after a few
+        // thousand (at most 64 bytes copied per step), with its reason.
+        let e = steps(&deep(18), &root, MAX_RENDER_STEPS).unwrap_err();
+        assert_eq!(e.reason(), TOO_MUCH_WORK);
     }
 
     #[test]
