@@ -1157,7 +1157,16 @@ mod tests {
         _dir: tempfile::TempDir,
         state: Arc<State>,
         addr: SocketAddr,
-        _runtime: tokio::runtime::Runtime,
+        runtime: Option<tokio::runtime::Runtime>,
+    }
+
+    impl Drop for Harness {
+        fn drop(&mut self) {
+            // A handler that never yields must not hold the test at its end.
+            if let Some(runtime) = self.runtime.take() {
+                runtime.shutdown_background();
+            }
+        }
     }
 
     fn harness(tweak: impl FnOnce(&mut State, &Path)) -> Harness {
@@ -1180,7 +1189,7 @@ mod tests {
                 });
             }
         });
-        Harness { _dir: dir, state, addr, _runtime: runtime }
+        Harness { _dir: dir, state, addr, runtime: Some(runtime) }
     }
 
     /// A response: status, headers (lower-case names) and body.
@@ -1266,7 +1275,8 @@ mod tests {
     impl Harness {
         fn connect(&self) -> Conn {
             let stream = TcpStream::connect(self.addr).unwrap();
-            stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+            // Generous for a loopback answer; a hung server fails the test instead of hanging it.
+            stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
             Conn(BufReader::new(stream))
         }
 
@@ -1705,8 +1715,10 @@ mod tests {
 
     /// The events of an SSE answer up to its last (keep-alive comments skipped).
     fn read_events(conn: &mut Conn) -> Vec<Value> {
-        let mut events = Vec::new();
+        let (mut events, started) = (Vec::new(), Instant::now());
         while let Some(chunk) = conn.chunk() {
+            // A stream that never ends (keep-alives, or events without end) fails the test.
+            assert!(started.elapsed() < Duration::from_secs(30) && events.len() < 1000, "no end: {events:?}");
             if chunk == ":\n\n" {
                 continue;
             }
@@ -1872,6 +1884,7 @@ mod tests {
         peer.send(json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
         let mut received = Vec::new();
         while received.last().is_none_or(|m: &Value| m.get("id").is_none()) {
+            assert!(received.len() <= MAX_QUEUED, "{:?}", &received[received.len() - 3..]);
             received.push(rt.block_on(inbox.recv()).unwrap());
         }
         assert_eq!(received.len(), MAX_QUEUED + 1);
@@ -1898,8 +1911,16 @@ mod tests {
         assert!(!is_final(&json!({"jsonrpc": "2.0", "method": "notifications/progress"}), &id));
         assert!(!is_final(&json!({"jsonrpc": "2.0", "result": {}}), &id));
 
-        let (_dir, s) = state(|_, _| {});
         let rt = runtime();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut inbox = Inbox { rx, queued: Arc::new(AtomicUsize::new(1)) };
+        tx.send(json!(1)).unwrap();
+        drop(tx);
+        assert_eq!(rt.block_on(inbox.recv()), Some(json!(1)));
+        assert_eq!(rt.block_on(inbox.recv()), None);
+        assert_eq!(inbox.queued.load(Ordering::Relaxed), 0);
+
+        let (_dir, s) = state(|_, _| {});
         let settled = Settled { era: None, version: None, elicitation: false };
         let (peer, inbox) = peer(&s, &s.anonymous, "k".into(), settled);
         peer.send(json!({"jsonrpc": "2.0", "method": "notifications/progress"}));
