@@ -1056,3 +1056,1014 @@ fn json_response(status: StatusCode, value: &Value, session: Option<&str>) -> Re
 fn rpc_error(status: StatusCode, id: &Value, code: i64, message: &str) -> Response<Body> {
     json_response(status, &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}), None)
 }
+
+#[cfg(test)]
+mod tests {
+    //! The transport driven over loopback: `respond` serves each connection of a listener
+    //! on 127.0.0.1 (as `run` does, without its signals), and the tests speak raw HTTP/1.1
+    //! to it, so what a client sends byte for byte is what the server reads.
+
+    use super::*;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpStream;
+    use std::path::Path;
+    use std::time::Instant;
+
+    use crate::catalog::SearchPath;
+    use crate::sandbox::SandboxMode;
+
+    /// A client's token (agent `ops`) and a metrics token, for the servers that take them.
+    const CLIENT: &str = "0123456789abcdef0123";
+    const SCRAPER: &str = "fedcba9876543210fedc";
+
+    const JSON_ONLY: &str = "Accept: application/json\r\n";
+    const BOTH: &str = "Accept: application/json, text/event-stream\r\n";
+    const MODERN: &str = "MCP-Protocol-Version: 2026-07-28\r\n";
+
+    fn manifests() -> Vec<Value> {
+        vec![
+            json!({"name": "echo_words", "description": "d", "parameters": {"w": {"type": "string"}},
+                "command": "echo -- {{w:x}}"}),
+            json!({"name": "nap", "description": "d", "command": "sleep 2.5"}),
+            json!({"name": "long_nap", "description": "d", "command": "sleep 60"}),
+            json!({"name": "careful", "description": "d", "parameters": {"w": {"type": "string"}},
+                "command": "echo ran {{w}}", "policy": {"confirm_before_run": true}}),
+        ]
+    }
+
+    /// A handler's state over a pack directory of [`manifests`], without tokens, on a
+    /// loopback address; `tweak` changes it (its second argument is a scratch directory).
+    fn state(tweak: impl FnOnce(&mut State, &Path)) -> (tempfile::TempDir, State) {
+        let dir = tempfile::tempdir().unwrap();
+        let packs = dir.path().join("packs");
+        std::fs::create_dir(&packs).unwrap();
+        for m in manifests() {
+            let name = m["name"].as_str().unwrap();
+            std::fs::write(packs.join(format!("{name}.tool.json")), m.to_string()).unwrap();
+        }
+        let base = Context::new().with_sandbox(SandboxMode::Off).with_workspace(dir.path().into());
+        let options = Options {
+            search: SearchPath::dirs([packs.as_path()]),
+            context: base.clone(),
+            yes: false,
+            watch: false,
+            locked: None,
+            snapshot: None,
+            approvals: None,
+        };
+        let mut state = State {
+            server: Server::new(options, Seal::derived(b"test key")),
+            pool: Arc::new(super::super::call_pool()),
+            tokens: None,
+            oauth: None,
+            metrics_tokens: None,
+            anonymous: Client { principal: String::new(), context: Arc::new(base) },
+            loopback: true,
+            allow_hosts: Vec::new(),
+            allow_origins: Vec::new(),
+            max_body: 4 << 20,
+            max_calls_per_client: 16,
+            calls: Arc::new(Semaphore::new(super::super::MAX_CALLS)),
+            per_client: std::sync::Mutex::new(std::collections::HashMap::new()),
+            next_request: AtomicU64::new(1),
+        };
+        tweak(&mut state, dir.path());
+        (dir, state)
+    }
+
+    /// The client tokens (`CLIENT` for agent `ops`) read into `state`.
+    fn with_tokens(state: &mut State, dir: &Path) {
+        let agents = dir.join("agents");
+        std::fs::create_dir_all(agents.join("ops")).unwrap();
+        std::fs::write(agents.join("ops/agent.toml"), "").unwrap();
+        let file = dir.join("tokens");
+        std::fs::write(&file, format!("{CLIENT} ops\n")).unwrap();
+        state.tokens = Some(Tokens::read(&file, &agents, &Context::new()).unwrap());
+    }
+
+    /// The metrics token `SCRAPER` read into `state`.
+    fn with_metrics_token(state: &mut State, dir: &Path) {
+        let file = dir.join("metrics-tokens");
+        std::fs::write(&file, format!("{SCRAPER}\n")).unwrap();
+        state.metrics_tokens = Some(MetricsTokens::read(&file, state.tokens.as_ref()).unwrap());
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    }
+
+    /// A state served on 127.0.0.1, until dropped.
+    struct Harness {
+        _dir: tempfile::TempDir,
+        state: Arc<State>,
+        addr: SocketAddr,
+        runtime: Option<tokio::runtime::Runtime>,
+    }
+
+    impl Drop for Harness {
+        fn drop(&mut self) {
+            // A handler that never yields must not hold the test at its end.
+            if let Some(runtime) = self.runtime.take() {
+                runtime.shutdown_background();
+            }
+        }
+    }
+
+    fn harness(tweak: impl FnOnce(&mut State, &Path)) -> Harness {
+        let (dir, state) = state(tweak);
+        let state = Arc::new(state);
+        let runtime = runtime();
+        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let serving = Arc::clone(&state);
+        runtime.spawn(async move {
+            while let Ok((stream, remote)) = listener.accept().await {
+                let state = Arc::clone(&serving);
+                let service = hyper::service::service_fn(move |req| {
+                    let state = Arc::clone(&state);
+                    async move { Ok::<_, Infallible>(respond(&state, req, remote).await) }
+                });
+                tokio::spawn(async move {
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+                });
+            }
+        });
+        Harness { _dir: dir, state, addr, runtime: Some(runtime) }
+    }
+
+    /// A response: status, headers (lower-case names) and body.
+    #[derive(Debug)]
+    struct Reply {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    }
+
+    impl Reply {
+        fn header(&self, name: &str) -> Option<&str> {
+            self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        }
+
+        fn json(&self) -> Value {
+            serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {self:?}"))
+        }
+
+        /// The JSON-RPC error's code and message.
+        fn error(&self) -> (i64, String) {
+            let v = self.json();
+            (v["error"]["code"].as_i64().unwrap(), v["error"]["message"].as_str().unwrap().to_owned())
+        }
+    }
+
+    /// One connection.
+    struct Conn(BufReader<TcpStream>);
+
+    impl Conn {
+        fn send(&mut self, raw: &[u8]) {
+            self.0.get_mut().write_all(raw).unwrap();
+        }
+
+        /// The status line and headers.
+        fn head(&mut self) -> (u16, Vec<(String, String)>) {
+            let mut line = String::new();
+            self.0.read_line(&mut line).unwrap();
+            let status = line.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{line:?}"));
+            let mut headers = Vec::new();
+            loop {
+                line.clear();
+                self.0.read_line(&mut line).unwrap();
+                let Some((name, value)) = line.trim_end().split_once(':') else { break };
+                headers.push((name.to_ascii_lowercase(), value.trim().to_owned()));
+            }
+            (status, headers)
+        }
+
+        /// One chunk of a chunked body (None: the last).
+        fn chunk(&mut self) -> Option<String> {
+            let mut size = String::new();
+            self.0.read_line(&mut size).unwrap();
+            let n = usize::from_str_radix(size.trim(), 16).unwrap_or_else(|e| panic!("chunk size {size:?}: {e}"));
+            let mut data = vec![0; n + 2];
+            self.0.read_exact(&mut data).unwrap();
+            data.truncate(n);
+            (n > 0).then(|| String::from_utf8(data).unwrap())
+        }
+
+        /// A whole response (`head_only`: the answer to a HEAD, which has no body).
+        fn reply(&mut self, head_only: bool) -> Reply {
+            let (status, headers) = self.head();
+            let mut reply = Reply { status, headers, body: String::new() };
+            if head_only {
+                return reply;
+            }
+            if let Some(n) = reply.header("content-length") {
+                let mut body = vec![0; n.parse().unwrap()];
+                self.0.read_exact(&mut body).unwrap();
+                reply.body = String::from_utf8(body).unwrap();
+            } else if reply.header("transfer-encoding") == Some("chunked") {
+                while let Some(chunk) = self.chunk() {
+                    reply.body.push_str(&chunk);
+                }
+            } else {
+                self.0.read_to_string(&mut reply.body).unwrap();
+            }
+            reply
+        }
+    }
+
+    impl Harness {
+        fn connect(&self) -> Conn {
+            let stream = TcpStream::connect(self.addr).unwrap();
+            // Generous for a loopback answer; a hung server fails the test instead of hanging it.
+            stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            Conn(BufReader::new(stream))
+        }
+
+        /// Send one request on a connection of its own and read its answer.
+        fn send(&self, raw: &str) -> Reply {
+            let mut conn = self.connect();
+            conn.send(raw.as_bytes());
+            conn.reply(raw.starts_with("HEAD "))
+        }
+
+        /// `GET path` with these header lines besides `Host`.
+        fn get(&self, path: &str, headers: &str) -> Reply {
+            self.send(&format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}\r\n"))
+        }
+
+        /// POST `body` to the endpoint with these header lines besides `Host`, a JSON
+        /// `Content-Type` and `Content-Length`.
+        fn post(&self, headers: &str, body: &str) -> Reply {
+            self.send(&post_request(headers, body))
+        }
+    }
+
+    fn post_request(headers: &str, body: &str) -> String {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    }
+
+    fn rpc(id: u64, method: &str, params: Value) -> String {
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+    }
+
+    fn call(id: u64, tool: &str, arguments: Value) -> String {
+        rpc(id, "tools/call", json!({"name": tool, "arguments": arguments}))
+    }
+
+    /// A 2026-07-28 request: its `_meta` envelope.
+    fn modern(id: u64, method: &str, mut params: Value) -> String {
+        params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}, "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}});
+        rpc(id, method, params)
+    }
+
+    fn bearer(token: &str) -> String {
+        format!("Authorization: Bearer {token}\r\n")
+    }
+
+    fn metrics_text(h: &Harness) -> String {
+        h.state.server.metrics.render()
+    }
+
+    #[test]
+    fn healthz_answers_get_and_head_without_a_token_or_a_host_check_and_other_paths_say_where_the_endpoint_is() {
+        let h = harness(with_tokens);
+        let r = h.send("GET /healthz HTTP/1.1\r\nHost: evil.example\r\n\r\n");
+        assert_eq!((r.status, r.body.as_str()), (200, "ok\n"), "{r:?}");
+        assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
+        let r = h.send("HEAD /healthz HTTP/1.1\r\nHost: evil.example\r\n\r\n");
+        assert_eq!(r.status, 200, "{r:?}");
+        // Another method is not the health check: it needs a token like any other request.
+        let r = h.send("POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n");
+        assert_eq!(r.status, 401, "{r:?}");
+        let token = bearer(CLIENT);
+        let r = h.send(&format!("POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n{token}Content-Length: 0\r\n\r\n"));
+        assert_eq!(r.status, 404, "{r:?}");
+        assert_eq!(r.body, "not found: the MCP endpoint is /mcp\n");
+        let r = h.get("/elsewhere", &token);
+        assert_eq!((r.status, r.body.as_str()), (404, "not found: the MCP endpoint is /mcp\n"));
+        // GET and DELETE on the endpoint: 405, POST is allowed.
+        for method in ["GET", "DELETE"] {
+            let r = h.send(&format!("{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{token}\r\n"));
+            assert_eq!(r.status, 405, "{method}: {r:?}");
+            assert_eq!(r.header("allow"), Some("POST"));
+            assert_eq!(r.error(), (INVALID_REQUEST, "use POST".into()));
+            assert_eq!(r.json()["id"], Value::Null);
+        }
+        // POST is the endpoint's (and answers with the tools).
+        let r = h.post(&format!("{token}{JSON_ONLY}"), &rpc(1, "tools/list", json!({})));
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        assert_eq!(r.json()["result"]["tools"].as_array().unwrap().len(), 4, "{r:?}");
+        // Every answer is counted by its status.
+        let text = metrics_text(&h);
+        assert!(text.contains(r#"packs_http_responses_total{code="405"} 2"#), "{text}");
+        assert!(text.contains(r#"packs_http_responses_total{code="200"} 3"#), "{text}");
+    }
+
+    #[test]
+    fn host_names_this_server_and_an_origin_is_one_allowed() {
+        let (_dir, s) = state(|s, _| s.allow_hosts = vec!["mcp.example".into()]);
+        for host in ["127.0.0.1:8731", "127.0.0.1", "[::1]:8731", "[::1]", "10.1.2.3:80", "localhost", "LocalHost:8731"]
+        {
+            assert!(host_allowed(&s, host), "{host}");
+        }
+        assert!(host_allowed(&s, "MCP.example:443"));
+        assert!(host_allowed(&s, "mcp.example"));
+        for host in
+            ["evil.example", "evil.example:8731", "localhost.evil.example", "localhost:x", "mcp.example.evil", ""]
+        {
+            assert!(!host_allowed(&s, host), "{host}");
+        }
+        // `localhost` names this server only when it listens on a loopback address.
+        let (_dir, public) = state(|s, _| s.loopback = false);
+        assert!(!host_allowed(&public, "localhost:8731"));
+        assert!(host_allowed(&public, "192.0.2.1:8731"));
+        assert!(!host_allowed(&public, "mcp.example"));
+
+        let h = harness(|s, _| s.allow_origins = vec!["https://app.example".into()]);
+        let list = rpc(1, "tools/list", json!({}));
+        let refused = |r: Reply, says: &str| {
+            assert_eq!(r.status, 403, "{r:?}");
+            let (code, message) = r.error();
+            assert_eq!(code, INVALID_REQUEST);
+            assert!(message.contains(says), "{message}");
+        };
+        refused(
+            h.send(&post_request(JSON_ONLY, &list).replace("Host: 127.0.0.1", "Host: evil.example")),
+            "Host `evil.example` is not this server (DNS-rebinding protection; see --allow-host)",
+        );
+        refused(
+            h.send(&post_request(JSON_ONLY, &list).replace("Host: 127.0.0.1\r\n", "")),
+            "a request needs a Host header",
+        );
+        refused(
+            h.post(&format!("Origin: https://evil.example\r\n{JSON_ONLY}"), &list),
+            "Origin `https://evil.example` is not allowed (DNS-rebinding protection; see --allow-origin)",
+        );
+        let r = h.post(&format!("Origin: https://app.example\r\n{JSON_ONLY}"), &list);
+        assert_eq!(r.status, 200, "{r:?}");
+        let r = h.send(&post_request(JSON_ONLY, &list).replace("Host: 127.0.0.1", "Host: localhost:1"));
+        assert_eq!(r.status, 200, "{r:?}");
+        let text = metrics_text(&h);
+        assert!(text.contains(r#"packs_denials_total{reason="origin_or_host"} 3"#), "{text}");
+    }
+
+    #[test]
+    fn a_bearer_token_names_the_client_and_a_refusal_says_why_in_its_challenge() {
+        let h = harness(with_tokens);
+        let list = rpc(1, "tools/list", json!({}));
+        let r = h.post(JSON_ONLY, &list);
+        assert_eq!(r.status, 401, "{r:?}");
+        assert_eq!(r.header("www-authenticate"), Some(r#"Bearer realm="packs""#));
+        assert_eq!(r.error(), (INVALID_REQUEST, "a bearer token is needed".into()));
+        let r = h.post(&format!("{}{JSON_ONLY}", bearer("0123456789abcdef0124")), &list);
+        assert_eq!(r.status, 401, "{r:?}");
+        assert_eq!(
+            r.header("www-authenticate"),
+            Some(r#"Bearer realm="packs", error="invalid_token", error_description="the token is not valid""#)
+        );
+        assert_eq!(r.error().1, "a valid bearer token is needed: the token is not valid");
+        let r = h.post(&format!("{}{JSON_ONLY}", bearer(CLIENT)), &list);
+        assert_eq!(r.status, 200, "{r:?}");
+        let text = metrics_text(&h);
+        assert!(text.contains(r#"packs_denials_total{reason="unauthenticated"} 2"#), "{text}");
+
+        // A server without tokens serves everyone as the anonymous client.
+        let open = harness(|_, _| {});
+        assert_eq!(open.post(JSON_ONLY, &list).status, 200);
+    }
+
+    #[test]
+    fn a_challenge_holds_only_what_a_header_value_can() {
+        let (_dir, s) = state(|_, _| {});
+        let r = unauthorized(&s, Some("a \"b\" \\c é\nd"), "unused");
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            r.headers()[header::WWW_AUTHENTICATE],
+            r#"Bearer realm="packs", error="invalid_token", error_description="a 'b' 'c d""#
+        );
+        let r = unauthorized(&s, None, "what is needed");
+        assert_eq!(r.headers()[header::WWW_AUTHENTICATE], r#"Bearer realm="packs""#);
+    }
+
+    #[test]
+    fn metrics_are_open_only_without_clients_and_otherwise_take_only_a_metrics_token() {
+        let open = harness(|_, _| {});
+        let r = open.get("/metrics", "");
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(r.header("content-type"), Some("application/openmetrics-text; version=1.0.0; charset=utf-8"));
+        assert!(r.body.contains("packs_calls_in_flight 0") && r.body.ends_with("# EOF\n"), "{}", r.body);
+        // Only GET reads them.
+        let r = open.send("POST /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n");
+        assert_eq!(r.status, 404, "{r:?}");
+
+        let expect = |r: Reply, status: u16, says: &str| {
+            assert_eq!(r.status, status, "{r:?}");
+            assert_eq!(r.error().1, says, "{r:?}");
+        };
+        // Clients told apart, no metrics token: nobody reads them.
+        let clients = harness(with_tokens);
+        expect(clients.get("/metrics", ""), 401, "a bearer token from --metrics-token-file is needed");
+        expect(
+            clients.get("/metrics", &bearer(CLIENT)),
+            403,
+            "a client's token does not open /metrics (they count every agent's calls): start the server with --metrics-token-file and scrape with one of its tokens",
+        );
+        let text = metrics_text(&clients);
+        assert!(text.contains(r#"packs_denials_total{reason="metrics_credential"} 1"#), "{text}");
+        assert!(text.contains(r#"packs_denials_total{reason="unauthenticated"} 1"#), "{text}");
+
+        // With a metrics token: that token and no other.
+        let both = harness(|s, dir| {
+            with_tokens(s, dir);
+            with_metrics_token(s, dir);
+        });
+        assert_eq!(both.get("/metrics", &bearer(SCRAPER)).status, 200);
+        expect(both.get("/metrics", ""), 401, "a bearer token from --metrics-token-file is needed");
+        let r = both.get("/metrics", &bearer("0123456789abcdef0124"));
+        assert!(r.header("www-authenticate").unwrap().contains("the token is not a metrics token"), "{r:?}");
+        expect(r, 401, "a valid bearer token is needed: the token is not a metrics token");
+        expect(
+            both.get("/metrics", &bearer(CLIENT)),
+            403,
+            "a client's token does not open /metrics (they count every agent's calls): use a token from --metrics-token-file",
+        );
+        // A metrics token is not a client's.
+        assert_eq!(both.post(&format!("{}{JSON_ONLY}", bearer(SCRAPER)), &rpc(1, "tools/list", json!({}))).status, 401);
+
+        // A metrics token file on a server without client tokens: its tokens only.
+        let scraped = harness(with_metrics_token);
+        assert_eq!(scraped.get("/metrics", "").status, 401);
+        assert_eq!(scraped.get("/metrics", &bearer(SCRAPER)).status, 200);
+        assert_eq!(scraped.post(JSON_ONLY, &rpc(1, "tools/list", json!({}))).status, 200);
+    }
+
+    #[test]
+    fn a_post_needs_json_and_an_accept_that_takes_json_or_a_stream_and_an_early_refusal_closes() {
+        let h = harness(|_, _| {});
+        let list = rpc(1, "tools/list", json!({}));
+        let r = h.send(&post_request(JSON_ONLY, &list).replace("application/json\r\nAccept", "text/plain\r\nAccept"));
+        assert_eq!(r.status, 415, "{r:?}");
+        assert_eq!(r.error(), (INVALID_REQUEST, "Content-Type must be application/json".into()));
+        // Its body was not read: the connection closes, and the client is told.
+        assert_eq!(r.header("connection"), Some("close"));
+        for content_type in ["application/json; charset=utf-8", "Application/JSON"] {
+            let raw =
+                post_request(JSON_ONLY, &list).replace("Type: application/json", &format!("Type: {content_type}"));
+            assert_eq!(h.send(&raw).status, 200, "{content_type}");
+        }
+        let r = h.post("Accept: text/html\r\n", &list);
+        assert_eq!(r.status, 406, "{r:?}");
+        assert_eq!(r.error().1, "Accept must list application/json and text/event-stream");
+        assert_eq!(r.header("connection"), Some("close"));
+        for accept in ["Accept: application/json\r\n", "Accept: text/event-stream\r\n", "Accept: */*\r\n", ""] {
+            let r = h.post(accept, &list);
+            assert_eq!(r.status, 200, "{accept:?}: {r:?}");
+            // The body was read: the connection stays open.
+            assert_eq!(r.header("connection"), None, "{accept:?}");
+        }
+        // Without a body, nothing is left unread, whatever the answer.
+        let r = h.send("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n\r\n");
+        assert_eq!((r.status, r.header("connection")), (415, None));
+        // A connection whose request was answered stays usable.
+        let mut conn = h.connect();
+        for id in 1..=2 {
+            conn.send(post_request(JSON_ONLY, &rpc(id, "ping", json!({}))).as_bytes());
+            let r = conn.reply(false);
+            assert_eq!(r.json()["id"], id, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn the_body_is_taken_up_to_max_body_bytes_and_each_bad_body_gets_its_error() {
+        let h = harness(|s, _| s.max_body = 200);
+        let list = rpc(1, "tools/list", json!({}));
+        let exactly = format!("{list:200}");
+        let r = h.post(JSON_ONLY, &exactly);
+        assert_eq!(r.status, 200, "{r:?}");
+        let r = h.post(JSON_ONLY, &format!("{list:201}"));
+        assert_eq!(r.status, 413, "{r:?}");
+        assert_eq!(r.error(), (INVALID_REQUEST, "the body is larger than 200 bytes (--max-body)".into()));
+        // A chunked body has no length to refuse up front: it is cut when it passes the limit.
+        let chunk = " ".repeat(150);
+        let raw = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{JSON_ONLY}Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{chunk}\r\n{:x}\r\n{chunk}\r\n0\r\n\r\n",
+            chunk.len(),
+            chunk.len()
+        );
+        let r = h.send(&raw);
+        assert_eq!(r.status, 413, "{r:?}");
+        // A chunked body within the limit is read.
+        let raw = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{JSON_ONLY}Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{list}\r\n0\r\n\r\n",
+            list.len()
+        );
+        assert_eq!(h.send(&raw).status, 200);
+        // A body that ends before its length: it could not be read.
+        let mut conn = h.connect();
+        conn.send(post_request(JSON_ONLY, &list).replace(&format!("Length: {}", list.len()), "Length: 100").as_bytes());
+        conn.0.get_ref().shutdown(std::net::Shutdown::Write).unwrap();
+        let r = conn.reply(false);
+        assert_eq!(r.status, 400, "{r:?}");
+        let (code, message) = r.error();
+        assert_eq!(code, PARSE_ERROR);
+        assert!(message.starts_with("the body could not be read: "), "{message}");
+
+        let bad = |body: &str, status: u16, code: i64, says: &str| {
+            let r = h.post(JSON_ONLY, body);
+            assert_eq!(r.status, status, "{body}: {r:?}");
+            let (c, message) = r.error();
+            assert_eq!(c, code, "{body}");
+            assert!(message.starts_with(says), "{body}: {message}");
+        };
+        bad("{", 400, PARSE_ERROR, "not JSON: ");
+        bad(&format!("[{list}]"), 400, INVALID_REQUEST, "JSON-RPC batches are not taken over HTTP");
+        bad("\"tools/list\"", 400, INVALID_REQUEST, "a message must be a JSON object");
+        bad(r#"{"jsonrpc": "2.0"}"#, 400, INVALID_REQUEST, "a request needs a `method`");
+        // A notification, or a response to a request of ours: accepted, nothing to say.
+        for body in [
+            r#"{"jsonrpc": "2.0", "method": "notifications/initialized"}"#,
+            r#"{"jsonrpc": "2.0", "id": 7, "result": {}}"#,
+        ] {
+            let r = h.post(JSON_ONLY, body);
+            assert_eq!((r.status, r.body.as_str()), (202, ""), "{body}");
+        }
+    }
+
+    #[test]
+    fn the_version_header_decides_the_era_and_a_stateless_requests_headers_mirror_its_body() {
+        assert_eq!(HEADER_MISMATCH, -32020);
+        let h = harness(|_, _| {});
+        let list = rpc(1, "tools/list", json!({}));
+        let r = h.post(&format!("MCP-Protocol-Version: 2025-11-25\r\n{JSON_ONLY}"), &list);
+        assert_eq!(r.status, 200, "{r:?}");
+        let r = h.post(&format!("MCP-Protocol-Version: 1999-01-01\r\n{JSON_ONLY}"), &list);
+        assert_eq!(r.status, 400, "{r:?}");
+        let v = r.json();
+        assert_eq!(v["id"], 1);
+        assert_eq!(v["error"]["code"], UNSUPPORTED_VERSION);
+        assert_eq!(v["error"]["data"]["requested"], "1999-01-01");
+        assert_eq!(v["error"]["data"]["supported"][0], "2026-07-28");
+        // A 2026-07-28 envelope without its header.
+        let r = h.post(JSON_ONLY, &modern(2, "tools/list", json!({})));
+        assert_eq!(r.status, 400, "{r:?}");
+        assert_eq!(r.json()["id"], 2);
+        assert!(r.error().1.contains("needs `MCP-Protocol-Version: 2026-07-28`"), "{r:?}");
+        assert_eq!(r.error().0, HEADER_MISMATCH);
+
+        let stateless = |headers: &str, body: &str| h.post(&format!("{MODERN}{JSON_ONLY}{headers}"), body);
+        let mismatch = |r: Reply, says: &str| {
+            assert_eq!(r.status, 400, "{r:?}");
+            assert_eq!(r.error(), (HEADER_MISMATCH, format!("Header mismatch: {says}")), "{r:?}");
+        };
+        let r = stateless("Mcp-Method: tools/list\r\n", &modern(3, "tools/list", json!({})));
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(r.json()["result"]["tools"].as_array().unwrap().len(), 4);
+        mismatch(stateless("", &modern(3, "tools/list", json!({}))), "the Mcp-Method header is missing");
+        mismatch(
+            stateless("Mcp-Method: tools/call\r\n", &modern(3, "tools/list", json!({}))),
+            "Mcp-Method `tools/call` does not match the body's `tools/list`",
+        );
+        let mut older = serde_json::from_str::<Value>(&modern(3, "tools/list", json!({}))).unwrap();
+        older["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
+        mismatch(
+            stateless("Mcp-Method: tools/list\r\n", &older.to_string()),
+            "MCP-Protocol-Version `2026-07-28` does not match the body's `2025-11-25`",
+        );
+        // A stateless request without the envelope: the envelope's own error, 400.
+        let r = stateless("Mcp-Method: tools/list\r\n", &list);
+        assert_eq!(r.status, 400, "{r:?}");
+        assert_eq!(r.json()["error"]["code"], super::super::INVALID_PARAMS);
+
+        let echo = modern(4, "tools/call", json!({"name": "echo_words", "arguments": {"w": "x"}}));
+        for name in ["echo_words", "=?base64?ZWNob193b3Jkcw==?="] {
+            let r = stateless(&format!("Mcp-Method: tools/call\r\nMcp-Name: {name}\r\n"), &echo);
+            assert_eq!(r.status, 200, "{name}: {r:?}");
+            assert_eq!(r.json()["result"]["content"][0]["text"], "-- x\n", "{r:?}");
+        }
+        mismatch(stateless("Mcp-Method: tools/call\r\n", &echo), "the Mcp-Name header is missing");
+        mismatch(
+            stateless("Mcp-Method: tools/call\r\nMcp-Name: nap\r\n", &echo),
+            "Mcp-Name `nap` does not match the body's `echo_words`",
+        );
+        mismatch(
+            stateless("Mcp-Method: tools/call\r\nMcp-Name: =?base64?!!?=\r\n", &echo),
+            "Mcp-Name is not valid base64 UTF-8",
+        );
+        // An unknown method: 404 in the stateless era, a JSON-RPC error in the other.
+        let r = stateless("Mcp-Method: nope/x\r\n", &modern(5, "nope/x", json!({})));
+        assert_eq!(r.status, 404, "{r:?}");
+        assert_eq!(r.error().0, METHOD_NOT_FOUND);
+        let r = h.post(JSON_ONLY, &rpc(5, "nope/x", json!({})));
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(r.error().0, METHOD_NOT_FOUND);
+        // A session header means nothing to the stateless era.
+        let r = stateless("Mcp-Method: tools/list\r\nMcp-Session-Id: made-up\r\n", &modern(6, "tools/list", json!({})));
+        assert_eq!(r.status, 200, "{r:?}");
+    }
+
+    #[test]
+    fn a_header_value_is_itself_or_the_base64_it_wraps() {
+        assert_eq!(decode_header_value("echo_words").as_deref(), Some("echo_words"));
+        assert_eq!(decode_header_value("").as_deref(), Some(""));
+        assert_eq!(decode_header_value("=?base64?ZWNob193b3Jkcw==?=").as_deref(), Some("echo_words"));
+        assert_eq!(decode_header_value("=?base64?w6k=?=").as_deref(), Some("é"));
+        assert_eq!(decode_header_value("=??=").as_deref(), Some("=??="));
+        assert_eq!(decode_header_value("=?base64?QQ==QQ==?="), None);
+        assert_eq!(decode_header_value("=?base64?not base64?="), None);
+        assert_eq!(decode_header_value("=?base64?/w==?="), None, "not UTF-8");
+    }
+
+    #[test]
+    fn initialize_mints_a_session_that_only_its_own_client_can_use() {
+        let h = harness(|_, _| {});
+        let init = rpc(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        let r = h.post(JSON_ONLY, &init);
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(r.json()["result"]["protocolVersion"], "2025-11-25");
+        let session = r.header("mcp-session-id").expect("a session").to_owned();
+        let opened = h.state.server.seal.open(&session).unwrap();
+        assert_eq!(
+            (opened["k"].as_str(), opened["v"].as_str(), opened["e"].as_bool()),
+            (Some("session"), Some("2025-11-25"), Some(false))
+        );
+        let list = rpc(2, "tools/list", json!({}));
+        let r = h.post(&format!("Mcp-Session-Id: {session}\r\n{JSON_ONLY}"), &list);
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(r.header("mcp-session-id"), None, "only initialize mints one");
+        let unknown = |token: &str| {
+            let r = h.post(&format!("Mcp-Session-Id: {token}\r\n{JSON_ONLY}"), &list);
+            assert_eq!(r.status, 404, "{r:?}");
+            assert_eq!(r.error(), (INVALID_REQUEST, "unknown session: initialize again".into()));
+            assert_eq!(r.json()["id"], 2);
+        };
+        unknown("made-up");
+        // Sealed by this server, but not a session, or another client's.
+        let seal = &h.state.server.seal;
+        unknown(&seal.seal(&json!({"k": "ticket", "v": "2025-11-25", "e": false, "p": "", "n": "1"})));
+        unknown(&seal.seal(&json!({"k": "session", "v": "2025-11-25", "e": false, "p": "ops#1", "n": "1"})));
+    }
+
+    /// The events of an SSE answer up to its last (keep-alive comments skipped).
+    fn read_events(conn: &mut Conn) -> Vec<Value> {
+        let (mut events, started) = (Vec::new(), Instant::now());
+        while let Some(chunk) = conn.chunk() {
+            // A stream that never ends (keep-alives, or events without end) fails the test.
+            assert!(started.elapsed() < Duration::from_secs(30) && events.len() < 1000, "no end: {events:?}");
+            if chunk == ":\n\n" {
+                continue;
+            }
+            let data = chunk.strip_prefix("event: message\ndata: ").and_then(|d| d.strip_suffix("\n\n"));
+            events.push(serde_json::from_str(data.unwrap_or_else(|| panic!("{chunk:?}"))).unwrap());
+        }
+        events
+    }
+
+    #[test]
+    fn a_call_answers_on_a_stream_that_asks_for_approval_only_of_a_client_that_can_answer() {
+        let h = harness(|_, _| {});
+        let session = |capabilities: Value| {
+            let init = rpc(
+                1,
+                "initialize",
+                json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}),
+            );
+            h.post(JSON_ONLY, &init).header("mcp-session-id").unwrap().to_owned()
+        };
+        // A client that can answer a form is asked on the stream, and the call waits for it.
+        let asked = session(json!({"elicitation": {}}));
+        let mut conn = h.connect();
+        conn.send(
+            post_request(&format!("Mcp-Session-Id: {asked}\r\n{BOTH}"), &call(2, "careful", json!({"w": "yes"})))
+                .as_bytes(),
+        );
+        let (status, headers) = conn.head();
+        assert_eq!(status, 200);
+        let header = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
+        assert_eq!(header("content-type"), Some("text/event-stream"));
+        assert_eq!(header("cache-control"), Some("no-cache"));
+        let request = loop {
+            let chunk = conn.chunk().expect("an elicitation request before the answer");
+            if chunk != ":\n\n" {
+                break serde_json::from_str::<Value>(chunk.strip_prefix("event: message\ndata: ").unwrap().trim_end())
+                    .unwrap();
+            }
+        };
+        assert_eq!(request["method"], "elicitation/create", "{request}");
+        let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": {"action": "accept", "content": {"approve": true}}});
+        let r = h.post(&format!("Mcp-Session-Id: {asked}\r\n{JSON_ONLY}"), &answer.to_string());
+        assert_eq!(r.status, 202, "{r:?}");
+        let events = read_events(&mut conn);
+        let last = events.last().unwrap();
+        assert_eq!(last["id"], 2);
+        assert_eq!(last["result"]["content"][0]["text"], "ran yes\n", "{events:?}");
+
+        // A client that cannot answer one is not asked: the call is refused at once.
+        let not_asked = session(json!({}));
+        let mut conn = h.connect();
+        conn.send(
+            post_request(&format!("Mcp-Session-Id: {not_asked}\r\n{BOTH}"), &call(3, "careful", json!({"w": "no"})))
+                .as_bytes(),
+        );
+        assert_eq!(conn.head().0, 200);
+        let events = read_events(&mut conn);
+        assert_eq!(events.len(), 1, "only the answer: {events:?}");
+        assert_eq!(events[0]["id"], 3);
+        assert_eq!(events[0]["result"]["isError"], true, "{events:?}");
+        assert!(!events[0].to_string().contains("ran no"), "{events:?}");
+
+        // A call answers on a stream only when the client takes one; other requests never do.
+        let r = h.post(BOTH, &rpc(4, "tools/list", json!({})));
+        assert_eq!(r.header("content-type"), Some("application/json"), "{r:?}");
+        let r = h.post(JSON_ONLY, &call(5, "echo_words", json!({"w": "x"})));
+        assert_eq!(r.header("content-type"), Some("application/json"), "{r:?}");
+        assert_eq!(r.json()["result"]["content"][0]["text"], "-- x\n");
+        let r = h.post(BOTH, &call(6, "echo_words", json!({"w": "x"})));
+        assert_eq!(r.header("content-type"), Some("text/event-stream"), "{r:?}");
+        assert!(r.body.contains(r#""text":"-- x\n""#), "{r:?}");
+    }
+
+    #[test]
+    fn a_stream_with_nothing_to_say_sends_a_comment_each_second_and_none_sooner() {
+        let h = harness(|_, _| {});
+        let mut conn = h.connect();
+        let sent = Instant::now();
+        conn.send(post_request(BOTH, &call(1, "nap", json!({}))).as_bytes());
+        assert_eq!(conn.head().0, 200);
+        let first = conn.chunk().unwrap();
+        let after = sent.elapsed();
+        assert_eq!(first, ":\n\n", "a 2.5 s call says nothing else first");
+        assert!(after >= Duration::from_millis(900), "the first keep-alive came after {after:?}");
+        let events = read_events(&mut conn);
+        assert_eq!(events.last().unwrap()["id"], 1, "{events:?}");
+        assert_eq!(events.last().unwrap()["result"]["isError"], false, "{events:?}");
+    }
+
+    #[test]
+    fn a_client_that_closes_its_stream_ends_its_call() {
+        let h = harness(|_, _| {});
+        let mut conn = h.connect();
+        conn.send(post_request(BOTH, &call(1, "long_nap", json!({}))).as_bytes());
+        assert_eq!(conn.head().0, 200);
+        let waited = Instant::now();
+        while h.state.server.in_flight() == 0 {
+            assert!(waited.elapsed() < Duration::from_secs(30), "the call never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(conn);
+        // The 60 s tool is killed once a keep-alive finds the client gone.
+        let waited = Instant::now();
+        while h.state.server.in_flight() > 0 {
+            assert!(waited.elapsed() < Duration::from_secs(30), "the call outlived its client");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    #[test]
+    fn a_client_has_its_own_call_slots_and_idle_clients_are_forgotten_past_the_tracked_number() {
+        let (_dir, s) = state(|s, _| s.max_calls_per_client = 2);
+        let rt = runtime();
+        let client =
+            |principal: &str| Client { principal: principal.into(), context: Arc::clone(&s.anonymous.context) };
+        let (a, b) = (client("a"), client("b"));
+        let first = rt.block_on(take_call_slot(&s, &a)).ok().unwrap();
+        let _second = rt.block_on(take_call_slot(&s, &a)).ok().unwrap();
+        let Err(refused) = rt.block_on(take_call_slot(&s, &a)) else { panic!("a third call of `a` ran") };
+        assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(refused.headers()[header::RETRY_AFTER], "1");
+        let body = rt.block_on(refused.into_body().collect()).unwrap().to_bytes();
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["error"]["code"], super::super::SERVER_ERROR);
+        assert_eq!(body["error"]["message"], "2 calls of this client are running; try again when one ends");
+        assert!(s.server.metrics.render().contains(r#"packs_denials_total{reason="too_many_calls"} 1"#));
+        // Another client's calls are its own; one of `a`'s ending frees a slot.
+        let b_slot = rt.block_on(take_call_slot(&s, &b)).ok().unwrap();
+        drop(first);
+        let _third = rt.block_on(take_call_slot(&s, &a)).ok().unwrap();
+
+        // Past the tracked number, clients with nothing running are forgotten, the others kept.
+        drop(b_slot);
+        {
+            let mut per_client = s.per_client.lock().unwrap();
+            for n in per_client.len()..MAX_CLIENTS_TRACKED {
+                per_client.insert(format!("idle{n}"), Arc::new(Semaphore::new(2)));
+            }
+            assert_eq!(per_client.len(), MAX_CLIENTS_TRACKED);
+        }
+        let _c = rt.block_on(take_call_slot(&s, &client("c"))).ok().unwrap();
+        let mut kept: Vec<String> = s.per_client.lock().unwrap().keys().cloned().collect();
+        kept.sort();
+        assert_eq!(kept, ["a", "c"]);
+        // Below the tracked number, nobody is forgotten.
+        let d_slot = rt.block_on(take_call_slot(&s, &client("d"))).ok().unwrap();
+        drop(d_slot);
+        let _e = rt.block_on(take_call_slot(&s, &client("e"))).ok().unwrap();
+        assert_eq!(s.per_client.lock().unwrap().len(), 4);
+    }
+
+    #[test]
+    fn past_256_unread_messages_progress_is_dropped_and_a_response_never_is() {
+        let (_dir, s) = state(|_, _| {});
+        let rt = runtime();
+        let settled = Settled { era: None, version: None, elicitation: false };
+        let (peer, mut inbox) = peer(&s, &s.anonymous, "k".into(), settled);
+        let progress =
+            |i: usize| json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": i}});
+        for i in 0..300 {
+            peer.send(progress(i));
+        }
+        peer.send(json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
+        let mut received = Vec::new();
+        while received.last().is_none_or(|m: &Value| m.get("id").is_none()) {
+            assert!(received.len() <= MAX_QUEUED, "{:?}", &received[received.len() - 3..]);
+            received.push(rt.block_on(inbox.recv()).unwrap());
+        }
+        assert_eq!(received.len(), MAX_QUEUED + 1);
+        assert_eq!(received[MAX_QUEUED - 1]["params"]["progress"], MAX_QUEUED - 1);
+        assert_eq!(inbox.queued.load(Ordering::Relaxed), 0);
+        // Once read, there is room again.
+        for i in 0..3 {
+            peer.send(progress(i));
+        }
+        let polled = rt.block_on(std::future::poll_fn(|cx| inbox.poll_recv(cx)));
+        assert_eq!(polled.unwrap()["params"]["progress"], 0);
+        assert_eq!(inbox.queued.load(Ordering::Relaxed), 2);
+        assert_eq!(rt.block_on(inbox.recv()).unwrap()["params"]["progress"], 1);
+        assert_eq!(inbox.queued.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn the_answer_is_the_response_to_the_request_and_a_request_that_ends_without_one_says_so() {
+        let id = json!(7);
+        assert!(is_final(&json!({"jsonrpc": "2.0", "id": 7, "result": {}}), &id));
+        assert!(is_final(&json!({"jsonrpc": "2.0", "id": 7, "error": {"code": 1}}), &id));
+        assert!(!is_final(&json!({"jsonrpc": "2.0", "id": 8, "result": {}}), &id));
+        assert!(!is_final(&json!({"jsonrpc": "2.0", "id": 7, "method": "elicitation/create"}), &id));
+        assert!(!is_final(&json!({"jsonrpc": "2.0", "method": "notifications/progress"}), &id));
+        assert!(!is_final(&json!({"jsonrpc": "2.0", "result": {}}), &id));
+
+        let rt = runtime();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut inbox = Inbox { rx, queued: Arc::new(AtomicUsize::new(1)) };
+        tx.send(json!(1)).unwrap();
+        drop(tx);
+        assert_eq!(rt.block_on(inbox.recv()), Some(json!(1)));
+        assert_eq!(rt.block_on(inbox.recv()), None);
+        assert_eq!(inbox.queued.load(Ordering::Relaxed), 0);
+
+        let (_dir, s) = state(|_, _| {});
+        let settled = Settled { era: None, version: None, elicitation: false };
+        let (peer, inbox) = peer(&s, &s.anonymous, "k".into(), settled);
+        peer.send(json!({"jsonrpc": "2.0", "method": "notifications/progress"}));
+        peer.send(json!({"jsonrpc": "2.0", "id": 7, "result": {"ok": 1}}));
+        let guard = CancelOnDrop { peer: Arc::clone(&peer), id: id.clone(), armed: true };
+        assert_eq!(
+            rt.block_on(final_answer(inbox, &id, guard)),
+            json!({"jsonrpc": "2.0", "id": 7, "result": {"ok": 1}})
+        );
+
+        let (tx, rx) = mpsc::unbounded_channel();
+        drop(tx);
+        let ended = Inbox { rx, queued: Arc::new(AtomicUsize::new(0)) };
+        let guard = CancelOnDrop { peer, id: id.clone(), armed: true };
+        let answer = rt.block_on(final_answer(ended, &id, guard));
+        assert_eq!(answer["id"], 7);
+        assert_eq!(answer["error"]["code"], super::super::INTERNAL_ERROR);
+        assert_eq!(answer["error"]["message"], "the request ended without an answer");
+    }
+
+    #[test]
+    fn serve_refuses_what_is_unsafe_or_unusable_before_it_listens() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = |addr: &str| {
+            let serve = Options {
+                search: SearchPath::dirs([dir.path()]),
+                context: Context::new(),
+                yes: false,
+                watch: false,
+                locked: None,
+                snapshot: None,
+                approvals: None,
+            };
+            let mut o = HttpOptions::new(serve, addr.parse().unwrap());
+            o.agents = dir.path().join("agents");
+            o
+        };
+        let refusal = |o: HttpOptions| serve(o).expect_err("refused").to_string();
+        let missing = dir.path().join("missing");
+        assert!(
+            refusal(options("192.0.2.1:8731")).starts_with("refusing to serve 192.0.2.1:8731 without authentication")
+        );
+        // With tokens (or on loopback), the next check speaks.
+        let mut public = options("192.0.2.1:8731");
+        public.token_file = Some(missing.clone());
+        assert!(refusal(public).starts_with("cannot read the token file"));
+        let mut local = options("127.0.0.1:0");
+        local.metrics_token_file = Some(missing.clone());
+        assert!(refusal(local).starts_with("--metrics-token-file: cannot read"));
+        let mut tls = options("127.0.0.1:0");
+        tls.tls = Some((missing.clone(), missing.clone()));
+        assert!(refusal(tls).starts_with(&format!("TLS: {}", missing.display())));
+        // A session key of 32 bytes or more.
+        let key = dir.path().join("key");
+        let with_key = |len: usize| {
+            std::fs::write(&key, vec![b'k'; len]).unwrap();
+            let mut o = options("127.0.0.1:0");
+            o.session_key = Some(key.clone());
+            o.oauth_agent = Some("nobody".into());
+            refusal(o)
+        };
+        assert!(with_key(31).ends_with("a session key needs at least 32 bytes (e.g. `head -c 32 /dev/urandom`)"));
+        assert!(with_key(32).starts_with("--oauth-agent: "), "{}", with_key(32));
+        let mut o = options("127.0.0.1:0");
+        o.session_key = Some(missing.clone());
+        assert!(refusal(o).starts_with(&missing.display().to_string()));
+    }
+
+    #[test]
+    fn a_certificate_file_without_a_certificate_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "").unwrap();
+        let Err(e) = tls_acceptor(&empty, &empty) else { panic!("an empty certificate file was taken") };
+        assert_eq!(e.to_string(), format!("TLS: {}: no certificate in the file", empty.display()));
+    }
+
+    #[test]
+    fn run_says_when_its_address_cannot_be_bound() {
+        let (_dir, s) = state(|_, _| {});
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = taken.local_addr().unwrap();
+        let result = runtime().block_on(run(Arc::new(s), addr, 1, Duration::from_secs(1), None));
+        let Err(StartError::Listen { addr: said, .. }) = result else { panic!("{result:?}") };
+        assert_eq!(said, addr);
+    }
+
+    /// Answers every connection with `body` as JSON, until the test ends.
+    fn json_server(body: &'static str) -> SocketAddr {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().flatten() {
+                let mut request = [0; 4096];
+                let _ = stream.read(&mut request);
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn with_oauth_the_resource_metadata_needs_no_token_and_a_refused_jwt_points_to_it() {
+        let keys = json_server(r#"{"keys": []}"#);
+        let options = OAuthOptions {
+            issuer: "https://issuer.example".into(),
+            resource: "https://tools.example/mcp".into(),
+            audience: None,
+            jwks_uri: Some(format!("http://{keys}/jwks")),
+            ca: None,
+        };
+        let client = Client { principal: String::new(), context: Arc::new(Context::new()) };
+        let oauth = runtime().block_on(OAuth::start(options, client)).unwrap();
+        let h = harness(move |s, _| s.oauth = Some(oauth));
+        for path in ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"] {
+            let r = h.get(path, "");
+            assert_eq!(r.status, 200, "{path}: {r:?}");
+            assert_eq!(r.json()["resource"], "https://tools.example/mcp");
+            assert_eq!(r.json()["authorization_servers"][0], "https://issuer.example");
+        }
+        // Only GET, only those paths.
+        let r = h.send(
+            "POST /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n",
+        );
+        assert_eq!(r.status, 401, "{r:?}");
+        assert_eq!(h.get("/.well-known/oauth-protected-resource/other", "").status, 401);
+        let pointer = r#"Bearer realm="packs", resource_metadata="https://tools.example/.well-known/oauth-protected-resource/mcp""#;
+        let r = h.post(JSON_ONLY, &rpc(1, "tools/list", json!({})));
+        assert_eq!((r.status, r.header("www-authenticate")), (401, Some(pointer)), "{r:?}");
+        let r = h.post(&format!("{}{JSON_ONLY}", bearer("not.a.jwt")), &rpc(1, "tools/list", json!({})));
+        assert_eq!(r.status, 401, "{r:?}");
+        let challenge = r.header("www-authenticate").unwrap();
+        assert!(
+            challenge.starts_with(&format!(r#"{pointer}, error="invalid_token", error_description=""#)),
+            "{challenge}"
+        );
+        assert_ne!(r.error().1, "a valid bearer token is needed: the token is not valid", "the JWT's own refusal");
+        // Clients are told apart: /metrics is not open, and a refused JWT is no metrics token.
+        assert_eq!(h.get("/metrics", "").status, 401);
+        assert_eq!(h.get("/metrics", &bearer("not.a.jwt")).status, 401);
+    }
+}
