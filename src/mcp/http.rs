@@ -1069,7 +1069,6 @@ mod tests {
     use std::path::Path;
     use std::time::Instant;
 
-    use crate::catalog::SearchPath;
     use crate::sandbox::SandboxMode;
 
     /// A client's token (agent `ops`) and a metrics token, for the servers that take them.
@@ -1102,15 +1101,7 @@ mod tests {
             std::fs::write(packs.join(format!("{name}.tool.json")), m.to_string()).unwrap();
         }
         let base = Context::new().with_sandbox(SandboxMode::Off).with_workspace(dir.path().into());
-        let options = Options {
-            search: SearchPath::dirs([packs.as_path()]),
-            context: base.clone(),
-            yes: false,
-            watch: false,
-            locked: None,
-            snapshot: None,
-            approvals: None,
-        };
+        let options = Options { context: base.clone(), ..Options::over(&packs) };
         let mut state = State {
             server: Server::new(options, Seal::derived(b"test key")),
             pool: Arc::new(super::super::call_pool()),
@@ -1945,16 +1936,7 @@ mod tests {
     fn serve_refuses_what_is_unsafe_or_unusable_before_it_listens() {
         let dir = tempfile::tempdir().unwrap();
         let options = |addr: &str| {
-            let serve = Options {
-                search: SearchPath::dirs([dir.path()]),
-                context: Context::new(),
-                yes: false,
-                watch: false,
-                locked: None,
-                snapshot: None,
-                approvals: None,
-            };
-            let mut o = HttpOptions::new(serve, addr.parse().unwrap());
+            let mut o = HttpOptions::new(Options::over(dir.path()), addr.parse().unwrap());
             o.agents = dir.path().join("agents");
             o
         };

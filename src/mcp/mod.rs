@@ -125,6 +125,22 @@ pub struct Options {
     pub approvals: Option<Tickets>,
 }
 
+#[cfg(test)]
+impl Options {
+    /// The tests' server options: the tools of `dir`, a fresh context, nothing else on.
+    pub(crate) fn over(dir: &std::path::Path) -> Self {
+        Self {
+            search: SearchPath::dirs([dir]),
+            context: Context::new(),
+            yes: false,
+            watch: false,
+            locked: None,
+            snapshot: None,
+            approvals: None,
+        }
+    }
+}
+
 /// One in-flight call: its process once started, and whether it was cancelled (by the
 /// client, which wants no answer) or ended (by packs, which still owes one).
 #[derive(Default)]
@@ -1201,15 +1217,7 @@ mod tests {
                 let name = m["name"].as_str().unwrap();
                 std::fs::write(dir.path().join(format!("{name}.tool.json")), m.to_string()).unwrap();
             }
-            let options = Options {
-                search: SearchPath::dirs([dir.path()]),
-                context: Context::new(),
-                yes: false,
-                watch: false,
-                locked: None,
-                snapshot: None,
-                approvals: tickets,
-            };
+            let options = Options { approvals: tickets, ..Options::over(dir.path()) };
             let seal = Seal::derived(b"test key");
             let server = match early {
                 None => Server::new(options, seal),
@@ -1866,12 +1874,9 @@ mod tests {
         let options = |locked: Option<crate::lock::Locked>| Options {
             search: SearchPath::dirs([dir.path()])
                 .with_describe_cache(Some(crate::describe_cache::DescribeCache::new(cache.path()))),
-            context: Context::new(),
-            yes: false,
-            watch: false,
             locked,
             snapshot: Some(vec![dir.path().to_owned()]),
-            approvals: None,
+            ..Options::over(dir.path())
         };
         let lock_file = crate::lock::Locked { lockfile: dir.path().join("packs.lock"), verify: None };
         let (_, startup) = Server::start(options(Some(lock_file)), Seal::derived(b"k"));

@@ -154,7 +154,6 @@ fn skip_line(input: &mut impl BufRead) -> std::io::Result<bool> {
 mod tests {
     use super::*;
     use crate::call::Context;
-    use crate::catalog::SearchPath;
 
     /// What `serve` wrote.
     #[derive(Clone, Default)]
@@ -173,15 +172,7 @@ mod tests {
     /// Serve `input` over an empty pack directory; the messages written.
     fn serve_input(input: Vec<u8>) -> Vec<Value> {
         let dir = tempfile::tempdir().unwrap();
-        let options = Options {
-            search: SearchPath::dirs([dir.path()]),
-            context: Context::new(),
-            yes: false,
-            watch: false,
-            locked: None,
-            snapshot: None,
-            approvals: None,
-        };
+        let options = Options::over(dir.path());
         let out = Out::default();
         serve(options, std::io::Cursor::new(input), out.clone()).unwrap();
         let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
@@ -237,13 +228,9 @@ mod tests {
             std::fs::write(dir.path().join(format!("{name}.tool.json")), m.to_string()).unwrap();
         }
         let options = Options {
-            search: SearchPath::dirs([dir.path()]),
             context: Context::new().with_sandbox(crate::sandbox::SandboxMode::Off),
-            yes: false,
             watch,
-            locked: None,
-            snapshot: None,
-            approvals: None,
+            ..Options::over(dir.path())
         };
         let (client, input) = std::os::unix::net::UnixStream::pair().unwrap();
         let out = Out::default();
