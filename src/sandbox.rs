@@ -1172,7 +1172,7 @@ mod imp {
     pub(super) struct Inner {
         ruleset: Option<OwnedFd>,
         filter: Option<&'static BpfProgram>,
-        /// The read confinement: a Landlock domain of its own, entered before the call's.
+        /// The read confinement: a Landlock domain of its own, entered after the call's.
         reads: Option<std::sync::Arc<OwnedFd>>,
         /// Reads narrowed (`policy.readable`): a third domain, built for the call.
         narrow: Option<OwnedFd>,
@@ -1231,20 +1231,14 @@ mod imp {
                 if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-                if let Some(fd) = &self.reads
-                    && libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if let Some(fd) = &self.narrow
-                    && libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if let Some(fd) = &self.ruleset
-                    && libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
+                // Smallest first: each domain the kernel makes holds a copy of every rule of
+                // the domains entered before it (and frees them when the tool exits), so the
+                // read domain, the one with a rule per entry beside each protected path, comes
+                // last and is copied once rather than twice.
+                for fd in [&self.ruleset, &self.narrow].into_iter().flatten().chain(self.reads.as_deref()) {
+                    if libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
                 }
             }
             if let Some(filter) = self.filter {
