@@ -385,7 +385,7 @@ pub(crate) fn main() -> i32 {
                 return session_report(&session, *json);
             }
             if let Command::Sandbox { json } = command {
-                return sandbox::report(base.sandbox(), *json);
+                return sandbox::report(&base, *json);
             }
             if let Command::Serve(args) = command {
                 let (lockfile, verify) = session.lockfile();
@@ -720,9 +720,10 @@ impl Command {
             Self::Prompt(_) => front("prompt", OFFERING, lists, true, false),
             // NAME may be a tool: its page says what the kernel enforces in this session.
             Self::Help { name: Some(_), .. } => front("help", HELP, "a manual page runs no tool", false, false),
+            // It lists the reads denied too, which the agent and these flags make.
             Self::Sandbox { .. } => front(
                 "sandbox",
-                Only(&[Key::Sandbox, Key::Agent]),
+                Only(&[Key::Sandbox, Key::Agent, Key::DenyRead, Key::NoDefaultDenyRead]),
                 "it reports what the kernel enforces and runs no tool",
                 false,
                 false,

@@ -26,8 +26,10 @@ fn live_check() -> Result<(), String> {
     }
 }
 
-/// Print the kernel's support and what each tier gets under `mode`.
-pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
+/// Print the kernel's support, what each tier gets under the session's mode, and the paths no
+/// confined tool reads (resolved as the rules deny them).
+pub(super) fn report(context: &crate::call::Context, as_json: bool) -> i32 {
+    let mode = context.sandbox();
     let support = Support::probe();
     let writes = support.landlock_abi >= LANDLOCK_ABI_FOR_WRITES;
     // What the kernel offers is claimed only once a confined process really started here.
@@ -88,6 +90,10 @@ pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
         ("every tool: signals confined to its call", signals.clone()),
         ("every tool: no typing into a terminal (TIOCSTI, TIOCLINUX)", typing.clone()),
     ];
+    // What the read rules deny (the session's list, the agent's, packs' own secrets), as they
+    // deny it: absolute, links resolved and kept themselves, a missing path kept.
+    let unreadable: Vec<String> =
+        crate::reads::denied(&context.denied_reads()).iter().map(|p| p.display().to_string()).collect();
     let mut out = std::io::stdout().lock();
     let written = if as_json {
         let value = json!({
@@ -102,6 +108,7 @@ pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
             "abstract_unix_sockets_refused": abstract_unix,
             "signals_confined": signals,
             "terminal_typing_refused": typing,
+            "reads_denied": unreadable,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&value).unwrap_or_default())
     } else {
@@ -122,6 +129,10 @@ pub(super) fn report(mode: SandboxMode, as_json: bool) -> i32 {
         );
         for (what, verdict) in rows {
             text.push_str(&format!("{what}: {verdict}\n"));
+        }
+        text.push_str(&format!("reads denied to read_only and workspace tools ({}):\n", unreadable.len()));
+        for path in &unreadable {
+            text.push_str(&format!("  {path}\n"));
         }
         out.write_all(text.as_bytes())
     };

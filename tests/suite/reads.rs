@@ -538,6 +538,39 @@ fn the_operator_extends_or_replaces_the_denied_list_and_an_agent_only_adds_to_it
 }
 
 #[test]
+fn packs_sandbox_lists_what_the_read_rules_deny_as_they_deny_it() {
+    // The stores under HOME (a link kept as itself and followed to where it leads), the
+    // operator's, the agent's: absolute and resolved, as the rules are built from them.
+    let home = fake_home();
+    let h = real(home.path());
+    std::fs::create_dir(h.join("dotfiles")).unwrap();
+    std::os::unix::fs::symlink(h.join("dotfiles"), h.join(".kube")).unwrap();
+    let agent = "agents/careful/agent.toml";
+    let test = || {
+        Test::new().write(agent, "deny_read = [\"~/agent-notes\"]\n").env("HOME", &h).args([
+            "--deny-read",
+            "~/notes.txt",
+            "--agent",
+            "careful",
+            "sandbox",
+        ])
+    };
+    let out = test().arg("--json").run();
+    out.success();
+    let listed: Vec<String> =
+        out.json()["reads_denied"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_owned()).collect();
+    for path in [".ssh", ".aws", ".netrc", ".pgpass", "dotfiles", ".kube", "notes.txt", "agent-notes"] {
+        assert!(listed.contains(&h.join(path).display().to_string()), "{path}: {listed:?}");
+    }
+    assert!(listed.iter().all(|p| p.starts_with('/')), "{listed:?}");
+    // The text names each on a line of its own, under how many there are.
+    let text = test().run();
+    text.success();
+    text.stdout_contains(&format!("reads denied to read_only and workspace tools ({}):\n", listed.len()));
+    text.stdout_contains(&format!("\n  {}\n", h.join(".ssh").display()));
+}
+
+#[test]
 fn an_agent_cannot_drop_the_default_list_and_names_only_absolute_paths() {
     let packs = Packs::new().manifest("reader", reader());
     let run = |toml: &str| {
