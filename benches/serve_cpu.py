@@ -18,10 +18,13 @@ flight, driven by `benches/serve_driver.c` (built here with `cc`):
 
 The baseline is `benches/spawner.c` (built here too): 8 threads each spawning `true` one after
 the other with the confinement packs gives a `read_only` tool (a private directory, a Landlock
-write ruleset built per call, a read ruleset built once, signals and abstract Unix sockets
-scoped, `setpgid`, `no_new_privs`, a seccomp filter); it reports its calls per second and its
-own CPU per call. `ratio` is serve's throughput over the spawner's (target >= 0.90 with the
-sandbox on). The spawner has no client to answer; the driver is in C so that serve's client
+write ruleset built per call, a read ruleset built once around the paths packs denies, which
+`packs sandbox --json` lists as `reads_denied`, signals and abstract Unix sockets scoped,
+`setpgid`, `no_new_privs`, a seccomp filter); it reports its calls per second and its own CPU
+per call. The same spawner with `--capture` also does what packs does for every tool
+besides confining it: stdout and stderr read from pipes until they close, the child's pidfd
+polled beside them (what a timeout needs) and its process group killed after. `vs spawner` and
+`vs capture` are serve's throughput over each (target >= 0.90 with the sandbox on). The spawner has no client to answer; the driver is in C so that serve's client
 costs a few microseconds per call, not the 0.07 ms a Python client cost on the same two cores.
 Each figure is the median of its rounds. Targets: cpu <= 0.10 ms unconfined, <= 0.15 ms
 confined.
@@ -54,11 +57,21 @@ def serve(driver, binary, packs_dir, sandbox, calls, in_flight):
     return cpu, rate, driver_cpu
 
 
-def spawner(binary, calls):
-    out = subprocess.run([binary, str(IN_FLIGHT), str(calls), "/usr/bin/true"], check=True,
-                         capture_output=True, text=True, env=env())
+def denied(bins):
+    """The paths packs' read rules deny here, from the first binary that lists them."""
+    for binary in bins:
+        out = subprocess.run([binary, "sandbox", "--json"], capture_output=True, text=True, env=env())
+        if out.returncode == 0 and "reads_denied" in json.loads(out.stdout):
+            return json.loads(out.stdout)["reads_denied"]
+    raise SystemExit("no --bin lists its denied reads (`packs sandbox --json`, reads_denied)")
+
+
+def spawner(binary, calls, paths, capture):
+    argv = [binary, *(["--capture"] if capture else []), str(IN_FLIGHT), str(calls), "/usr/bin/true", *paths]
+    out = subprocess.run(argv, check=True, capture_output=True, text=True, env=env())
     rate, cpu = (float(x) for x in out.stdout.split())
-    return rate, cpu
+    rules = int(out.stderr.split()[0])
+    return rate, cpu, rules
 
 
 def main():
@@ -78,16 +91,25 @@ def main():
         packs_dir.mkdir()
         Path(packs_dir, "noop.tool.json").write_text(json.dumps(
             {"name": "noop", "description": "Do nothing", "command": {"program": "true", "args": []}}))
+        paths = denied(bins)
         for _ in range(a.rounds):
-            results.setdefault("spawner", []).append(spawner(spawn, a.calls))
+            results.setdefault("spawner", []).append(spawner(spawn, a.calls, paths, False))
+            results.setdefault("capture", []).append(spawner(spawn, a.calls, paths, True))
             for binary in bins:
                 for sandbox in ("on", "off"):
                     for n in (1, IN_FLIGHT):
                         results.setdefault((binary, sandbox, n), []).append(serve(driver, binary, packs_dir, sandbox, a.calls, n))
     base = statistics.median(r[0] for r in results["spawner"])
     base_cpu = statistics.median(r[1] for r in results["spawner"])
-    print(f"C spawner, {IN_FLIGHT} threads, confined: {base:.0f} calls/s, its own cpu {base_cpu:.3f} ms/call")
-    print(f"{'':48}{'in flight':>10}{'cpu ms/call':>12}{'calls/s':>10}{'vs spawner':>11}{'driver ms':>10}")
+    rules = results["spawner"][0][2]
+    print(f"C spawner, {IN_FLIGHT} threads, confined ({rules} read rules): {base:.0f} calls/s, "
+          f"its own cpu {base_cpu:.3f} ms/call")
+    runner = statistics.median(r[0] for r in results["capture"])
+    runner_cpu = statistics.median(r[1] for r in results["capture"])
+    print(f"C spawner --capture (output read, pidfd polled, group killed): {runner:.0f} calls/s, "
+          f"its own cpu {runner_cpu:.3f} ms/call")
+    print(f"{'':48}{'in flight':>10}{'cpu ms/call':>12}{'calls/s':>10}{'vs spawner':>11}{'vs capture':>11}"
+          f"{'driver ms':>10}")
     for binary in bins:
         for sandbox in ("on", "off"):
             for n in (1, IN_FLIGHT):
@@ -95,7 +117,7 @@ def main():
                 cpu = statistics.median(r[0] for r in rows)
                 rate = statistics.median(r[1] for r in rows)
                 driver_cpu = statistics.median(r[2] for r in rows)
-                ratio = f"{rate / base:11.2f}" if n == IN_FLIGHT else " " * 11
+                ratio = f"{rate / base:11.2f}{rate / runner:11.2f}" if n == IN_FLIGHT else " " * 22
                 print(f"{binary[-36:]:36} sandbox {sandbox:3}{n:10}{cpu:12.3f}{rate:10.0f}{ratio}{driver_cpu:10.3f}")
 
 if __name__ == "__main__":
