@@ -1122,14 +1122,15 @@ mod tests {
         (dir, state)
     }
 
-    /// The client tokens (`CLIENT` for agent `ops`) read into `state`.
+    /// The client tokens (`CLIENT` for agent `ops`) read into `state`, over its base context
+    /// (as `serve` reads them).
     fn with_tokens(state: &mut State, dir: &Path) {
         let agents = dir.join("agents");
         std::fs::create_dir_all(agents.join("ops")).unwrap();
         std::fs::write(agents.join("ops/agent.toml"), "").unwrap();
         let file = dir.join("tokens");
         std::fs::write(&file, format!("{CLIENT} ops\n")).unwrap();
-        state.tokens = Some(Tokens::read(&file, &agents, &Context::new()).unwrap());
+        state.tokens = Some(Tokens::read(&file, &agents, &state.anonymous.context).unwrap());
     }
 
     /// The metrics token `SCRAPER` read into `state`.
