@@ -2184,7 +2184,8 @@ mod tests {
         let calls = audited(&h).len();
 
         // Refused: no token, another key's signature under k1's id, expired, for another
-        // audience, from another issuer; 401 with the challenge, and the call never runs.
+        // audience, from another issuer, not a JWT: 401 with the challenge, for initialize (no
+        // session minted) as for a call (which never runs).
         let r = h.post(JSON_ONLY, &call(7, "echo_words", json!({"w": "x"})));
         assert_eq!(r.status, 401, "{r:?}");
         assert_eq!(r.header("www-authenticate"), Some(jwt_challenge(None).as_str()));
@@ -2198,15 +2199,18 @@ mod tests {
             (CLIENT.to_owned(), "not a JWT: InvalidToken"),
         ];
         for (token, why) in &refusals {
-            let r = h.post(&as_client(token), &call(8, "echo_words", json!({"w": "x"})));
-            assert_eq!(r.status, 401, "{why}: {r:?}");
-            assert_eq!(r.header("www-authenticate"), Some(jwt_challenge(Some(why)).as_str()), "{r:?}");
-            assert_eq!(r.error(), (INVALID_REQUEST, format!("a valid bearer token is needed: {why}")));
-            echoes_nothing_of(&r, token);
+            for request in [initialize(8), call(9, "echo_words", json!({"w": "x"}))] {
+                let r = h.post(&as_client(token), &request);
+                assert_eq!(r.status, 401, "{why}: {r:?}");
+                assert_eq!(r.header("www-authenticate"), Some(jwt_challenge(Some(why)).as_str()), "{r:?}");
+                assert_eq!(r.error(), (INVALID_REQUEST, format!("a valid bearer token is needed: {why}")));
+                assert_eq!(r.header("mcp-session-id"), None, "{r:?}");
+                echoes_nothing_of(&r, token);
+            }
         }
         assert_eq!(audited(&h).len(), calls, "a refused request runs nothing");
         let text = metrics_text(&h);
-        assert!(text.contains(r#"packs_denials_total{reason="unauthenticated"} 6"#), "{text}");
+        assert!(text.contains(r#"packs_denials_total{reason="unauthenticated"} 11"#), "{text}");
 
         // A client's JWT does not open /metrics (403, as a client's static token).
         let r = h.get("/metrics", &bearer(&alice));
