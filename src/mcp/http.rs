@@ -1122,14 +1122,15 @@ mod tests {
         (dir, state)
     }
 
-    /// The client tokens (`CLIENT` for agent `ops`) read into `state`.
+    /// The client tokens (`CLIENT` for agent `ops`) read into `state`, over its base context
+    /// (as `serve` reads them).
     fn with_tokens(state: &mut State, dir: &Path) {
         let agents = dir.join("agents");
         std::fs::create_dir_all(agents.join("ops")).unwrap();
         std::fs::write(agents.join("ops/agent.toml"), "").unwrap();
         let file = dir.join("tokens");
         std::fs::write(&file, format!("{CLIENT} ops\n")).unwrap();
-        state.tokens = Some(Tokens::read(&file, &agents, &Context::new()).unwrap());
+        state.tokens = Some(Tokens::read(&file, &agents, &state.anonymous.context).unwrap());
     }
 
     /// The metrics token `SCRAPER` read into `state`.
@@ -2047,5 +2048,237 @@ mod tests {
         // Clients are told apart: /metrics is not open, and a refused JWT is no metrics token.
         assert_eq!(h.get("/metrics", "").status, 401);
         assert_eq!(h.get("/metrics", &bearer("not.a.jwt")).status, 401);
+    }
+
+    use super::super::oauth::tests as issuer;
+
+    /// An issuer on 127.0.0.1 whose key set holds `k1` (the test key of seed 1).
+    fn issuer_with_k1() -> issuer::Server {
+        let server = issuer::Server::start();
+        server.json("/jwks", &json!({"keys": [issuer::jwk(1, "k1")]}));
+        server
+    }
+
+    /// A token of `server`'s naming `k1`, signed with the test key of `seed`, its valid claims
+    /// (subject `alice`, audience `issuer::RESOURCE`) changed by `changes`.
+    fn jwt(server: &issuer::Server, seed: u8, changes: Value) -> String {
+        issuer::token(seed, Some("k1"), &issuer::claims(&server.url, changes))
+    }
+
+    /// OAuth on, taking `server`'s tokens for agent `robots`, whose calls are recorded in
+    /// `audit.jsonl`; and an approval key, so a stateless call's ticket is bound to its client.
+    fn with_oauth(server: &issuer::Server) -> impl FnOnce(&mut State, &Path) {
+        let options = issuer::options(&server.url, Some(format!("{}/jwks", server.url)));
+        move |s, dir| {
+            let agents = dir.join("agents");
+            std::fs::create_dir_all(agents.join("robots")).unwrap();
+            std::fs::write(agents.join("robots/agent.toml"), "").unwrap();
+            let base = Context::clone(&s.anonymous.context);
+            let context = base
+                .clone()
+                .with_agent(crate::agent::Agent::load(&agents, "robots").unwrap())
+                .with_audit(crate::audit::AuditLog::open(&dir.join("audit.jsonl")).unwrap());
+            let client = Client { principal: String::new(), context: Arc::new(context) };
+            s.oauth = Some(runtime().block_on(OAuth::start(options, client)).unwrap());
+            let approvals = crate::call::Tickets::open(&dir.join("approval.key")).unwrap();
+            let options = Options { context: base, approvals: Some(approvals), ..Options::over(&dir.join("packs")) };
+            s.server = Server::new(options, Seal::derived(b"test key"));
+        }
+    }
+
+    /// The challenge of a server whose resource is `issuer::RESOURCE`: where its metadata
+    /// is, and why a presented token was refused.
+    fn jwt_challenge(why: Option<&str>) -> String {
+        let pointer = r#"Bearer realm="packs", resource_metadata="https://tools.example.com/.well-known/oauth-protected-resource/mcp""#;
+        match why {
+            Some(why) => format!(r#"{pointer}, error="invalid_token", error_description="{why}""#),
+            None => pointer.to_owned(),
+        }
+    }
+
+    /// Neither the token nor its signature is anywhere in the response.
+    fn echoes_nothing_of(r: &Reply, token: &str) {
+        let signature = token.rsplit('.').next().unwrap();
+        for part in [token, signature] {
+            assert!(!r.body.contains(part), "the body echoes the token: {r:?}");
+            assert!(r.headers.iter().all(|(_, v)| !v.contains(part)), "a header echoes the token: {r:?}");
+        }
+    }
+
+    fn initialize(id: u64) -> String {
+        rpc(
+            id,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+        )
+    }
+
+    /// The lines of the JWT clients' audit log.
+    fn audited(h: &Harness) -> Vec<Value> {
+        let text = std::fs::read_to_string(h._dir.path().join("audit.jsonl")).unwrap_or_default();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    #[test]
+    fn with_oauth_a_valid_jwt_gets_through_as_its_subject_and_any_other_gets_the_challenge() {
+        let keys = issuer_with_k1();
+        let h = harness(with_oauth(&keys));
+        let alice = jwt(&keys, 1, json!({}));
+        let as_client = |token: &str| format!("{}{JSON_ONLY}", bearer(token));
+
+        // initialize, then tools/list in the session it mints, which is alice's.
+        let r = h.post(&as_client(&alice), &initialize(1));
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(r.json()["result"]["protocolVersion"], "2025-11-25", "{r:?}");
+        echoes_nothing_of(&r, &alice);
+        let session = r.header("mcp-session-id").expect("a session").to_owned();
+        assert_eq!(h.state.server.seal.open(&session).unwrap()["p"], "jwt:alice");
+        let list = rpc(2, "tools/list", json!({}));
+        let in_session = |token: &str| format!("Mcp-Session-Id: {session}\r\n{}", as_client(token));
+        let r = h.post(&in_session(&alice), &list);
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(r.json()["id"], 2);
+        assert_eq!(r.json()["result"]["tools"].as_array().unwrap().len(), 4, "{r:?}");
+        // Another subject of the same issuer is another client: alice's session is not bob's.
+        let bob = jwt(&keys, 1, json!({"sub": "bob"}));
+        let r = h.post(&in_session(&bob), &list);
+        assert_eq!(r.status, 404, "{r:?}");
+        assert_eq!(r.error(), (INVALID_REQUEST, "unknown session: initialize again".into()));
+
+        // A call runs with --oauth-agent's context (its agent, its audit log), in alice's slots.
+        let r = h.post(&as_client(&alice), &call(3, "echo_words", json!({"w": "hi"})));
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(r.json()["result"]["content"][0]["text"], "-- hi\n", "{r:?}");
+        let lines = audited(&h);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert_eq!(
+            (lines[0]["agent"].as_str(), lines[0]["tool"].as_str(), lines[0]["outcome"].as_str()),
+            (Some("robots"), Some("echo_words"), Some("ok")),
+            "{lines:?}"
+        );
+        let slots: Vec<String> = h.state.per_client.lock().unwrap().keys().cloned().collect();
+        assert_eq!(slots, ["jwt:alice"]);
+
+        // A 2026-07-28 approval ticket is bound to the JWT's subject: bob cannot use alice's.
+        let careful = |id: u64, token: &str, ticket: Option<&str>| {
+            let mut params = json!({"name": "careful", "arguments": {"w": "yes"}});
+            if let Some(ticket) = ticket {
+                params["requestState"] = json!(ticket);
+                params["inputResponses"] = json!({"approve": {"action": "accept", "content": {"approve": true}}});
+            }
+            let mut body: Value = serde_json::from_str(&modern(id, "tools/call", params)).unwrap();
+            body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+            let headers = format!("{MODERN}Mcp-Method: tools/call\r\nMcp-Name: careful\r\n{}", as_client(token));
+            let r = h.post(&headers, &body.to_string());
+            assert_eq!(r.status, 200, "{r:?}");
+            r.json()["result"].clone()
+        };
+        let asked = careful(4, &alice, None);
+        assert_eq!(asked["resultType"], "input_required", "{asked}");
+        let ticket = asked["requestState"].as_str().unwrap();
+        let stolen = careful(5, &bob, Some(ticket));
+        let text = stolen["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(stolen["isError"] == true && text.contains("issued to another client of this server"), "{stolen}");
+        let ran = careful(6, &alice, Some(ticket));
+        assert_eq!((&ran["content"][0]["text"], &ran["isError"]), (&json!("ran yes\n"), &json!(false)), "{ran}");
+        let calls = audited(&h).len();
+
+        // Refused: no token, another key's signature under k1's id, expired, for another
+        // audience, from another issuer, not a JWT: 401 with the challenge, for initialize (no
+        // session minted) as for a call (which never runs).
+        let r = h.post(JSON_ONLY, &call(7, "echo_words", json!({"w": "x"})));
+        assert_eq!(r.status, 401, "{r:?}");
+        assert_eq!(r.header("www-authenticate"), Some(jwt_challenge(None).as_str()));
+        assert_eq!(r.error(), (INVALID_REQUEST, "a bearer token is needed".into()));
+        let now = issuer::now();
+        let refusals = [
+            (jwt(&keys, 2, json!({})), "the token is not valid: InvalidSignature"),
+            (jwt(&keys, 1, json!({"exp": now - 100})), "the token is not valid: ExpiredSignature"),
+            (jwt(&keys, 1, json!({"aud": "https://other.example/mcp"})), "the token is not valid: InvalidAudience"),
+            (jwt(&keys, 1, json!({"iss": "https://other.example"})), "the token is not valid: InvalidIssuer"),
+            (CLIENT.to_owned(), "not a JWT: InvalidToken"),
+        ];
+        for (token, why) in &refusals {
+            for request in [initialize(8), call(9, "echo_words", json!({"w": "x"}))] {
+                let r = h.post(&as_client(token), &request);
+                assert_eq!(r.status, 401, "{why}: {r:?}");
+                assert_eq!(r.header("www-authenticate"), Some(jwt_challenge(Some(why)).as_str()), "{r:?}");
+                assert_eq!(r.error(), (INVALID_REQUEST, format!("a valid bearer token is needed: {why}")));
+                assert_eq!(r.header("mcp-session-id"), None, "{r:?}");
+                echoes_nothing_of(&r, token);
+            }
+        }
+        assert_eq!(audited(&h).len(), calls, "a refused request runs nothing");
+        let text = metrics_text(&h);
+        assert!(text.contains(r#"packs_denials_total{reason="unauthenticated"} 11"#), "{text}");
+
+        // A client's JWT does not open /metrics (403, as a client's static token).
+        let r = h.get("/metrics", &bearer(&alice));
+        assert_eq!(r.status, 403, "{r:?}");
+        assert!(r.error().1.starts_with("a client's token does not open /metrics"), "{r:?}");
+        assert_eq!(h.get("/metrics", &bearer(&refusals[1].0)).status, 401);
+        // Nothing above named a key the set lacks: the keys were fetched once, at start.
+        assert_eq!(keys.hits("/jwks"), 1);
+    }
+
+    #[test]
+    fn with_oauth_and_a_token_file_both_credentials_work_each_as_its_own_client() {
+        let keys = issuer_with_k1();
+        let h = harness(|s, dir| {
+            with_tokens(s, dir);
+            with_oauth(&keys)(s, dir);
+        });
+        let alice = jwt(&keys, 1, json!({}));
+        let as_client = |token: &str| format!("{}{JSON_ONLY}", bearer(token));
+        // Each gets in, and is its own principal: the token's agent and digest, the JWT's subject.
+        let session = |token: &str| {
+            let r = h.post(&as_client(token), &initialize(1));
+            assert_eq!(r.status, 200, "{r:?}");
+            let session = r.header("mcp-session-id").expect("a session").to_owned();
+            let principal = h.state.server.seal.open(&session).unwrap()["p"].as_str().unwrap().to_owned();
+            (session, principal)
+        };
+        let (static_session, static_principal) = session(CLIENT);
+        let (jwt_session, jwt_principal) = session(&alice);
+        assert!(static_principal.starts_with("ops#"), "{static_principal}");
+        assert_eq!(jwt_principal, "jwt:alice");
+        let list = rpc(2, "tools/list", json!({}));
+        for (token, session) in [(CLIENT, &static_session), (alice.as_str(), &jwt_session)] {
+            let r = h.post(&format!("Mcp-Session-Id: {session}\r\n{}", as_client(token)), &list);
+            assert_eq!(r.status, 200, "{r:?}");
+            assert_eq!(r.json()["result"]["tools"].as_array().unwrap().len(), 4, "{r:?}");
+        }
+        // Neither is the other: each one's session is unknown to the other.
+        for (token, session) in [(CLIENT, &jwt_session), (alice.as_str(), &static_session)] {
+            let r = h.post(&format!("Mcp-Session-Id: {session}\r\n{}", as_client(token)), &list);
+            assert_eq!(r.status, 404, "{r:?}");
+        }
+        // Each one's calls run with its own agent: only the JWT's reach --oauth-agent's log.
+        for token in [CLIENT, alice.as_str()] {
+            let r = h.post(&as_client(token), &call(3, "echo_words", json!({"w": "hi"})));
+            assert_eq!(r.json()["result"]["content"][0]["text"], "-- hi\n", "{r:?}");
+        }
+        let lines = audited(&h);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert_eq!(lines[0]["agent"], "robots", "{lines:?}");
+        let mut slots: Vec<String> = h.state.per_client.lock().unwrap().keys().cloned().collect();
+        slots.sort();
+        assert_eq!(slots, ["jwt:alice".to_owned(), static_principal]);
+        // A token not in the file is tried as a JWT, and refused as one.
+        let r = h.post(&as_client("0123456789abcdef0124"), &list);
+        assert_eq!(r.status, 401, "{r:?}");
+        assert_eq!(r.header("www-authenticate"), Some(jwt_challenge(Some("not a JWT: InvalidToken")).as_str()));
+        echoes_nothing_of(&r, "0123456789abcdef0124");
+
+        // A valid JWT is no static token: a server with only the token file refuses it.
+        let tokens_only = harness(with_tokens);
+        let r = tokens_only.post(&as_client(&alice), &list);
+        assert_eq!(r.status, 401, "{r:?}");
+        assert_eq!(
+            r.header("www-authenticate"),
+            Some(r#"Bearer realm="packs", error="invalid_token", error_description="the token is not valid""#)
+        );
+        echoes_nothing_of(&r, &alice);
+        assert_eq!(tokens_only.post(&as_client(CLIENT), &list).status, 200);
     }
 }

@@ -309,7 +309,8 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+/// The issuer's side, also used by `http`'s tests (a server that takes JWTs).
+pub(super) mod tests {
     use super::*;
     use crate::call::Context;
     use jsonwebtoken::{EncodingKey, Header};
@@ -322,15 +323,15 @@ mod tests {
 
     /// A loopback HTTP/1.1 server answering canned documents by path (404 for any other),
     /// counting the requests for each path. No network beyond 127.0.0.1.
-    struct Server {
-        url: String,
+    pub(crate) struct Server {
+        pub(crate) url: String,
         routes: Routes,
         hits: Arc<Mutex<Vec<String>>>,
         stop: Arc<AtomicBool>,
     }
 
     impl Server {
-        fn start() -> Self {
+        pub(crate) fn start() -> Self {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             let url = format!("http://{}", listener.local_addr().unwrap());
             let routes: Routes = Arc::default();
@@ -370,11 +371,11 @@ mod tests {
             self.routes.lock().unwrap().insert(path.to_owned(), (status, body.into()));
         }
 
-        fn json(&self, path: &str, body: &Value) {
+        pub(crate) fn json(&self, path: &str, body: &Value) {
             self.route(path, 200, body.to_string());
         }
 
-        fn hits(&self, path: &str) -> usize {
+        pub(crate) fn hits(&self, path: &str) -> usize {
             self.hits.lock().unwrap().iter().filter(|p| *p == path).count()
         }
     }
@@ -395,20 +396,20 @@ mod tests {
     }
 
     /// The public JWK of `test_key(seed)`, named `kid`.
-    fn jwk(seed: u8, kid: &str) -> Value {
+    pub(crate) fn jwk(seed: u8, kid: &str) -> Value {
         let mut jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(&test_key(seed), Algorithm::EdDSA).unwrap();
         jwk.common.key_id = Some(kid.to_owned());
         serde_json::to_value(jwk).unwrap()
     }
 
-    fn now() -> i64 {
+    pub(crate) fn now() -> i64 {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs().try_into().unwrap()
     }
 
-    const RESOURCE: &str = "https://tools.example.com/mcp";
+    pub(crate) const RESOURCE: &str = "https://tools.example.com/mcp";
 
     /// Valid claims for `issuer` and `RESOURCE`, with `changes` merged in (`null` removes one).
-    fn claims(issuer: &str, changes: Value) -> Value {
+    pub(crate) fn claims(issuer: &str, changes: Value) -> Value {
         let mut claims = json!({"iss": issuer, "aud": RESOURCE, "sub": "alice", "exp": now() + 300});
         for (k, v) in changes.as_object().unwrap() {
             if v.is_null() {
@@ -420,7 +421,7 @@ mod tests {
         claims
     }
 
-    fn token(seed: u8, kid: Option<&str>, claims: &Value) -> String {
+    pub(crate) fn token(seed: u8, kid: Option<&str>, claims: &Value) -> String {
         let mut header = Header::new(Algorithm::EdDSA);
         header.kid = kid.map(str::to_owned);
         jsonwebtoken::encode(&header, claims, &test_key(seed)).unwrap()
@@ -430,7 +431,7 @@ mod tests {
         Client { principal: String::new(), context: Arc::new(Context::new()) }
     }
 
-    fn options(issuer: &str, jwks_uri: Option<String>) -> OAuthOptions {
+    pub(crate) fn options(issuer: &str, jwks_uri: Option<String>) -> OAuthOptions {
         OAuthOptions { issuer: issuer.to_owned(), resource: RESOURCE.into(), audience: None, jwks_uri, ca: None }
     }
 
