@@ -93,7 +93,7 @@ pub(super) fn report(context: &crate::call::Context, as_json: bool) -> i32 {
     // What the read rules deny (the session's list, the agent's, packs' own secrets), as they
     // deny it: absolute, links resolved and kept themselves, a missing path kept.
     let unreadable: Vec<String> =
-        crate::reads::denied(&context.denied_reads()).iter().map(|p| p.display().to_string()).collect();
+        crate::reads::denied(&context.denied_reads()).iter().map(|p| p.to_string_lossy().into_owned()).collect();
     let mut out = std::io::stdout().lock();
     let written = if as_json {
         let value = json!({
@@ -131,8 +131,9 @@ pub(super) fn report(context: &crate::call::Context, as_json: bool) -> i32 {
             text.push_str(&format!("{what}: {verdict}\n"));
         }
         text.push_str(&format!("reads denied to read_only and workspace tools ({}):\n", unreadable.len()));
+        // A path as bash would take it, its controls and invisible characters escaped.
         for path in &unreadable {
-            text.push_str(&format!("  {path}\n"));
+            text.push_str(&format!("  {}\n", crate::visible::word(path)));
         }
         out.write_all(text.as_bytes())
     };

@@ -568,6 +568,16 @@ fn packs_sandbox_lists_what_the_read_rules_deny_as_they_deny_it() {
     text.success();
     text.stdout_contains(&format!("reads denied to read_only and workspace tools ({}):\n", listed.len()));
     text.stdout_contains(&format!("\n  {}\n", h.join(".ssh").display()));
+    // A name that would move the terminal's cursor or colour the text is shown escaped, and
+    // one with a space quoted, as bash would take them.
+    let out = Test::new()
+        .env("HOME", &h)
+        .args(["--deny-read", "~/a\u{1b}[2Jb", "--deny-read", "~/my notes", "sandbox"])
+        .run();
+    out.success();
+    out.stdout_contains(&format!("\n  $'{}/a\\x1b[2Jb'\n", h.display()));
+    out.stdout_contains(&format!("\n  '{}/my notes'\n", h.display()));
+    assert!(!out.stdout().contains('\u{1b}'), "{}", out.stdout());
 }
 
 #[test]
