@@ -43,12 +43,23 @@ fn escape_char(c: char, out: &mut String) {
 /// Text for a terminal (a description, a help page): every character [`needs_escape`]
 /// says is escaped, except newlines and tabs, which lay the text out.
 pub(crate) fn prose(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(|c| needs_escape(c) && c != '\n' && c != '\t') {
+    escaped(text, |c| needs_escape(c) && c != '\n' && c != '\t')
+}
+
+/// Text that must stay on one line of a terminal (a setting and its value): every character
+/// [`needs_escape`] says is escaped, newlines and tabs too, so no value starts a line of its own.
+pub(crate) fn line(text: &str) -> Cow<'_, str> {
+    escaped(text, needs_escape)
+}
+
+/// `text` with each character `escape` names written as its escape.
+fn escaped(text: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !text.chars().any(&escape) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if needs_escape(c) && c != '\n' && c != '\t' {
+        if escape(c) {
             escape_char(c, &mut out);
         } else {
             out.push(c);
@@ -112,6 +123,13 @@ mod tests {
         assert_eq!(prose("one\ntwo\tcols"), "one\ntwo\tcols");
         assert_eq!(prose("title\u{1b}]0;pwned\u{7}\r\n"), r"title\x1b]0;pwned\x07\r".to_owned() + "\n");
         assert!(matches!(prose("plain é ✓"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_line_stays_one_line() {
+        assert_eq!(line("deny-read: /a\n  /forged\t(flag)"), r"deny-read: /a\n  /forged\t(flag)");
+        assert_eq!(line("x\u{1b}]0;t\u{7}"), r"x\x1b]0;t\x07");
+        assert!(matches!(line("plain é ✓"), Cow::Borrowed(_)));
     }
 
     #[test]

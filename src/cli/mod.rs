@@ -723,7 +723,7 @@ impl Command {
             // It lists the reads denied too, which the agent and these flags make.
             Self::Sandbox { .. } => front(
                 "sandbox",
-                Only(&[Key::Sandbox, Key::Agent, Key::DenyRead, Key::NoDefaultDenyRead]),
+                Only(&[Key::Sandbox, Key::Agent, Key::DenyRead, Key::NoDefaultDenyRead, Key::SecretsFile]),
                 "it reports what the kernel enforces and runs no tool",
                 false,
                 false,
@@ -785,7 +785,8 @@ fn session_report(session: &Session, as_json: bool) -> i32 {
             .collect();
         print_json(&rows)
     } else {
-        print(&resolved.iter().map(|r| format!("{r}\n")).collect::<String>())
+        // A value (an agent's path, a directory's name) never starts a line or moves the cursor.
+        print(&resolved.iter().map(|r| format!("{}\n", crate::visible::line(&r.to_string()))).collect::<String>())
     };
     match written {
         Ok(()) => exit::OK,

@@ -91,9 +91,14 @@ pub(super) fn report(context: &crate::call::Context, as_json: bool) -> i32 {
         ("every tool: no typing into a terminal (TIOCSTI, TIOCLINUX)", typing.clone()),
     ];
     // What the read rules deny (the session's list, the agent's, packs' own secrets), as they
-    // deny it: absolute, links resolved and kept themselves, a missing path kept.
-    let unreadable: Vec<String> =
-        crate::reads::denied(&context.denied_reads()).iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    // deny it: absolute, links resolved and kept themselves, a missing path kept. Nothing
+    // where no read rules are built: a call reads them all.
+    let read_rules = mode != SandboxMode::Off && reads && failure.is_none();
+    let unreadable: Vec<String> = if read_rules {
+        crate::reads::denied(&context.denied_reads()).iter().map(|p| p.to_string_lossy().into_owned()).collect()
+    } else {
+        Vec::new()
+    };
     let mut out = std::io::stdout().lock();
     let written = if as_json {
         let value = json!({
@@ -130,7 +135,11 @@ pub(super) fn report(context: &crate::call::Context, as_json: bool) -> i32 {
         for (what, verdict) in rows {
             text.push_str(&format!("{what}: {verdict}\n"));
         }
-        text.push_str(&format!("reads denied to read_only and workspace tools ({}):\n", unreadable.len()));
+        if read_rules {
+            text.push_str(&format!("reads denied to read_only and workspace tools ({}):\n", unreadable.len()));
+        } else {
+            text.push_str(&format!("reads denied to read_only and workspace tools: none, {stores}\n"));
+        }
         // A path as bash would take it, its controls and invisible characters escaped.
         for path in &unreadable {
             text.push_str(&format!("  {}\n", crate::visible::word(path)));
