@@ -1001,3 +1001,102 @@ fn the_private_tmpdir_is_made_in_packs_own_tmpdir_when_the_operator_set_one() {
         assert_eq!(made_in(None), Path::new("/dev/shm"));
     }
 }
+
+// What a confined tool can do to another call's tool, whatever the Landlock domains either
+// entered (write and scopes first, narrowed reads, the read domain last).
+
+/// A python3 that a narrowed tool can start: its real executable and its prefix (readable).
+fn python() -> (String, String) {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys, os; print(os.path.realpath(sys.executable)); print(sys.base_prefix)"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    (lines.next().unwrap().to_owned(), lines.next().unwrap().to_owned())
+}
+
+#[test]
+fn a_tool_cannot_signal_nor_connect_to_another_call_s_tool_however_many_domains_either_entered() {
+    use std::os::linux::net::SocketAddrExt;
+    crate::common::require("python3");
+    let (exe, prefix) = python();
+    let support = Test::new().args(["sandbox", "--json"]).run().json();
+    let scoped = support["landlock_abi"].as_i64().unwrap_or(0) >= 6;
+    let name = format!("packs-review40-{}", std::process::id());
+    let marker = format!("{name}-victim");
+    // The victim: binds an abstract socket named `name`, sleeps (its argv carries the marker).
+    let victim_script = "import socket, sys, time\ns = socket.socket(socket.AF_UNIX)\ns.bind('\\0' + sys.argv[1])\ns.listen()\ntime.sleep(30)";
+    // The attacker: finds the victim by its marker, signals it (0), connects to its socket.
+    let attack_script = "import os, socket, sys\n\
+        v = None\n\
+        for p in os.listdir('/proc'):\n    \
+            if p.isdigit() and int(p) != os.getpid():\n        \
+                try: c = open('/proc/%s/cmdline' % p, 'rb').read().split(b'\\0')\n        \
+                except OSError: continue\n        \
+                if c[-2:-1] == [sys.argv[2].encode()] and b'packs' not in c[0]: v = int(p)\n\
+        print('found', v is not None)\n\
+        try: os.kill(v, 0); print('kill allowed')\n\
+        except OSError as e: print('kill', e.errno)\n\
+        s = socket.socket(socket.AF_UNIX)\n\
+        try: s.connect('\\0' + sys.argv[1]); print('connect allowed')\n\
+        except OSError as e: print('connect', e.errno)\n";
+    let tool = |tool: &str, policy: Value, script: &str, args: Vec<String>| {
+        let mut argv = vec![json!("-c"), json!(script)];
+        argv.extend(args.into_iter().map(Value::from));
+        json!({"name": tool, "description": "d", "policy": policy, "command": {"program": &exe, "args": argv}})
+    };
+    let narrow = json!({"read_only": true, "readable": [&prefix, "/proc", "/usr", "/etc"]});
+    let victim_args = || vec![name.clone(), marker.clone()];
+    let attack_args = || vec![name.clone(), marker.clone()];
+    let packs = Packs::new()
+        .manifest("victim", tool("victim", json!({"read_only": true}), victim_script, victim_args()))
+        .manifest("victim_narrow", tool("victim_narrow", narrow.clone(), victim_script, victim_args()))
+        .manifest("victim_system", tool("victim_system", json!({"tier": "system"}), victim_script, victim_args()))
+        .manifest("attacker", tool("attacker", json!({"read_only": true}), attack_script, attack_args()))
+        .manifest("attacker_narrow", tool("attacker_narrow", narrow, attack_script, attack_args()))
+        .manifest("attacker_system", tool("attacker_system", json!({"tier": "system"}), attack_script, attack_args()));
+    for victim in ["victim", "victim_narrow", "victim_system"] {
+        // The previous victim gone (packs ends its tool on SIGTERM): its name is free again.
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::os::unix::net::UnixStream::connect_addr(&addr).is_ok() {
+            assert!(std::time::Instant::now() < deadline, "the victim before {victim} lives on");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let mut child = std::process::Command::new(crate::common::PACKS)
+            .arg("--packs")
+            .arg(packs.path())
+            .args(["run", victim])
+            .env("PACKS_STATE_DIR", crate::common::STATE)
+            .env_remove("PACKS_PATH")
+            .env_remove("PACKS_SANDBOX")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Up once this (unconfined) process can connect to it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::os::unix::net::UnixStream::connect_addr(&addr).is_err() {
+            assert!(std::time::Instant::now() < deadline, "{victim} never listened");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        for attacker in ["attacker", "attacker_narrow", "attacker_system"] {
+            let out = Test::new().packs_dir(&packs).args(["run", attacker]).run();
+            // EPERM for both: the signal scope and the abstract-socket scope of the attacker's
+            // own call (the system tool has no network policy here: scoped too). Without
+            // Landlock ABI 6 neither scope exists, and seccomp only keeps packs' own signals.
+            out.success().stdout_eq(if scoped {
+                "found True\nkill 1\nconnect 1\n"
+            } else {
+                "found True\nkill allowed\nconnect allowed\n"
+            });
+        }
+        // Unconfined, the same attack reaches it: the check can fail.
+        let out = Test::new().packs_dir(&packs).args(["--sandbox", "off", "run", "attacker"]).run();
+        out.success().stdout_eq("found True\nkill allowed\nconnect allowed\n");
+        // SAFETY: kill with the pid of a child we started and have not reaped.
+        assert_eq!(unsafe { libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGTERM) }, 0);
+        let _ = child.wait();
+    }
+}
