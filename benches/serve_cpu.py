@@ -28,6 +28,12 @@ polled beside them (what a timeout needs) and its process group killed after. `v
 costs a few microseconds per call, not the 0.07 ms a Python client cost on the same two cores.
 Each figure is the median of its rounds. Targets: cpu <= 0.10 ms unconfined, <= 0.15 ms
 confined.
+
+Where the CPU goes, per call: `tools ms` is what the tools cost (the server's reaped children,
+/proc/PID/stat's cutime and cstime; the spawner's RUSAGE_CHILDREN), `machine ms` what the
+whole machine spent (/proc/stat's busy time around the run, every process and kernel thread:
+the server's start and warm-up included, so slightly more than the calls). With every core
+busy at 8 in flight, throughput is about the cores over `machine ms`.
 """
 
 import argparse
@@ -49,12 +55,26 @@ def env():
     return e
 
 
+def busy():
+    """The whole machine's busy CPU time so far, in seconds (/proc/stat: all but idle and iowait)."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(argv, calls):
+    """Run `argv`: its output's numbers, and the machine's busy CPU per call (ms) meanwhile."""
+    before = busy()
+    out = subprocess.run(argv, check=True, capture_output=True, text=True, env=env())
+    machine = (busy() - before) / calls * 1000
+    return [float(x) for x in out.stdout.split()], machine, out.stderr
+
+
 def serve(driver, binary, packs_dir, sandbox, calls, in_flight):
     argv = [str(driver), str(in_flight), str(calls), "noop", binary, "--packs", str(packs_dir)]
     argv += ["--sandbox", "off"] if sandbox == "off" else []
-    out = subprocess.run(argv, check=True, capture_output=True, text=True, env=env())
-    cpu, rate, driver_cpu = (float(x) for x in out.stdout.split())
-    return cpu, rate, driver_cpu
+    (cpu, rate, driver_cpu, tools), machine, _ = measured(argv, calls)
+    return cpu, rate, driver_cpu, tools, machine
 
 
 def denied(bins):
@@ -68,10 +88,8 @@ def denied(bins):
 
 def spawner(binary, calls, paths, capture):
     argv = [binary, *(["--capture"] if capture else []), str(IN_FLIGHT), str(calls), "/usr/bin/true", *paths]
-    out = subprocess.run(argv, check=True, capture_output=True, text=True, env=env())
-    rate, cpu = (float(x) for x in out.stdout.split())
-    rules = int(out.stderr.split()[0])
-    return rate, cpu, rules
+    (rate, cpu, tools), machine, stderr = measured(argv, calls)
+    return rate, cpu, tools, machine, int(stderr.split()[0])
 
 
 def main():
@@ -99,26 +117,26 @@ def main():
                 for sandbox in ("on", "off"):
                     for n in (1, IN_FLIGHT):
                         results.setdefault((binary, sandbox, n), []).append(serve(driver, binary, packs_dir, sandbox, a.calls, n))
-    base = statistics.median(r[0] for r in results["spawner"])
-    base_cpu = statistics.median(r[1] for r in results["spawner"])
-    rules = results["spawner"][0][2]
-    print(f"C spawner, {IN_FLIGHT} threads, confined ({rules} read rules): {base:.0f} calls/s, "
-          f"its own cpu {base_cpu:.3f} ms/call")
-    runner = statistics.median(r[0] for r in results["capture"])
-    runner_cpu = statistics.median(r[1] for r in results["capture"])
-    print(f"C spawner --capture (output read, pidfd polled, group killed): {runner:.0f} calls/s, "
-          f"its own cpu {runner_cpu:.3f} ms/call")
+    def median(rows, i):
+        return statistics.median(r[i] for r in rows)
+
+    base, runner = median(results["spawner"], 0), median(results["capture"], 0)
+    rules = results["spawner"][0][4]
+    for key, what in (("spawner", f"C spawner, {IN_FLIGHT} threads, confined ({rules} read rules)"),
+                      ("capture", "C spawner --capture (output read, pidfd polled, group killed)")):
+        rows = results[key]
+        print(f"{what}: {median(rows, 0):.0f} calls/s; per call: its own cpu {median(rows, 1):.3f} ms, "
+              f"its tools' {median(rows, 2):.3f} ms, the machine's {median(rows, 3):.3f} ms")
     print(f"{'':48}{'in flight':>10}{'cpu ms/call':>12}{'calls/s':>10}{'vs spawner':>11}{'vs capture':>11}"
-          f"{'driver ms':>10}")
+          f"{'driver ms':>10}{'tools ms':>10}{'machine ms':>11}")
     for binary in bins:
         for sandbox in ("on", "off"):
             for n in (1, IN_FLIGHT):
                 rows = results[(binary, sandbox, n)]
-                cpu = statistics.median(r[0] for r in rows)
-                rate = statistics.median(r[1] for r in rows)
-                driver_cpu = statistics.median(r[2] for r in rows)
+                cpu, rate, driver_cpu, tools, machine = (median(rows, i) for i in range(5))
                 ratio = f"{rate / base:11.2f}{rate / runner:11.2f}" if n == IN_FLIGHT else " " * 22
-                print(f"{binary[-36:]:36} sandbox {sandbox:3}{n:10}{cpu:12.3f}{rate:10.0f}{ratio}{driver_cpu:10.3f}")
+                print(f"{binary[-36:]:36} sandbox {sandbox:3}{n:10}{cpu:12.3f}{rate:10.0f}{ratio}{driver_cpu:10.3f}"
+                      f"{tools:10.3f}{machine:11.3f}")
 
 if __name__ == "__main__":
     main()

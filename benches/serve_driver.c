@@ -9,7 +9,8 @@
  * reuse, and 8 in flight start the pool's workers), then reads the server's CPU time
  * (/proc/PID/stat: user + system of every thread, the tools it starts excluded) around CALLS
  * calls, IN_FLIGHT kept in flight, and prints one line: the server's CPU per call (ms), the
- * calls per second, and this driver's own CPU per call (ms).
+ * calls per second, this driver's own CPU per call (ms), and the tools' CPU per call (ms: the
+ * server's reaped children, /proc/PID/stat's cutime and cstime).
  *
  * Why C: the driver runs on the same cores as the server and the tools, and a Python driver
  * (a system call and a parse per line) cost about 0.07 ms of CPU per call, a third to a half of
@@ -43,7 +44,9 @@ static double now(void) {
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static double server_cpu(pid_t pid) {
+/* The server's CPU time (`tools` 0: user + system of its threads) or its reaped children's
+ * (`tools` 1: the tools it started and waited for), in seconds. */
+static double server_cpu(pid_t pid, int tools) {
     char path[64], text[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -53,12 +56,14 @@ static double server_cpu(pid_t pid) {
     if (n <= 0) die("read stat");
     text[n] = 0;
     /* The fields after the command name (which may hold spaces): state is the first,
-     * utime the 12th and stime the 13th. */
+     * utime the 12th, stime the 13th, cutime the 14th and cstime the 15th. */
     char *p = strrchr(text, ')');
     if (!p) die("stat");
-    unsigned long long utime = 0, stime = 0;
-    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2) die("stat fields");
-    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+    unsigned long long utime = 0, stime = 0, cutime = 0, cstime = 0;
+    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &utime, &stime, &cutime,
+               &cstime) != 4)
+        die("stat fields");
+    return (double)(tools ? cutime + cstime : utime + stime) / (double)sysconf(_SC_CLK_TCK);
 }
 
 static double own_cpu(void) {
@@ -141,7 +146,7 @@ int main(int argc, char **argv) {
     const long warm = 8;
     for (long i = 0; i < warm; i++) send_call(-1 - i);
     for (long got = 0; got < warm;) got += answers();
-    double cpu = server_cpu(pid), mine = own_cpu(), start = now();
+    double cpu = server_cpu(pid, 0), tools = server_cpu(pid, 1), mine = own_cpu(), start = now();
     long sent = 0, got = 0;
     while (sent < in_flight && sent < calls) send_call(++sent);
     while (got < calls) {
@@ -150,9 +155,11 @@ int main(int argc, char **argv) {
         for (long i = 0; i < n && sent < calls; i++) send_call(++sent);
     }
     double wall = now() - start;
-    cpu = server_cpu(pid) - cpu;
+    cpu = server_cpu(pid, 0) - cpu;
+    tools = server_cpu(pid, 1) - tools;
     mine = own_cpu() - mine;
-    printf("%.4f %.1f %.4f\n", cpu / (double)calls * 1000, (double)calls / wall, mine / (double)calls * 1000);
+    printf("%.4f %.1f %.4f %.4f\n", cpu / (double)calls * 1000, (double)calls / wall, mine / (double)calls * 1000,
+           tools / (double)calls * 1000);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     return 0;

@@ -4,16 +4,19 @@
  *     cc -O2 -pthread -o spawner benches/spawner.c && ./spawner [--capture] THREADS CALLS PROGRAM [DENIED...]
  *
  * Each of THREADS threads spawns PROGRAM (an absolute path), waits for it, and again, until
- * CALLS children ran in all; it prints the calls per second and its own CPU time per call in
+ * CALLS children ran in all; it prints the calls per second, its own CPU time per call in
  * milliseconds (user + system of its threads, the children excluded: what `packs serve`'s CPU per
- * call is compared with). Per child, as packs does: a private
+ * call is compared with) and its children's per call. Per child, as packs does: a private
  * directory made in /dev/shm and removed after, a Landlock ruleset handling every write right with
  * that directory and /dev/null and /dev/zero granted, signals and abstract Unix sockets scoped
  * (ABI 6), built in the parent; a read ruleset built once: the whole tree listable, and read
  * rights on every entry of each directory on the way from / to a DENIED path (absolute, links
  * resolved: `packs sandbox --json` lists packs' as `reads_denied`) but the ones leading to a
  * denied path, links and a denied file's temporary names, as packs' read domain does (without
- * DENIED paths, the root readable); it prints how many rules it has on stderr. In the child
+ * DENIED paths, the root readable); it prints how many rules it has on stderr. Unlike packs, it
+ * does not look at inodes: a file with a second name (a hard link) is granted, and an entry that
+ * is another name of a denied one is granted too, so where a home has such entries it makes a
+ * few rules more than packs. In the child
  * (vfork): setpgid, no_new_privs, both landlock_restrict_self (the write ruleset first: a
  * domain copies the rules of the ones entered before it), a seccomp filter (sockets other than
  * Unix and netlink, io_uring, the TIOCSTI and TIOCLINUX ioctls refused), execve.
@@ -170,7 +173,7 @@ static void open_up(const char *dir) {
     while ((e = readdir(d))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s", len == 1 ? "" : dir, e->d_name);
+        if (snprintf(path, sizeof path, "%s/%s", len == 1 ? "" : dir, e->d_name) >= (int)sizeof path) continue;
         size_t plen = strlen(path);
         int skip = 0, on_the_way = 0;
         for (int i = 0; i < denied_count; i++) {
@@ -254,6 +257,10 @@ int main(int argc, char **argv) {
     getrusage(RUSAGE_SELF, &usage);
     double cpu = (double)usage.ru_utime.tv_sec + (double)usage.ru_stime.tv_sec +
                  ((double)usage.ru_utime.tv_usec + (double)usage.ru_stime.tv_usec) / 1e6;
-    printf("%.1f %.4f\n", (double)calls / secs, cpu / (double)calls * 1000);
+    struct rusage tools;
+    getrusage(RUSAGE_CHILDREN, &tools);
+    double tools_cpu = (double)tools.ru_utime.tv_sec + (double)tools.ru_stime.tv_sec +
+                       ((double)tools.ru_utime.tv_usec + (double)tools.ru_stime.tv_usec) / 1e6;
+    printf("%.1f %.4f %.4f\n", (double)calls / secs, cpu / (double)calls * 1000, tools_cpu / (double)calls * 1000);
     return 0;
 }
