@@ -65,6 +65,8 @@ struct ChildArgs<'a> {
     setup: &'a (dyn Fn() -> io::Result<()> + Sync),
     /// Set by the child when a step or `execve` failed: the errno.
     error: c_int,
+    /// Set by the child when it was `setup` that failed (the sandbox's steps).
+    in_setup: bool,
     /// Whether the kernel reset the child's handlers at the clone (`CLONE_CLEAR_SIGHAND`).
     handlers_cleared: bool,
 }
@@ -198,17 +200,32 @@ fn spawn_by(
         image: image.unwrap_or(-1),
         setup,
         error: 0,
+        in_setup: false,
         handlers_cleared: false,
     };
     let pid = start(&mut args, by)?;
     // SAFETY: the child wrote `error` (if at all) before it exited or exec'd, and clone
     // returned only after that.
-    let error = unsafe { ptr::read_volatile(&raw const args.error) };
+    let (error, in_setup) =
+        unsafe { (ptr::read_volatile(&raw const args.error), ptr::read_volatile(&raw const args.in_setup)) };
     if error != 0 {
         reap(pid);
-        return Err(io::Error::from_raw_os_error(error));
+        let e = io::Error::from_raw_os_error(error);
+        return Err(if in_setup { setup_failed(&e) } else { e });
     }
     Ok(Started { pid, stdin: stdin_w.map(File::from), stdout: out_r.into(), stderr: err_r.into() })
+}
+
+/// The error of a child whose `setup` (its sandbox's steps, before `execve`) failed: said so,
+/// since an errno alone misleads (`E2BIG`, "Argument list too long", is Landlock's answer to a
+/// 17th nested domain).
+fn setup_failed(e: &io::Error) -> io::Error {
+    let hint = if e.raw_os_error() == Some(libc::E2BIG) {
+        ": Landlock nests at most 16 domains, and packs itself runs inside too many (a sandbox of its own, or a confined tool that started it)"
+    } else {
+        ""
+    };
+    io::Error::new(e.kind(), format!("the kernel refused to confine it ({e}){hint}"))
 }
 
 /// How [`start`] clones the child.
@@ -445,6 +462,7 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
             fail(args, errno());
         }
         if let Err(e) = (args.setup)() {
+            ptr::write_volatile(&raw mut args.in_setup, true);
             fail(args, e.raw_os_error().unwrap_or(libc::EPERM));
         }
         if args.image >= 0 {
@@ -663,7 +681,18 @@ mod tests {
         std::fs::set_permissions(&plain, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         // No shell fallback: a file that is not a program is an error, never `sh FILE`.
         assert_eq!(fails(plain.to_str().unwrap(), &|| Ok(())), Some(libc::ENOEXEC));
-        assert_eq!(fails("/bin/true", &|| Err(io::Error::from_raw_os_error(libc::EACCES))), Some(libc::EACCES));
+        // A failed sandbox step says so, its errno's kind kept.
+        let refused = |errno| {
+            let e = spawn(Path::new("/bin/true"), &argv, &[], child_in(None), &move || {
+                Err(io::Error::from_raw_os_error(errno))
+            });
+            e.err().unwrap()
+        };
+        let e = refused(libc::EACCES);
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        assert!(e.to_string().starts_with("the kernel refused to confine it (Permission denied"), "{e}");
+        let e = refused(libc::E2BIG);
+        assert!(e.to_string().contains("Landlock nests at most 16 domains"), "{e}");
         let bad_cwd = spawn(Path::new("/bin/true"), &argv, &[], child_in(Some(Path::new("/nonexistent"))), &|| Ok(()));
         assert_eq!(bad_cwd.err().and_then(|e| e.raw_os_error()), Some(libc::ENOENT));
     }

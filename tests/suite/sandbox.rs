@@ -1100,3 +1100,51 @@ fn a_tool_cannot_signal_nor_connect_to_another_call_s_tool_however_many_domains_
         let _ = child.wait();
     }
 }
+
+#[test]
+fn a_tool_packs_cannot_confine_under_too_many_landlock_domains_is_refused_saying_why() {
+    // packs started inside 15 Landlock domains (a sandbox of its own): a `read_only` tool's
+    // write domain is the 16th, its read domain would be a 17th, which the kernel refuses with
+    // E2BIG ("Argument list too long"). The call fails closed, and says why.
+    crate::common::require("python3");
+    let stack = "import ctypes, os, sys\n\
+        libc = ctypes.CDLL(None, use_errno=True)\n\
+        class Attr(ctypes.Structure): _fields_ = [('fs', ctypes.c_uint64)]\n\
+        class Rule(ctypes.Structure): _pack_ = 1; _fields_ = [('access', ctypes.c_uint64), ('fd', ctypes.c_int32)]\n\
+        assert libc.prctl(38, 1, 0, 0, 0) == 0\n\
+        root = os.open('/', os.O_PATH)\n\
+        for _ in range(int(sys.argv[1])):\n    \
+            attr = Attr(1)\n    \
+            fd = libc.syscall(444, ctypes.byref(attr), ctypes.sizeof(attr), 0)\n    \
+            assert fd >= 0, ctypes.get_errno()\n    \
+            assert libc.syscall(445, fd, 1, ctypes.byref(Rule(1, root)), 0) == 0\n    \
+            assert libc.syscall(446, fd, 0) == 0, ctypes.get_errno()\n\
+        os.execv(sys.argv[2], sys.argv[2:])\n";
+    let packs = Packs::new()
+        .manifest("noop", json!({"name": "noop", "description": "d", "command": {"program": "true", "args": []}}));
+    let support = Test::new().args(["sandbox", "--json"]).run().json();
+    let run = |layers: &str| {
+        std::process::Command::new("python3")
+            .args(["-c", stack, layers, crate::common::PACKS, "--packs"])
+            .arg(packs.path())
+            .args(["run", "noop"])
+            .env("PACKS_STATE_DIR", crate::common::STATE)
+            .env_remove("PACKS_PATH")
+            .env_remove("PACKS_SANDBOX")
+            .output()
+            .unwrap()
+    };
+    if support["landlock_abi"].as_i64().unwrap_or(0) < 1 {
+        // No Landlock: no domain to stack, and a confined call is refused for that instead.
+        let out = run("0");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("needs Landlock"), "{out:?}");
+    } else {
+        let out = run("14");
+        assert!(out.status.success(), "14 domains and packs' 2: 16 in all: {out:?}");
+        let out = run("15");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("the kernel refused to confine it (Argument list too long"), "{stderr}");
+        assert!(stderr.contains("Landlock nests at most 16 domains"), "{stderr}");
+    }
+}
