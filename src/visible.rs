@@ -126,6 +126,13 @@ mod tests {
     }
 
     #[test]
+    fn a_command_line_is_its_words_and_the_first_c1_control_an_escape_of_four_digits() {
+        let argv = ["ls".to_owned(), "a b".to_owned(), "\u{1b}x".to_owned(), "\u{80}".to_owned()];
+        assert_eq!(command_line(&argv), r"ls 'a b' $'\x1bx' $'\u0080'");
+        assert_eq!(word("\u{7f}\u{80}"), r"$'\x7f\u0080'");
+    }
+
+    #[test]
     fn a_line_stays_one_line() {
         assert_eq!(line("deny-read: /a\n  /forged\t(flag)"), r"deny-read: /a\n  /forged\t(flag)");
         assert_eq!(line("x\u{1b}]0;t\u{7}"), r"x\x1b]0;t\x07");
