@@ -986,23 +986,15 @@ fn packs_sandbox_lists_no_denied_reads_when_the_sandbox_is_off() {
 fn packs_sandbox_and_packs_session_escape_the_denied_paths_they_print() {
     // An agent.toml (one in a checkout) names a path with a newline and a terminal escape: the
     // text shows one line per path, and no raw control character.
-    let agent = "agents/evil/agent.toml";
-    let text = Test::new()
-        .write(agent, "deny_read = [\"/tmp/x\\u001b]0;owned\\u0007\\n  /forged/line\"]\n")
-        .args(["--agent", "evil", "sandbox"])
-        .run();
-    text.success();
-    let stdout = text.stdout().to_owned();
-    assert!(!stdout.contains('\u{1b}') && !stdout.contains('\u{7}'), "{stdout:?}");
-    assert!(!stdout.contains("\n  /forged/line\n"), "{stdout:?}");
-    assert!(stdout.contains(r"\x1b]0;owned\x07\n  /forged/line"), "{stdout:?}");
-    let session = Test::new()
-        .write(agent, "deny_read = [\"/tmp/x\\u001b]0;owned\\u0007\\n  /forged/line\"]\n")
-        .args(["--agent", "evil", "session"])
-        .run();
-    session.success();
-    let stdout = session.stdout().to_owned();
-    assert!(!stdout.contains('\u{1b}') && !stdout.contains('\u{7}'), "{stdout:?}");
-    assert!(!stdout.contains("\n  /forged/line"), "{stdout:?}");
-    assert!(stdout.contains(r"\x1b]0;owned\x07\n  /forged/line"), "{stdout:?}");
+    for command in ["sandbox", "session"] {
+        let out = Test::new()
+            .write("agents/evil/agent.toml", "deny_read = [\"/tmp/x\\u001b]0;owned\\u0007\\n  /forged/line\"]\n")
+            .args(["--agent", "evil", command])
+            .run();
+        out.success();
+        let stdout = out.stdout().to_owned();
+        assert!(!stdout.contains('\u{1b}') && !stdout.contains('\u{7}'), "{command}: {stdout:?}");
+        assert!(!stdout.contains("\n  /forged/line"), "{command}: {stdout:?}");
+        assert!(stdout.contains(r"\x1b]0;owned\x07\n  /forged/line"), "{command}: {stdout:?}");
+    }
 }
