@@ -7,7 +7,9 @@
 //! it can be read exactly and pasted into bash to give the same argv.
 
 use std::borrow::Cow;
+use std::ffi::OsStr;
 use std::fmt::Write;
+use std::os::unix::ffi::OsStrExt;
 
 /// Whether `c` is shown as an escape: C0 and C1 controls, DEL, and the characters that
 /// change how text around them is displayed without being seen themselves (bidirectional
@@ -78,16 +80,38 @@ pub(crate) fn word(arg: &str) -> Cow<'_, str> {
     }
     let mut out = String::with_capacity(arg.len() + 8);
     out.push_str("$'");
-    for c in arg.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
-            c if needs_escape(c) => escape_char(c, &mut out),
-            c => out.push(c),
+    arg.chars().for_each(|c| quoted_char(c, &mut out));
+    out.push('\'');
+    Cow::Owned(out)
+}
+
+/// A [`word`] of bytes that need not be UTF-8 (a path, a directory): a byte that is not
+/// part of a character is written `\xNN`, as bash reads it back, so two names that differ
+/// in such a byte never look the same.
+pub(crate) fn os_word(arg: &OsStr) -> Cow<'_, str> {
+    if let Some(text) = arg.to_str() {
+        return word(text);
+    }
+    let mut out = String::with_capacity(arg.len() + 8);
+    out.push_str("$'");
+    for chunk in arg.as_bytes().utf8_chunks() {
+        chunk.valid().chars().for_each(|c| quoted_char(c, &mut out));
+        for byte in chunk.invalid() {
+            let _ = write!(out, "\\x{byte:02x}");
         }
     }
     out.push('\'');
     Cow::Owned(out)
+}
+
+/// One character inside `$'…'`.
+fn quoted_char(c: char, out: &mut String) {
+    match c {
+        '\\' => out.push_str("\\\\"),
+        '\'' => out.push_str("\\'"),
+        c if needs_escape(c) => escape_char(c, out),
+        c => out.push(c),
+    }
 }
 
 /// A command line as a person reads it: each argument a [`word`], joined by spaces.
@@ -137,6 +161,20 @@ mod tests {
         assert_eq!(line("deny-read: /a\n  /forged\t(flag)"), r"deny-read: /a\n  /forged\t(flag)");
         assert_eq!(line("x\u{1b}]0;t\u{7}"), r"x\x1b]0;t\x07");
         assert!(matches!(line("plain é ✓"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_name_that_is_not_utf8_shows_each_stray_byte_and_bash_reads_it_back() {
+        use std::os::unix::ffi::OsStrExt;
+        let name = OsStr::from_bytes(b"/tmp/ws\xff'\x1b\xc3 \xe2\x80\xae\xe2\x80x");
+        let shown = os_word(name);
+        assert_eq!(shown, r"$'/tmp/ws\xff\'\x1b\xc3 \u202e\xe2\x80x'");
+        assert_eq!(os_word(OsStr::new("a b\u{1b}")), word("a b\u{1b}"));
+        // Pasted into bash, it is the same bytes again (in any locale: no `\u` escape).
+        let name = OsStr::from_bytes(b"/tmp/ws\xff'\x1b\xc3 \xe2\x80x\\");
+        let shown = os_word(name);
+        let out = std::process::Command::new("bash").args(["-c", &format!("printf %s {shown}")]).output().unwrap();
+        assert_eq!(out.stdout, name.as_bytes(), "{shown}");
     }
 
     #[test]

@@ -110,7 +110,15 @@ impl Plan {
         confine_paths(tool, &args.given, context, cwd.as_deref()).map_err(|e| e.masked(&secrets))?;
         let shown_argv = argv.iter().map(|a| secrets.mask(a)).collect();
         let shown_env = env.iter().map(|(k, v)| (k.clone(), secrets.mask(v))).collect();
-        let shown_cwd = cwd.as_ref().map(|c| PathBuf::from(secrets.mask(&c.to_string_lossy())));
+        // Its own bytes (a directory name need not be UTF-8), unless a secret is masked in it.
+        let shown_cwd = cwd.as_ref().map(|c| match c.to_str() {
+            Some(text) => PathBuf::from(secrets.mask(text)),
+            None => {
+                let lossy = c.to_string_lossy();
+                let masked = secrets.mask(&lossy);
+                if masked == lossy { c.clone() } else { PathBuf::from(masked) }
+            }
+        });
         let shown_stdin = stdin.as_deref().map(|text| StdinPreview::of(text, &secrets));
         let enforcement = context
             .enforcement_kept(tool)

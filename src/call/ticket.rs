@@ -586,7 +586,7 @@ impl ApprovalRequest {
         let mut text = format!("`{}` (tier {}) needs approval: {}\n", self.tool, self.tier, self.reason);
         text.push_str(&format!("  {}\n", self.command_line()));
         if let Some(cwd) = &self.cwd {
-            text.push_str(&format!("  in {}\n", crate::visible::word(&cwd.to_string_lossy())));
+            text.push_str(&format!("  in {}\n", crate::visible::os_word(cwd.as_os_str())));
         }
         for (k, v) in &self.env {
             text.push_str(&format!("  env: {}={}\n", crate::visible::prose(k), crate::visible::word(v)));

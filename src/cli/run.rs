@@ -93,7 +93,7 @@ impl Approver for TerminalApprover {
         let _ = writeln!(err, "packs: `{}` (tier {}) needs approval: {}", request.tool, request.tier, request.reason);
         let _ = writeln!(err, "  {}", request.command_line());
         if let Some(cwd) = &request.cwd {
-            let _ = writeln!(err, "  in {}", visible::word(&cwd.to_string_lossy()));
+            let _ = writeln!(err, "  in {}", visible::os_word(cwd.as_os_str()));
         }
         for (k, v) in &request.env {
             let _ = writeln!(err, "  env: {}={}", visible::prose(k), visible::word(v));
@@ -225,7 +225,7 @@ fn dry_run_text(planned: &Planned, as_json: bool) -> String {
             "argv": masked,
             // POSIX quoting, exact and safe to paste into any `sh` (JSON escapes the rest).
             "command": shlex::try_join(masked.iter().map(String::as_str)).unwrap_or_else(|_| planned.command_line()),
-            "cwd": planned.cwd,
+            "cwd": planned.cwd.as_ref().map(|c| c.to_string_lossy()),
             "env": env,
             "stdin": planned.stdin.as_ref().map(|s| json!({"bytes": s.bytes, "preview": s.text, "cut": s.cut})),
             "timeout_secs": planned.timeout.as_secs(),
@@ -239,7 +239,7 @@ fn dry_run_text(planned: &Planned, as_json: bool) -> String {
     }
     let mut s = format!("{}\n", planned.command_line());
     if let Some(cwd) = &planned.cwd {
-        s.push_str(&format!("  cwd: {}\n", visible::word(&cwd.to_string_lossy())));
+        s.push_str(&format!("  cwd: {}\n", visible::os_word(cwd.as_os_str())));
     }
     for (k, v) in env {
         s.push_str(&format!("  env: {}={}\n", visible::prose(k), visible::word(v)));

@@ -94,11 +94,7 @@ pub(super) fn report(context: &crate::call::Context, as_json: bool) -> i32 {
     // deny it: absolute, links resolved and kept themselves, a missing path kept. Nothing
     // where no read rules are built: a call reads them all.
     let read_rules = mode != SandboxMode::Off && reads && failure.is_none();
-    let unreadable: Vec<String> = if read_rules {
-        crate::reads::denied(&context.denied_reads()).iter().map(|p| p.to_string_lossy().into_owned()).collect()
-    } else {
-        Vec::new()
-    };
+    let unreadable = if read_rules { crate::reads::denied(&context.denied_reads()) } else { Vec::new() };
     let mut out = std::io::stdout().lock();
     let written = if as_json {
         let value = json!({
@@ -113,7 +109,7 @@ pub(super) fn report(context: &crate::call::Context, as_json: bool) -> i32 {
             "abstract_unix_sockets_refused": abstract_unix,
             "signals_confined": signals,
             "terminal_typing_refused": typing,
-            "reads_denied": unreadable,
+            "reads_denied": unreadable.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&value).unwrap_or_default())
     } else {
@@ -140,9 +136,10 @@ pub(super) fn report(context: &crate::call::Context, as_json: bool) -> i32 {
         } else {
             text.push_str(&format!("reads denied to read_only and workspace tools: none, {stores}\n"));
         }
-        // A path as bash would take it, its controls and invisible characters escaped.
+        // A path as bash would take it, its controls, invisible characters and bytes that are
+        // not UTF-8 escaped.
         for path in &unreadable {
-            text.push_str(&format!("  {}\n", crate::visible::word(path)));
+            text.push_str(&format!("  {}\n", crate::visible::os_word(path.as_os_str())));
         }
         out.write_all(text.as_bytes())
     };

@@ -1114,7 +1114,7 @@ fn check_envelope(params: &Value) -> Result<&str, Value> {
 fn approval_question(request: &ApprovalRequest) -> (String, Value) {
     let mut command = request.command_line();
     if let Some(cwd) = &request.cwd {
-        command.push_str(&format!("\nin {}", crate::visible::word(&cwd.to_string_lossy())));
+        command.push_str(&format!("\nin {}", crate::visible::os_word(cwd.as_os_str())));
     }
     for (k, v) in &request.env {
         command.push_str(&format!("\nenv: {}={}", crate::visible::prose(k), crate::visible::word(v)));

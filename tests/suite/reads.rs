@@ -1,6 +1,7 @@
 //! Read confinement (docs/SANDBOX.md, "Credential stores"): no `read_only` or `workspace`
 //! tool reads the operator's keys, by any route; everything else still reads.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -578,6 +579,15 @@ fn packs_sandbox_lists_what_the_read_rules_deny_as_they_deny_it() {
     out.stdout_contains(&format!("\n  $'{}/a\\x1b[2Jb'\n", h.display()));
     out.stdout_contains(&format!("\n  '{}/my notes'\n", h.display()));
     assert!(!out.stdout().contains('\u{1b}'), "{}", out.stdout());
+    // A name that is not UTF-8 shows its stray byte as bash reads it back, not as U+FFFD (two
+    // names would look the same); the JSON has the text with U+FFFD.
+    let odd = std::ffi::OsStr::from_bytes(b"~/ws\xff");
+    let out = Test::new().env("HOME", &h).arg("--deny-read").arg(odd).arg("sandbox").run();
+    out.success();
+    out.stdout_contains(&format!("\n  $'{}/ws\\xff'\n", h.display()));
+    let out = Test::new().env("HOME", &h).arg("--deny-read").arg(odd).args(["sandbox", "--json"]).run();
+    out.success();
+    assert!(out.json()["reads_denied"].as_array().unwrap().contains(&json!(format!("{}/ws\u{fffd}", h.display()))));
 }
 
 #[test]

@@ -51,6 +51,33 @@ fn dry_runs_escape_what_they_show() {
     assert_eq!(v["command"], format!("echo -- '{HOSTILE}'"));
 }
 
+/// A working directory whose name is not UTF-8 is shown with its stray byte as `\xNN`, as bash
+/// reads it back, never as U+FFFD (two directories would look the same); the JSON carries the
+/// text with U+FFFD, and the tool runs in that directory.
+#[test]
+fn a_working_directory_that_is_not_utf8_shows_its_bytes() {
+    use std::os::unix::ffi::OsStrExt;
+    let packs = Packs::new().manifest(
+        "where",
+        json!({"name": "where", "description": "Print the directory", "command": {"program": "pwd", "args": ["-P"]}}),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let odd = base.join(std::ffi::OsStr::from_bytes(b"ws\xff"));
+    std::fs::create_dir(&odd).unwrap();
+    let run = |extra: &[&str]| {
+        Test::new().packs_dir(&packs).args(["run", "where", "--workspace"]).arg(&odd).args(extra.iter().copied()).run()
+    };
+    let out = run(&["--dry-run"]);
+    out.success().stdout_contains(&format!("\n  cwd: $'{}/ws\\xff'\n", base.display()));
+    let out = run(&["--dry-run", "--json"]);
+    assert_eq!(out.success().json()["cwd"], format!("{}/ws\u{fffd}", base.display()));
+    // Its output is text (U+FFFD for the stray byte), and no directory of that name exists.
+    let out = run(&[]);
+    out.success().stdout_contains(&format!("{}/ws\u{fffd}\n", base.display()));
+    assert!(!base.join("ws\u{fffd}").exists());
+}
+
 #[test]
 fn list_help_and_prompt_lines_escape_manifest_strings() {
     let packs = echo_tool(false);
