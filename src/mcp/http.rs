@@ -1991,32 +1991,15 @@ mod tests {
         assert_eq!(said, addr);
     }
 
-    /// Answers every connection with `body` as JSON, until the test ends.
-    fn json_server(body: &'static str) -> SocketAddr {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        std::thread::spawn(move || {
-            for mut stream in listener.incoming().flatten() {
-                let mut request = [0; 4096];
-                let _ = stream.read(&mut request);
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            }
-        });
-        addr
-    }
-
     #[test]
     fn with_oauth_the_resource_metadata_needs_no_token_and_a_refused_jwt_points_to_it() {
-        let keys = json_server(r#"{"keys": []}"#);
+        let keys = issuer::Server::start();
+        keys.json("/jwks", &json!({"keys": []}));
         let options = OAuthOptions {
             issuer: "https://issuer.example".into(),
             resource: "https://tools.example/mcp".into(),
             audience: None,
-            jwks_uri: Some(format!("http://{keys}/jwks")),
+            jwks_uri: Some(format!("{}/jwks", keys.url)),
             ca: None,
         };
         let client = Client { principal: String::new(), context: Arc::new(Context::new()) };
