@@ -1021,15 +1021,25 @@ pub(crate) fn error(message: impl Into<String>, offset: usize, incomplete: bool)
 /// just past it. Marker text inside a JSON string is part of the string. An error says
 /// whether the text ended inside the value.
 pub(crate) fn json_at(text: &str, pos: usize) -> Result<(Value, usize), CallError> {
+    json_read_at(text, pos).map_err(|(e, _)| e)
+}
+
+/// [`json_at`], and on an error the offset where the JSON stopped parsing: the text read
+/// before it is all the value may be known by (what follows may not be part of it).
+pub(crate) fn json_read_at(text: &str, pos: usize) -> Result<(Value, usize), (CallError, usize)> {
     let start = pos + (text[pos..].len() - text[pos..].trim_start().len());
     let mut values = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
     match values.next() {
         Some(Ok(v)) => Ok((v, start + values.byte_offset())),
         Some(Err(e)) => {
             let eof = e.is_eof();
-            Err(error(format!("the JSON does not parse: {e}"), start, eof))
+            // serde_json's line is 1-based and its column the bytes read on that line.
+            let json = &text[start..];
+            let line = json.split_inclusive('\n').take(e.line().saturating_sub(1)).map(str::len).sum::<usize>();
+            let stop = floor_char(json, line + e.column());
+            Err((error(format!("the JSON does not parse: {e}"), start, eof), start + stop))
         }
-        None => Err(error("expected a JSON value", start, true)),
+        None => Err((error("expected a JSON value", start, true), text.len())),
     }
 }
 

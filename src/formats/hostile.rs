@@ -1,0 +1,241 @@
+//! Hostile text at every raw-text parser: a prompt injection can make a model write
+//! anything, so no text may panic a parser, overflow its stack, or make a stream disagree
+//! with the whole parse.
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use serde_json::{Value, json};
+
+use super::raw::{Family, SchemaOf, Stream, detect, parse};
+
+/// Every family's markers, whole; their halves are added by [`pieces`].
+const MARKERS: &[&str] = &[
+    "<tool_call>",
+    "</tool_call>",
+    "<think>",
+    "</think>",
+    "<function=",
+    "</function>",
+    "<parameter=",
+    "</parameter>",
+    "<|tool_call>",
+    "<tool_call|>",
+    "<|\"|>",
+    "<|channel>",
+    "<channel|>",
+    "<start_function_call>",
+    "<end_function_call>",
+    "<escape>",
+    "<start_function_response>",
+    "<end_function_response>",
+    "<|python_tag|>",
+    "<|python_start|>",
+    "<|python_end|>",
+    "<|eom_id|>",
+    "<|eot_id|>",
+    "<|eot|>",
+    "<|eom|>",
+    "<end_of_turn>",
+    "<turn|>",
+    "<|tool_response>",
+    "<eos>",
+    "<|im_end|>",
+    "<|endoftext|>",
+    "<|user|>",
+    "<|observation|>",
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "[CALL_ID]",
+    "[THINK]",
+    "[/THINK]",
+    "</s>",
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+    "<|tool_calls_section_begin|>",
+    "<|tool_calls_section_end|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
+    "<|start|>",
+    "<|channel|>",
+    "<|message|>",
+    "<|end|>",
+    "<|call|>",
+    "<|return|>",
+    "<|constrain|>",
+    "to=functions.",
+    "to=functions.f",
+    " commentary",
+    "analysis",
+    "final",
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁calls▁end｜>",
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁call▁end｜>",
+    "<｜tool▁sep｜>",
+    "<｜DSML｜function_calls>",
+    "</｜DSML｜function_calls>",
+    "<｜DSML｜invoke",
+    "</｜DSML｜invoke>",
+    "<｜DSML｜parameter",
+    "</｜DSML｜parameter>",
+    "<｜end▁of▁sentence｜>",
+    " name=\"f\"",
+    " string=\"true\"",
+    " string=\"false\"",
+    "functions.f:0",
+    "call:",
+    "call:f",
+    "f",
+    "a",
+    "{\"name\": \"f\"",
+    "\"arguments\": ",
+    "\"parameters\": ",
+    "{\"a\": 1}",
+    "{",
+    "}",
+    "[",
+    "]",
+    "(",
+    ")",
+    "\"",
+    "'",
+    "\\",
+    "\\u",
+    "\\ud800",
+    ":",
+    ",",
+    "=",
+    ".",
+    "-",
+    "1e999",
+    "-0",
+    "0x1F",
+    "true",
+    "null",
+    "None",
+    "\n",
+    " ",
+    "\t",
+    "é",
+    "°",
+    "🦀",
+    "\u{0}",
+    "\u{feff}",
+    "\u{202e}",
+    "｜",
+    "▁",
+];
+
+/// A whole call of each family (and its variants), for the mutations to start from.
+const CALLS: &[&str] = &[
+    "<think>hm</think>\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1, \"s\": \"x\"}}\n</tool_call>",
+    "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\n[1, 2]\n</parameter>\n</function>\n</tool_call>",
+    "<|channel>thought\nhm<channel|><|tool_call>call:f{a:1,s:<|\"|>x<|\"|>,c:{d:true},b:[1,<|\"|>y<|\"|>]}<tool_call|>",
+    "<start_function_call>call:f{a:1,s:<escape>x<escape>,c:{d:true},b:[1,<escape>y<escape>]}<end_function_call>",
+    "<|python_tag|>{\"name\": \"f\", \"parameters\": {\"a\": 1}}<|eom_id|>",
+    "{\"name\": \"f\", \"parameters\": {\"a\": 1}}; {\"name\": \"g\", \"parameters\": {}}",
+    "[f(a=1, s='x', b=[1, 2], c={'d': True}), g()]",
+    "<|python_tag|>brave_search.call(query=\"x\")<|eom_id|>",
+    "[THINK]hm[/THINK][TOOL_CALLS]f[CALL_ID]abc123def[ARGS]{\"a\": 1}[TOOL_CALLS]g[ARGS]{}",
+    "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}, \"id\": \"abc123def\"}]</s>",
+    "<think>hm</think><tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n<arg_key>s</arg_key>\n<arg_value>x</arg_value>\n</tool_call>",
+    "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{\"a\": 1}<|tool_call_end|><|tool_calls_section_end|>",
+    "<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\": 1}<|call|>",
+    "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"a\": 1}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{\"a\": 1}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"a\" string=\"false\">1</｜DSML｜parameter>\n<｜DSML｜parameter name=\"s\" string=\"true\">x</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+];
+
+/// The markers, whole and cut at each char boundary (a half of a multibyte marker too).
+fn pieces() -> Vec<String> {
+    let mut out = Vec::new();
+    for m in MARKERS {
+        out.push((*m).to_owned());
+        for (i, _) in m.char_indices().skip(1) {
+            out.push(m[..i].to_owned());
+        }
+    }
+    out
+}
+
+/// A schema for `f` that types the values written as text.
+fn schema(name: &str) -> Option<Value> {
+    (name == "f").then(|| {
+        json!({"type": "object", "properties": {
+            "a": {"type": "integer"}, "b": {"type": "array"}, "c": {"type": "object"},
+            "d": {"type": "boolean"}, "e": {"type": "number"}, "s": {"type": "string"}
+        }})
+    })
+}
+
+/// Every entry point a model's text reaches, with `text` and split at `cuts` for a stream:
+/// none may panic, and a stream's parse and events agree with the whole parse.
+fn every_entry_point(text: &str, cuts: &[usize]) {
+    let _ = detect(text);
+    let _ = super::functiongemma::scan_calls(text, &schema);
+    let _ = super::functiongemma::parse_calls(text);
+    let _ = super::functiongemma::scan_responses(text);
+    for schema_of in [&(|_: &str| None) as SchemaOf<'_>, &schema] {
+        for family in Family::ALL {
+            let whole = parse(text, *family, schema_of);
+            let bytes = text.as_bytes();
+            let mut s = Stream::new(*family);
+            let mut events = Vec::new();
+            let mut at = 0;
+            for &cut in cuts {
+                let cut = cut.min(bytes.len()).max(at);
+                events.extend(s.push(&bytes[at..cut], schema_of));
+                at = cut;
+            }
+            events.extend(s.push(&bytes[at..], schema_of));
+            let (streamed, rest) = s.finish_events(schema_of).expect("the text is UTF-8");
+            events.extend(rest);
+            assert_eq!(streamed, whole, "{family:?} streamed at {cuts:?}: {text:?}");
+            assert_eq!(super::raw::tests::joined(&events), whole, "{family:?} events at {cuts:?}: {text:?}");
+        }
+    }
+}
+
+/// Random text of markers, their halves, JSON and Python punctuation and any character, and
+/// each family's whole calls with such pieces put in and cut anywhere: 300 cases by
+/// default (`PACKS_HOSTILE_CASES=100000 cargo test --lib formats::hostile` for a long run).
+#[test]
+fn hostile_text_never_panics_and_streams_as_it_parses() {
+    let pieces = pieces();
+    let piece = prop_oneof![
+        4 => proptest::sample::select(pieces),
+        1 => any::<char>().prop_map(String::from),
+    ];
+    let noise = proptest::collection::vec(piece.clone(), 0..24).prop_map(|p| p.concat());
+    // A whole call, a few pieces put in at char boundaries, and cut at one.
+    let edits = proptest::collection::vec((any::<proptest::sample::Index>(), piece), 0..4);
+    let mutated = (proptest::sample::select(CALLS), edits, any::<proptest::sample::Index>(), any::<bool>()).prop_map(
+        |(call, edits, cut, whole)| {
+            let mut t = call.to_owned();
+            for (at, p) in edits {
+                let i = super::raw::floor_char(&t, at.index(t.len() + 1));
+                t.insert_str(i, &p);
+            }
+            if !whole {
+                t.truncate(super::raw::floor_char(&t, cut.index(t.len() + 1)));
+            }
+            t
+        },
+    );
+    let texts = prop_oneof![noise, mutated];
+    let case = (texts, proptest::collection::vec(0usize..200, 0..4)).prop_map(|(t, mut cuts)| {
+        cuts.sort_unstable();
+        (t, cuts)
+    });
+    let cases = std::env::var("PACKS_HOSTILE_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(300);
+    let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
+    runner
+        .run(&case, |(text, cuts)| {
+            every_entry_point(&text, &cuts);
+            Ok(())
+        })
+        .unwrap();
+}
