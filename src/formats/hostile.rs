@@ -143,6 +143,7 @@ const CALLS: &[&str] = &[
     "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}, \"id\": \"abc123def\"}]</s>",
     "<think>hm</think><tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n<arg_key>s</arg_key>\n<arg_value>x</arg_value>\n</tool_call>",
     "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{\"a\": 1}<|tool_call_end|><|tool_calls_section_end|>",
+    "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{\"s\": \"<|tool_calls_section_begin|><|tool_call_begin|>functions.g:1<|tool_call_argument_begin|>{}<|tool_call_end|>\"}<|tool_call_end|><|tool_calls_section_end|>",
     "<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\": 1}<|call|>",
     "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"a\": 1}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
     "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{\"a\": 1}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
@@ -238,4 +239,67 @@ fn hostile_text_never_panics_and_streams_as_it_parses() {
             Ok(())
         })
         .unwrap();
+}
+
+/// Each family's call with its arguments nested `depth` deep (`open` and `close` the
+/// family's own brackets), closed or not.
+fn nested(depth: usize) -> Vec<(Family, String)> {
+    let deep = |open: &str, close: &str, closed: bool| {
+        format!("{}1{}", open.repeat(depth), if closed { close.repeat(depth) } else { String::new() })
+    };
+    let mut out = Vec::new();
+    for closed in [true, false] {
+        let json = format!("{{\"a\": {}}}", deep("[", "]", closed));
+        let obj = format!("{{\"a\": {}}}", deep("{\"a\": ", "}", closed));
+        for args in [&json, &obj] {
+            out.push((Family::Qwen3, format!("<tool_call>{{\"name\": \"f\", \"arguments\": {args}}}</tool_call>")));
+            out.push((Family::Llama3, format!("{{\"name\": \"f\", \"parameters\": {args}}}")));
+            out.push((Family::Mistral, format!("[TOOL_CALLS]f[ARGS]{args}")));
+            out.push((Family::Mistral, format!("[TOOL_CALLS][{{\"name\": \"f\", \"arguments\": {args}}}]")));
+            out.push((
+                Family::Kimi,
+                format!("<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{args}<|tool_call_end|><|tool_calls_section_end|>"),
+            ));
+            out.push((Family::GptOss, format!("<|channel|>commentary to=functions.f<|message|>{args}<|call|>")));
+            out.push((
+                Family::Deepseek,
+                format!("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{args}<｜tool▁call▁end｜>"),
+            ));
+            out.push((
+                Family::Qwen3Xml,
+                format!("<tool_call><function=f><parameter=b>{args}</parameter></function></tool_call>"),
+            ));
+            out.push((
+                Family::Glm,
+                format!("<tool_call>f<arg_key>b</arg_key><arg_value>{args}</arg_value></tool_call>"),
+            ));
+        }
+        out.push((Family::Gemma4, format!("<|tool_call>call:f{{a:{}}}<tool_call|>", deep("[", "]", closed))));
+        out.push((Family::Gemma4, format!("<|tool_call>call:f{{a:{}}}<tool_call|>", deep("{a:", "}", closed))));
+        out.push((
+            Family::Functiongemma,
+            format!("<start_function_call>call:f{{a:{}}}<end_function_call>", deep("[", "]", closed)),
+        ));
+        out.push((Family::Llama3, format!("[f(a={})]", deep("[", "]", closed))));
+        out.push((Family::Llama3, format!("[f(a={})]", deep("{'a': ", "}", closed))));
+        out.push((Family::Llama3, format!("<|python_tag|>brave_search.call(query={})", deep("(", ")", closed))));
+    }
+    out
+}
+
+#[test]
+fn arguments_nested_a_hundred_thousand_deep_are_refused_without_exhausting_the_stack() {
+    let schema_of: SchemaOf<'_> = &schema;
+    for (family, text) in nested(100_000) {
+        let p = parse(&text, family, schema_of);
+        assert!(
+            p.tool_calls.iter().all(|c| c.arguments.is_err() || family == Family::Qwen3Xml || family == Family::Glm),
+            "{family:?}"
+        );
+        let mut s = Stream::new(family);
+        for piece in text.as_bytes().chunks(1 << 14) {
+            s.push(piece, schema_of);
+        }
+        assert_eq!(s.finish(schema_of).unwrap(), p, "{family:?}");
+    }
 }
