@@ -195,9 +195,13 @@ fn invoke(text: &str, pos: usize) -> (String, Result<Map<String, Value>, CallErr
             let message = format!("the parameter `{key}` has no `{PARAMETER_END}`");
             return (name, Err(error(message, text.len(), true)), None);
         };
+        if key.is_empty() {
+            let message = format!("a `parameter` of `{name}` has no `name`");
+            return (name, Err(error(message, pos, false)), resync(end));
+        }
         let raw = &text[value_start..end];
         let value = if attribute(attrs, "string").as_deref() == Some("false") {
-            match serde_json::from_str::<Value>(raw.trim()) {
+            match super::raw::json_value(raw.trim()) {
                 Ok(v) => v,
                 Err(e) => {
                     let message = format!("the value of `{key}` (string=\"false\") is not JSON: {e}");
@@ -207,6 +211,10 @@ fn invoke(text: &str, pos: usize) -> (String, Result<Map<String, Value>, CallErr
         } else {
             Value::String(raw.to_owned())
         };
+        if args.contains_key(&key) {
+            let message = format!("the argument `{key}` of `{name}` is given twice");
+            return (name, Err(error(message, pos, false)), resync(end));
+        }
         args.insert(key, value);
         pos = end + PARAMETER_END.len();
     }

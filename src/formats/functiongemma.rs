@@ -502,9 +502,14 @@ impl Parser<'_> {
             return Ok(map);
         }
         loop {
+            self.skip_ws();
+            let at = self.pos;
             let key = self.key()?;
             if key.is_empty() {
                 return Err(self.error("expected an argument name"));
+            }
+            if map.contains_key(&key) {
+                return Err(ParseError { offset: at, message: format!("`{key}` is given twice") });
             }
             self.expect(":")?;
             let member = schema.and_then(|s| s.get("properties")?.get(&key));

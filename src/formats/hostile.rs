@@ -303,3 +303,74 @@ fn arguments_nested_a_hundred_thousand_deep_are_refused_without_exhausting_the_s
         assert_eq!(s.finish(schema_of).unwrap(), p, "{family:?}");
     }
 }
+
+/// A call that gives an argument twice, in each family's own way: the text says two
+/// values (and a value the model quotes can say the second), so the call is refused
+/// rather than one of them picked (serde_json keeps the last, other readers the first).
+#[test]
+fn an_argument_given_twice_is_an_error_in_every_family() {
+    let j = "{\"path\": \"/tmp/x\", \"path\": \"/etc/shadow\"}";
+    let cases = [
+        (Family::Qwen3, format!("<tool_call>\n{{\"name\": \"f\", \"arguments\": {j}}}\n</tool_call>")),
+        (Family::Qwen3, "<tool_call>\n{\"name\": \"ls\", \"name\": \"f\", \"arguments\": {}}\n</tool_call>".to_owned()),
+        (Family::Llama3, format!("{{\"name\": \"f\", \"parameters\": {j}}}")),
+        (Family::Llama3, format!("<|python_tag|>{{\"name\": \"f\", \"parameters\": {{\"o\": {j}}}}}")),
+        (Family::Mistral, format!("[TOOL_CALLS]f[ARGS]{j}")),
+        (Family::Mistral, format!("[TOOL_CALLS][{{\"name\": \"f\", \"arguments\": {}}}]", serde_json::to_string(j).unwrap())),
+        (
+            Family::Kimi,
+            format!("<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{j}<|tool_call_end|><|tool_calls_section_end|>"),
+        ),
+        (Family::GptOss, format!("<|channel|>commentary to=functions.f <|constrain|>json<|message|>{j}<|call|>")),
+        (Family::Deepseek, format!("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{j}<｜tool▁call▁end｜><｜tool▁calls▁end｜>")),
+        (
+            Family::Deepseek,
+            "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"path\" string=\"true\">/tmp/x</｜DSML｜parameter>\n<｜DSML｜parameter name=\"path\" string=\"true\">/etc/shadow</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>".to_owned(),
+        ),
+        (
+            Family::Deepseek,
+            format!("<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"o\" string=\"false\">{j}</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>"),
+        ),
+        (
+            Family::Qwen3Xml,
+            "<tool_call>\n<function=f>\n<parameter=path>\n/tmp/x\n</parameter>\n<parameter=s>\nhi\n</parameter>\n<parameter=path>\n/etc/shadow\n</parameter>\n</function>\n</tool_call>".to_owned(),
+        ),
+        (
+            Family::Glm,
+            "<tool_call>f\n<arg_key>path</arg_key>\n<arg_value>/tmp/x</arg_value>\n<arg_key>path</arg_key>\n<arg_value>/etc/shadow</arg_value>\n</tool_call>".to_owned(),
+        ),
+        (Family::Gemma4, "<|tool_call>call:f{path:<|\"|>/tmp/x<|\"|>,path:<|\"|>/etc/shadow<|\"|>}<tool_call|>".to_owned()),
+        (Family::Gemma4, "<|tool_call>call:f{c:{d:1,d:2}}<tool_call|>".to_owned()),
+        (
+            Family::Functiongemma,
+            "<start_function_call>call:f{path:<escape>/tmp/x<escape>,path:<escape>/etc/shadow<escape>}<end_function_call>".to_owned(),
+        ),
+        (Family::Functiongemma, "call:f{path:<escape>/tmp/x<escape>, path:<escape>/etc/shadow<escape>}".to_owned()),
+        (Family::Llama3, "[f(path='/tmp/x', path='/etc/shadow')]".to_owned()),
+    ];
+    for (family, text) in cases {
+        let p = super::raw::tests::parse_every_way(&text, family, &schema);
+        let [call] = &p.tool_calls[..] else { panic!("{family:?}: {text}: {p:?}") };
+        let e = call.arguments.as_ref().expect_err(&text);
+        assert!(e.message.contains("given twice") && !e.incomplete, "{family:?}: {text}: {e:?}");
+    }
+    // The object schema types `c` for Qwen3-Coder and GLM: JSON with a key twice is not an
+    // object (validation says so), never one of its readings.
+    let text =
+        "<tool_call>\n<function=f>\n<parameter=c>\n{\"d\": 1, \"d\": 2}\n</parameter>\n</function>\n</tool_call>";
+    let p = parse(text, Family::Qwen3Xml, &schema);
+    assert_eq!(
+        p.tool_calls[0].arguments,
+        Ok(serde_json::Map::from_iter([("c".into(), json!("{\"d\": 1, \"d\": 2}"))]))
+    );
+}
+
+/// A DeepSeek V3.2 parameter without a `name` is refused, not an argument named "".
+#[test]
+fn a_dsml_parameter_without_a_name_is_an_error() {
+    let text = "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter string=\"true\">/</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>";
+    let p = super::raw::tests::parse_every_way(text, Family::Deepseek, &schema);
+    let [call] = &p.tool_calls[..] else { panic!("{p:?}") };
+    let e = call.arguments.as_ref().unwrap_err();
+    assert!(e.message.contains("has no `name`") && !e.incomplete, "{e:?}");
+}
