@@ -347,6 +347,7 @@ fn an_argument_given_twice_is_an_error_in_every_family() {
         ),
         (Family::Functiongemma, "call:f{path:<escape>/tmp/x<escape>, path:<escape>/etc/shadow<escape>}".to_owned()),
         (Family::Llama3, "[f(path='/tmp/x', path='/etc/shadow')]".to_owned()),
+        (Family::Llama3, "[f(o={'path': '/tmp/x', 'path': '/etc/shadow'})]".to_owned()),
     ];
     for (family, text) in cases {
         let p = super::raw::tests::parse_every_way(&text, family, &schema);
@@ -373,4 +374,31 @@ fn a_dsml_parameter_without_a_name_is_an_error() {
     let [call] = &p.tool_calls[..] else { panic!("{p:?}") };
     let e = call.arguments.as_ref().unwrap_err();
     assert!(e.message.contains("has no `name`") && !e.incomplete, "{e:?}");
+}
+
+/// A JSON call that does not parse is an error at the byte where the JSON stopped parsing
+/// (FORMATS.md: "the byte in the text where reading stopped"), not at the JSON's start; a
+/// JSON cut off is an error at the end of the text.
+#[test]
+fn a_json_error_is_at_the_byte_where_reading_stopped() {
+    let cases = [
+        (Family::Qwen3, "Sure.\n<tool_call>\n{\"name\": \"f\",\n \"arguments\": {\"é\": 1,, }}\n</tool_call>", ",, "),
+        (Family::Llama3, "{\"name\": \"f\", \"parameters\": {\"a\": x}}", "x}"),
+        (Family::Mistral, "[TOOL_CALLS]f[ARGS]{\"a\" 1}", "1}"),
+        (
+            Family::Kimi,
+            "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>[1 2]<|tool_call_end|>",
+            "2]",
+        ),
+        (Family::GptOss, "<|channel|>commentary to=functions.f<|message|>{\"a\": tru}<|call|>", "}<|call|>"),
+    ];
+    for (family, text, at) in cases {
+        let p = super::raw::tests::parse_every_way(text, family, &schema);
+        let e = p.tool_calls[0].arguments.as_ref().unwrap_err();
+        let want = text.find(at).unwrap() + usize::from(at.starts_with(','));
+        assert_eq!((e.offset, e.incomplete), (want, false), "{family:?}: {text}: {e:?}");
+    }
+    let text = "[TOOL_CALLS]f[ARGS]{\"a\": \"é";
+    let e = parse(text, Family::Mistral, &schema).tool_calls.remove(0).arguments.unwrap_err();
+    assert_eq!((e.offset, e.incomplete), (text.len(), true), "{e:?}");
 }

@@ -64,7 +64,7 @@ fn call(text: &str, open: usize, b: &mut Builder) -> usize {
         }
         Err(e) => {
             b.call(name_in_prefix(&text[body..next_start]), None, Err(e.clone()));
-            if e.incomplete { text.len() } else { resync(text, e.offset, next_start) }
+            if e.incomplete { text.len() } else { resync(text, body, next_start) }
         }
     }
 }

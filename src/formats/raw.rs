@@ -1018,8 +1018,8 @@ pub(crate) fn error(message: impl Into<String>, offset: usize, incomplete: bool)
 }
 
 /// The JSON value that starts at byte `pos` of `text` (after whitespace), and the offset
-/// just past it. Marker text inside a JSON string is part of the string. An error says
-/// whether the text ended inside the value.
+/// just past it. Marker text inside a JSON string is part of the string. An error is at
+/// the byte where the JSON stopped parsing, and says whether the text ended inside the value.
 pub(crate) fn json_at(text: &str, pos: usize) -> Result<(Value, usize), CallError> {
     json_read_at(text, pos).map_err(|(e, _)| e)
 }
@@ -1033,11 +1033,14 @@ pub(crate) fn json_read_at(text: &str, pos: usize) -> Result<(Value, usize), (Ca
         Some(Ok(Unique(v))) => Ok((v, start + values.byte_offset())),
         Some(Err(e)) => {
             let eof = e.is_eof();
-            // serde_json's line is 1-based and its column the bytes read on that line.
+            // serde_json's line is 1-based and its column counts the line's bytes up to and
+            // including the one it stopped at (at the end of the text: all of them).
             let json = &text[start..];
             let line = json.split_inclusive('\n').take(e.line().saturating_sub(1)).map(str::len).sum::<usize>();
-            let stop = floor_char(json, line + e.column());
-            Err((error(format!("the JSON does not parse: {e}"), start, eof), start + stop))
+            let column = if eof { e.column() } else { e.column().saturating_sub(1) };
+            let stop = start + floor_char(json, line + column);
+            // The offset is where reading stopped (the line and column are the JSON's own).
+            Err((error(format!("the JSON does not parse: {e}"), stop, eof), stop))
         }
         None => Err((error("expected a JSON value", start, true), text.len())),
     }
