@@ -402,3 +402,55 @@ fn a_json_error_is_at_the_byte_where_reading_stopped() {
     let e = parse(text, Family::Mistral, &schema).tool_calls.remove(0).arguments.unwrap_err();
     assert_eq!((e.offset, e.incomplete), (text.len(), true), "{e:?}");
 }
+
+/// An integer written as text keeps its exact value up to `u64::MAX`, as a JSON integer
+/// does: not the nearest float (for a `number`) nor text (for an `integer`).
+#[test]
+fn an_integer_written_as_text_keeps_its_value_to_64_bits_unsigned() {
+    let big = u64::MAX;
+    let cases = [
+        (
+            Family::Qwen3Xml,
+            format!(
+                "<tool_call><function=f><parameter=a>{big}</parameter><parameter=e>{big}</parameter></function></tool_call>"
+            ),
+        ),
+        (
+            Family::Glm,
+            format!(
+                "<tool_call>f<arg_key>a</arg_key><arg_value>{big}</arg_value><arg_key>e</arg_key><arg_value>{big}</arg_value></tool_call>"
+            ),
+        ),
+        (Family::Gemma4, format!("<|tool_call>call:f{{a:{big},e:{big}}}<tool_call|>")),
+        (Family::Functiongemma, format!("<start_function_call>call:f{{a:{big},e:{big},x:{big}}}<end_function_call>")),
+    ];
+    for (family, text) in cases {
+        let p = parse(&text, family, &schema);
+        let args = p.tool_calls[0].arguments.as_ref().expect(&text);
+        assert_eq!(args["a"], json!(big), "{family:?}: {args:?}");
+        assert_eq!(args["e"], json!(big), "{family:?}: {args:?}");
+        if family == Family::Functiongemma {
+            // Untyped by the schema: the default typing reads a number too.
+            assert_eq!(args["x"], json!(big), "{args:?}");
+        }
+    }
+}
+
+/// A JSON call that does not parse is named only from the text before where it broke: a
+/// `"name"` after that is not its own.
+#[test]
+fn a_broken_json_call_is_named_only_from_before_its_error() {
+    let cases = [
+        (Family::Qwen3, "<tool_call>\n{oops, \"name\": \"rm\"}\n</tool_call>"),
+        (Family::Mistral, "[TOOL_CALLS][{oops \"name\": \"rm\"}]"),
+        (Family::Llama3, "{\"name\": \"f\", \"parameters\": {}} {oops \"name\": \"rm\"}"),
+    ];
+    for (family, text) in cases {
+        let p = super::raw::tests::parse_every_way(text, family, &schema);
+        let failed = p.tool_calls.iter().find(|c| c.arguments.is_err()).expect(text);
+        assert_eq!(failed.name, "", "{family:?}: {text}");
+    }
+    // A name before the error is still shown.
+    let p = parse("<tool_call>\n{\"name\": \"ls\", oops}\n</tool_call>", Family::Qwen3, &schema);
+    assert_eq!(p.tool_calls[0].name, "ls");
+}

@@ -163,11 +163,9 @@ pub(crate) fn typed(raw: &str, schema: Option<&Value>) -> Value {
             "null" if matches!(word, "null" | "None") => Some(Value::Null),
             "boolean" if word.eq_ignore_ascii_case("true") => Some(Value::Bool(true)),
             "boolean" if word.eq_ignore_ascii_case("false") => Some(Value::Bool(false)),
-            "integer" => word.parse::<i64>().ok().map(Value::from),
-            "number" => match word.parse::<i64>() {
-                Ok(i) => Some(Value::from(i)),
-                Err(_) => word.parse::<f64>().ok().and_then(Number::from_f64).map(Value::Number),
-            },
+            "integer" => super::raw::integer(word),
+            "number" => super::raw::integer(word)
+                .or_else(|| word.parse::<f64>().ok().and_then(Number::from_f64).map(Value::Number)),
             "object" => super::raw::json_value(word).ok().filter(Value::is_object),
             "array" => super::raw::json_value(word).ok().filter(Value::is_array),
             _ => None,

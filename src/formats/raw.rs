@@ -1046,6 +1046,15 @@ pub(crate) fn json_read_at(text: &str, pos: usize) -> Result<(Value, usize), (Ca
     }
 }
 
+/// `word` as a JSON integer: any that fits 64 bits, signed or not (as serde_json reads one);
+/// None for any other word.
+pub(crate) fn integer(word: &str) -> Option<Value> {
+    match word.parse::<i64>() {
+        Ok(i) => Some(Value::from(i)),
+        Err(_) => word.parse::<u64>().ok().map(Value::from),
+    }
+}
+
 /// The JSON document `text`, each of whose objects names a member once.
 pub(crate) fn json_value(text: &str) -> Result<Value, serde_json::Error> {
     serde_json::from_str::<Unique>(text).map(|u| u.0)
