@@ -201,7 +201,7 @@ fn every_entry_point(text: &str, cuts: &[usize]) {
 }
 
 /// Random text of markers, their halves, JSON and Python punctuation and any character, and
-/// each family's whole calls with such pieces put in and cut anywhere: 300 cases by
+/// each family's whole calls with such pieces put in and cut anywhere: 1000 cases by
 /// default (`PACKS_HOSTILE_CASES=100000 cargo test --lib formats::hostile` for a long run).
 #[test]
 fn hostile_text_never_panics_and_streams_as_it_parses() {
@@ -231,7 +231,7 @@ fn hostile_text_never_panics_and_streams_as_it_parses() {
         cuts.sort_unstable();
         (t, cuts)
     });
-    let cases = std::env::var("PACKS_HOSTILE_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(300);
+    let cases = std::env::var("PACKS_HOSTILE_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1000);
     let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
     runner
         .run(&case, |(text, cuts)| {
