@@ -454,3 +454,23 @@ fn a_broken_json_call_is_named_only_from_before_its_error() {
     let p = parse("<tool_call>\n{\"name\": \"ls\", oops}\n</tool_call>", Family::Qwen3, &schema);
     assert_eq!(p.tool_calls[0].name, "ls");
 }
+
+/// DeepSeek V3.2's tag attributes are `KEY="VALUE"` pairs read in order: `name="` inside
+/// another attribute's value is text, and an attribute given twice is an error.
+#[test]
+fn dsml_attributes_are_read_as_pairs() {
+    let call = |invoke: &str, parameter: &str| {
+        format!(
+            "<｜DSML｜function_calls>\n<｜DSML｜invoke {invoke}>\n<｜DSML｜parameter {parameter}>/tmp</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>"
+        )
+    };
+    let read = |text: &str| super::raw::tests::parse_every_way(text, Family::Deepseek, &schema).tool_calls;
+    let calls = read(&call("note=\"x name=\" name=\"ls\"", "name=\"path\" string=\"true\""));
+    assert_eq!((calls[0].name.as_str(), calls[0].arguments.is_ok()), ("ls", true), "{calls:?}");
+    let calls = read(&call("name=\"ls\" name=\"rm\"", "name=\"path\" string=\"true\""));
+    assert!(calls[0].arguments.as_ref().is_err_and(|e| e.message.contains("`name` twice")), "{calls:?}");
+    let calls = read(&call("name=\"f\"", "name=\"path\" string=\"true\" string=\"false\""));
+    assert!(calls[0].arguments.as_ref().is_err_and(|e| e.message.contains("`string` twice")), "{calls:?}");
+    let calls = read(&call("name=\"f\"", "hint=\"a name=\" name=\"path\" string=\"true\""));
+    assert_eq!(calls[0].arguments, Ok(serde_json::Map::from_iter([("path".into(), json!("/tmp"))])), "{calls:?}");
+}
