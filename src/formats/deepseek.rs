@@ -176,6 +176,10 @@ fn invoke(text: &str, pos: usize) -> (String, Result<Map<String, Value>, CallErr
     if name.is_empty() {
         return (name, Err(error("the `invoke` tag has no `name`", pos, false)), resync(pos));
     }
+    if let Some(twice) = repeated(attrs) {
+        let message = format!("the `invoke` tag gives `{twice}` twice");
+        return (name, Err(error(message, pos, false)), resync(pos));
+    }
     let mut args = Map::new();
     loop {
         pos = skip_ws(text, pos);
@@ -195,9 +199,17 @@ fn invoke(text: &str, pos: usize) -> (String, Result<Map<String, Value>, CallErr
             let message = format!("the parameter `{key}` has no `{PARAMETER_END}`");
             return (name, Err(error(message, text.len(), true)), None);
         };
+        if key.is_empty() {
+            let message = format!("a `parameter` of `{name}` has no `name`");
+            return (name, Err(error(message, pos, false)), resync(end));
+        }
+        if let Some(twice) = repeated(attrs) {
+            let message = format!("the parameter `{key}` of `{name}` gives `{twice}` twice");
+            return (name, Err(error(message, pos, false)), resync(end));
+        }
         let raw = &text[value_start..end];
         let value = if attribute(attrs, "string").as_deref() == Some("false") {
-            match serde_json::from_str::<Value>(raw.trim()) {
+            match super::raw::json_value(raw.trim()) {
                 Ok(v) => v,
                 Err(e) => {
                     let message = format!("the value of `{key}` (string=\"false\") is not JSON: {e}");
@@ -207,6 +219,10 @@ fn invoke(text: &str, pos: usize) -> (String, Result<Map<String, Value>, CallErr
         } else {
             Value::String(raw.to_owned())
         };
+        if args.contains_key(&key) {
+            let message = format!("the argument `{key}` of `{name}` is given twice");
+            return (name, Err(error(message, pos, false)), resync(end));
+        }
         args.insert(key, value);
         pos = end + PARAMETER_END.len();
     }
@@ -226,18 +242,35 @@ fn tag_attributes(text: &str, pos: usize) -> Option<(&str, usize)> {
     None
 }
 
+/// A tag's attributes, `KEY="VALUE"` pairs read in order (so `name="` inside another
+/// attribute's value is that value's text), up to the first text that is not one.
+fn attributes(attrs: &str) -> Vec<(&str, &str)> {
+    let mut pairs = Vec::new();
+    let mut rest = attrs;
+    loop {
+        rest = rest.trim_start();
+        let Some(eq) = rest.find('=') else { break };
+        let key = rest[..eq].trim_end();
+        if key.is_empty() || key.contains(|c: char| c.is_whitespace() || c == '"') {
+            break;
+        }
+        let Some(value) = rest[eq + 1..].trim_start().strip_prefix('"') else { break };
+        let Some(end) = value.find('"') else { break };
+        pairs.push((key, &value[..end]));
+        rest = &value[end + 1..];
+    }
+    pairs
+}
+
 /// The value of `key="…"` in a tag's attribute text.
 fn attribute(attrs: &str, key: &str) -> Option<String> {
-    let mut rest = attrs;
-    while let Some(i) = rest.find(key) {
-        let before_ok = i == 0 || rest[..i].ends_with(char::is_whitespace);
-        let after = rest[i + key.len()..].trim_start();
-        if before_ok && let Some(v) = after.strip_prefix('=').map(str::trim_start).and_then(|v| v.strip_prefix('"')) {
-            return v.find('"').map(|j| v[..j].to_owned());
-        }
-        rest = &rest[i + key.len()..];
-    }
-    None
+    attributes(attrs).into_iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_owned())
+}
+
+/// An attribute a tag gives twice (`name="ls" name="rm"` says two names).
+fn repeated(attrs: &str) -> Option<&str> {
+    let pairs = attributes(attrs);
+    pairs.iter().enumerate().find(|(i, (k, _))| pairs[..*i].iter().any(|(seen, _)| seen == k)).map(|(_, (k, _))| *k)
 }
 
 #[cfg(test)]

@@ -502,9 +502,14 @@ impl Parser<'_> {
             return Ok(map);
         }
         loop {
+            self.skip_ws();
+            let at = self.pos;
             let key = self.key()?;
             if key.is_empty() {
                 return Err(self.error("expected an argument name"));
+            }
+            if map.contains_key(&key) {
+                return Err(ParseError { offset: at, message: format!("`{key}` is given twice") });
             }
             self.expect(":")?;
             let member = schema.and_then(|s| s.get("properties")?.get(&key));
@@ -631,9 +636,9 @@ impl Types {
             }
         }
         if self.integer
-            && let Ok(i) = word.parse::<i64>()
+            && let Some(i) = super::raw::integer(word)
         {
-            return Some(Value::from(i));
+            return Some(i);
         }
         if self.number
             && let Some(n) = number(word)
@@ -646,10 +651,7 @@ impl Types {
 
 /// A JSON number: an integer when it is one, else a finite float.
 fn number(word: &str) -> Option<Value> {
-    match word.parse::<i64>() {
-        Ok(i) => Some(Value::from(i)),
-        Err(_) => word.parse::<f64>().ok().and_then(Number::from_f64).map(Value::Number),
-    }
+    super::raw::integer(word).or_else(|| word.parse::<f64>().ok().and_then(Number::from_f64).map(Value::Number))
 }
 
 /// A bare word with no schema to go by: `true`, `false` (any case), `null` and numbers are

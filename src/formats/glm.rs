@@ -100,6 +100,10 @@ fn call(
             let message = format!("the argument `{key}` has no `{ARG_VALUE_END}`");
             return (name, Err(error(message, region.len(), ends_here)), next_start);
         };
+        if args.contains_key(&key) {
+            let message = format!("the argument `{key}` of `{name}` is given twice");
+            return (name, Err(error(message, key_start, false)), resync(end));
+        }
         let member = schema.as_ref().and_then(|s| s.get("properties")?.get(&key));
         args.insert(key, typed(&region[value_start..end], member));
         pos = skip_ws(region, end + ARG_VALUE_END.len());

@@ -120,7 +120,10 @@ impl<'a> Header<'a> {
             let name = header[i + CHANNEL.len()..].trim_start();
             &name[..name.find(|c: char| c.is_whitespace() || c == '<').unwrap_or(name.len())]
         });
-        let recipient = header.find("to=").map(|i| {
+        // `to=` as a word of its own (after the role, the channel or a space): `photo=` or
+        // `auto=` in a header names no recipient.
+        let word = |i: usize| i == 0 || header[..i].ends_with(|c: char| c.is_whitespace() || c == '>');
+        let recipient = header.match_indices("to=").map(|(i, _)| i).find(|&i| word(i)).map(|i| {
             let r = &header[i + 3..];
             &r[..r.find(|c: char| c.is_whitespace() || c == '<').unwrap_or(r.len())]
         });
@@ -291,5 +294,15 @@ mod tests {
     #[test]
     fn plain_text_is_content_only() {
         assert_eq!(parse("Hello."), json!({"content": "Hello.", "reasoning_content": null, "tool_calls": []}));
+    }
+
+    #[test]
+    fn a_recipient_is_a_word_of_its_own() {
+        let p = parse("<|channel|>commentary photo=functions.rm <|constrain|>json<|message|>{}<|call|>");
+        assert_eq!(p["tool_calls"], json!([]), "{p}");
+        let p = parse("<|start|>assistant to=functions.f<|channel|>commentary json<|message|>{}<|call|>");
+        assert_eq!(p["tool_calls"], json!([{"name": "f", "arguments": {}}]), "{p}");
+        let p = parse("<|channel|>commentary\tto=functions.f<|message|>{}<|call|>");
+        assert_eq!(p["tool_calls"], json!([{"name": "f", "arguments": {}}]), "{p}");
     }
 }

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::qwen3::{THINK_END, THINK_START};
 use super::qwen3_xml::skip_ws;
-use super::raw::{Builder, Parsed, Spec, cut_at, error, json_at};
+use super::raw::{Builder, Parsed, Spec, cut_at, error, json_read_at};
 
 /// Opens the calls.
 pub(crate) const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
@@ -42,13 +42,14 @@ pub(crate) fn parse(text: &str) -> Parsed {
 
 /// The calls of a section whose body starts at `pos`; where reading goes on.
 fn section(text: &str, mut pos: usize, b: &mut Builder) -> usize {
-    let next_section = text[pos..].find(SECTION_BEGIN).map_or(text.len(), |i| pos + i);
-    let region = &text[..next_section];
-    let ends_here = next_section == text.len();
-    // Past this section: after its end, else at the next section.
-    let resync = |from: usize| region[from..].find(SECTION_END).map_or(next_section, |i| from + i + SECTION_END.len());
+    let mut next_section = text[pos..].find(SECTION_BEGIN).map_or(text.len(), |i| pos + i);
     let mut read = 0;
     loop {
+        let region = &text[..next_section];
+        let ends_here = next_section == text.len();
+        // Past this section: after its end, else at the next section.
+        let resync =
+            |from: usize| region[from..].find(SECTION_END).map_or(next_section, |i| from + i + SECTION_END.len());
         pos = skip_ws(region, pos);
         if region[pos..].starts_with(SECTION_END) {
             return pos + SECTION_END.len();
@@ -77,7 +78,20 @@ fn section(text: &str, mut pos: usize, b: &mut Builder) -> usize {
         let id = region[id_start..id_end].trim().to_owned();
         let name = name_of(&id);
         let args = id_end + ARGUMENT_BEGIN.len();
-        match json_at(region, args) {
+        // The JSON is read before the section's end is looked for: a section's start
+        // inside one of its strings is text (the JSON's escaping says so), not a call.
+        let json = json_read_at(text, args);
+        let stop = match &json {
+            Ok((_, end)) => *end,
+            Err((_, stop)) => *stop,
+        };
+        if stop > next_section {
+            // The section runs on past the JSON: read this call again in it.
+            next_section = text[stop..].find(SECTION_BEGIN).map_or(text.len(), |i| stop + i);
+            read -= 1;
+            continue;
+        }
+        match json.map_err(|(e, _)| e) {
             Ok((v, end)) => {
                 let tag = skip_ws(region, end);
                 let result = match v {
@@ -168,6 +182,32 @@ mod tests {
         );
         assert_eq!(p["tool_calls"][0]["error"]["incomplete"], json!(false), "{p}");
         assert_eq!(p["tool_calls"][1], json!({"name": "b", "id": "functions.b:1", "arguments": {}}));
+    }
+
+    #[test]
+    fn a_section_inside_a_json_string_is_text_not_a_call() {
+        // The model quotes text that holds a whole section (a page it read, a file it
+        // writes): the JSON's escaping says where the string ends, so it is one call.
+        let inner = "<|tool_calls_section_begin|><|tool_call_begin|>functions.rm:1<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>";
+        let text = format!(
+            "<|tool_calls_section_begin|><|tool_call_begin|>functions.write:0<|tool_call_argument_begin|>{{\"text\": \"{inner}\"}}<|tool_call_end|><|tool_calls_section_end|>"
+        );
+        let p = parse(&text);
+        assert_eq!(
+            p["tool_calls"],
+            json!([{"name": "write", "id": "functions.write:0", "arguments": {"text": inner}}]),
+            "{p}"
+        );
+        assert_eq!(p["content"], json!(null), "{p}");
+        // Cut off inside the string: an incomplete call, and still no `rm`.
+        let cut = &text[..text.find("<|tool_call_end|><|tool_calls_section_end|>\"").unwrap()];
+        let p = parse(cut);
+        assert_eq!(p["tool_calls"].as_array().map(Vec::len), Some(1), "{p}");
+        assert_eq!(p["tool_calls"][0]["error"]["incomplete"], json!(true), "{p}");
+        // Broken after the string: an error, and still no `rm`.
+        let p = parse(&text.replace("\"}<|tool_call_end|>", "\", oops}<|tool_call_end|>"));
+        assert_eq!(p["tool_calls"].as_array().map(Vec::len), Some(1), "{p}");
+        assert_eq!(p["tool_calls"][0]["name"], json!("write"), "{p}");
     }
 
     #[test]

@@ -22,7 +22,8 @@ use serde_json::{Map, Value};
 
 use super::python;
 use super::raw::{
-    Builder, Cursor, Parsed, SchemaOf, Units, error, json_at, json_call, marker_start, name_in_prefix, run_units, space,
+    Builder, Cursor, Parsed, SchemaOf, Units, error, json_call, json_read_at, marker_start, name_in_prefix, run_units,
+    space,
 };
 
 /// Starts a call in the ipython environment (Llama 3).
@@ -177,7 +178,7 @@ fn step(text: &str, c: &mut Cursor, _: SchemaOf<'_>, b: &mut Builder) -> bool {
             c.mode = kind;
             true
         }
-        JSON => match json_at(text, pos) {
+        JSON => match json_read_at(text, pos) {
             Ok((v, end)) => {
                 let name = v.get("name").and_then(|n| n.as_str()).unwrap_or_default().to_owned();
                 match json_call(&v, &["parameters", "arguments"], pos) {
@@ -188,12 +189,14 @@ fn step(text: &str, c: &mut Cursor, _: SchemaOf<'_>, b: &mut Builder) -> bool {
                 c.mode = AFTER;
                 true
             }
-            Err(e) if e.incomplete && !c.eof => {
+            Err((e, _)) if e.incomplete && !c.eof => {
                 c.waiting = Some(pos);
                 false
             }
-            Err(e) => {
-                b.call(name_in_prefix(rest), None, Err(e));
+            Err((e, stop)) => {
+                // Named from the text the JSON was read in: what follows where it stopped
+                // parsing is not part of it (and a stream has not seen it yet).
+                b.call(name_in_prefix(&text[pos..stop]), None, Err(e));
                 c.mode = DONE;
                 true
             }
@@ -378,6 +381,19 @@ mod tests {
         assert_eq!(p["tool_calls"][0]["error"]["incomplete"], json!(false));
         let p = parse("<|python_tag|>");
         assert!(p["tool_calls"][0]["error"].is_object(), "{p}");
+    }
+
+    #[test]
+    fn a_call_that_does_not_parse_is_named_from_the_text_read_before_its_error() {
+        // A `"name"` after where the JSON broke is not this call's (and a stream, which
+        // sends the error as soon as it comes, has not seen it yet).
+        let p = parse("{\"name\": \"f\", \"parameters\": {}}; {oops} then {\"name\": \"rm\"}");
+        assert_eq!(p["tool_calls"][1]["name"], json!(""), "{p}");
+        let p = parse("{\"name\": \"f\", \"parameters\": {\"a\": 1,}} and {\"name\": \"rm\"}");
+        assert_eq!(p["tool_calls"][0]["name"], json!("f"), "{p}");
+        assert_eq!(p["tool_calls"][0]["error"]["incomplete"], json!(false), "{p}");
+        let p = parse("{\n\"name\": \"g\",\n\"parameters\": {\"a\": 1,}} {\"name\": \"rm\"}");
+        assert_eq!(p["tool_calls"][0]["name"], json!("g"), "{p}");
     }
 
     #[test]

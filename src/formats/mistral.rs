@@ -15,7 +15,7 @@
 
 use serde_json::Value;
 
-use super::raw::{Builder, Parsed, Spec, error, json_at, json_call, name_in_prefix};
+use super::raw::{Builder, Parsed, Spec, error, json_at, json_call, json_read_at, name_in_prefix};
 
 /// Starts the calls (and, from v11 on, each call).
 pub(crate) const TOOL_CALLS: &str = "[TOOL_CALLS]";
@@ -54,14 +54,15 @@ pub(crate) fn parse(text: &str) -> Parsed {
 
 /// The JSON list of calls at `start`; where its text ends, or None when it could not be read.
 fn list(text: &str, start: usize, b: &mut Builder) -> Option<usize> {
-    let (v, end) = match json_at(text, start) {
+    let (v, end) = match json_read_at(text, start) {
         Ok(found) => found,
-        Err(e) => {
+        Err((e, broke)) => {
             // The name is looked for before the next tag only: from each of many lists that
-            // do not parse to the end of the text would be quadratic (and another call's).
+            // do not parse to the end of the text would be quadratic (and another call's);
+            // and before where the JSON broke (what follows is not part of it).
             let stop = text[start..].find(TOOL_CALLS).map_or(text.len(), |i| start + i);
             b.scanned += stop - start;
-            b.call(name_in_prefix(&text[start..stop]), None, Err(e));
+            b.call(name_in_prefix(&text[start..stop.min(broke)]), None, Err(e));
             return None;
         }
     };

@@ -17,6 +17,8 @@ pub mod gemini;
 pub(crate) mod gemma4;
 pub(crate) mod glm;
 pub(crate) mod gpt_oss;
+#[cfg(test)]
+mod hostile;
 pub(crate) mod kimi;
 pub(crate) mod llama3;
 pub mod mcp;

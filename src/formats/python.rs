@@ -248,6 +248,10 @@ impl<'a> Reader<'a> {
                 return Err(error("a dict key must be a string (JSON's keys are)", at, false));
             };
             let value = self.value()?;
+            if map.contains_key(&key) {
+                // Python keeps the last; the text says both (as JSON's key twice does).
+                return Err(error(format!("the key `{key}` is given twice in a dict"), at, false));
+            }
             map.insert(key, value);
             self.ws();
             if !self.eat(",") {

@@ -11,7 +11,7 @@
 //! stays in the value. A prompt may open the thought itself (`enable_thinking`): then the
 //! output holds `</think>` alone, and what precedes it is reasoning.
 
-use super::raw::{Builder, Parsed, Spec, error, json_at, json_call, name_in_prefix};
+use super::raw::{Builder, Parsed, Spec, error, json_call, json_read_at, name_in_prefix};
 
 /// Opens a call.
 pub(crate) const CALL_START: &str = "<tool_call>";
@@ -42,7 +42,7 @@ pub(crate) fn parse(text: &str) -> Parsed {
 fn call(text: &str, open: usize, b: &mut Builder) -> usize {
     let body = open + CALL_START.len();
     let next_start = text[body..].find(CALL_START).map_or(text.len(), |i| body + i);
-    match json_at(text, body) {
+    match json_read_at(text, body) {
         Ok((v, end)) => {
             let after = &text[end..];
             let tag = end + (after.len() - after.trim_start().len());
@@ -62,9 +62,10 @@ fn call(text: &str, open: usize, b: &mut Builder) -> usize {
                 resync(text, tag, next_start)
             }
         }
-        Err(e) => {
-            b.call(name_in_prefix(&text[body..next_start]), None, Err(e.clone()));
-            if e.incomplete { text.len() } else { resync(text, e.offset, next_start) }
+        Err((e, stop)) => {
+            // Named from the text before where the JSON broke (and before the next call).
+            b.call(name_in_prefix(&text[body..stop.min(next_start)]), None, Err(e.clone()));
+            if e.incomplete { text.len() } else { resync(text, body, next_start) }
         }
     }
 }

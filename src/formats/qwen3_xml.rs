@@ -112,6 +112,10 @@ fn call(
         let raw = &region[value_start..value_end];
         let raw = raw.strip_prefix('\n').unwrap_or(raw);
         let raw = raw.strip_suffix('\n').unwrap_or(raw);
+        if args.contains_key(&key) {
+            let message = format!("the argument `{key}` of `{name}` is given twice");
+            return (name, Err(error(message, key_start, false)), resync(value_end));
+        }
         let member = schema.as_ref().and_then(|s| s.get("properties")?.get(&key));
         args.insert(key, typed(raw, member));
         pos = skip_ws(region, value_end + PARAMETER_END.len());
@@ -159,13 +163,11 @@ pub(crate) fn typed(raw: &str, schema: Option<&Value>) -> Value {
             "null" if matches!(word, "null" | "None") => Some(Value::Null),
             "boolean" if word.eq_ignore_ascii_case("true") => Some(Value::Bool(true)),
             "boolean" if word.eq_ignore_ascii_case("false") => Some(Value::Bool(false)),
-            "integer" => word.parse::<i64>().ok().map(Value::from),
-            "number" => match word.parse::<i64>() {
-                Ok(i) => Some(Value::from(i)),
-                Err(_) => word.parse::<f64>().ok().and_then(Number::from_f64).map(Value::Number),
-            },
-            "object" => serde_json::from_str::<Value>(word).ok().filter(Value::is_object),
-            "array" => serde_json::from_str::<Value>(word).ok().filter(Value::is_array),
+            "integer" => super::raw::integer(word),
+            "number" => super::raw::integer(word)
+                .or_else(|| word.parse::<f64>().ok().and_then(Number::from_f64).map(Value::Number)),
+            "object" => super::raw::json_value(word).ok().filter(Value::is_object),
+            "array" => super::raw::json_value(word).ok().filter(Value::is_array),
             _ => None,
         };
         if let Some(v) = v {

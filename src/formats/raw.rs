@@ -1018,18 +1018,113 @@ pub(crate) fn error(message: impl Into<String>, offset: usize, incomplete: bool)
 }
 
 /// The JSON value that starts at byte `pos` of `text` (after whitespace), and the offset
-/// just past it. Marker text inside a JSON string is part of the string. An error says
-/// whether the text ended inside the value.
+/// just past it. Marker text inside a JSON string is part of the string. An error is at
+/// the byte where the JSON stopped parsing, and says whether the text ended inside the value.
 pub(crate) fn json_at(text: &str, pos: usize) -> Result<(Value, usize), CallError> {
+    json_read_at(text, pos).map_err(|(e, _)| e)
+}
+
+/// [`json_at`], and on an error the offset where the JSON stopped parsing: the text read
+/// before it is all the value may be known by (what follows may not be part of it).
+pub(crate) fn json_read_at(text: &str, pos: usize) -> Result<(Value, usize), (CallError, usize)> {
     let start = pos + (text[pos..].len() - text[pos..].trim_start().len());
-    let mut values = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
+    let mut values = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Unique>();
     match values.next() {
-        Some(Ok(v)) => Ok((v, start + values.byte_offset())),
+        Some(Ok(Unique(v))) => Ok((v, start + values.byte_offset())),
         Some(Err(e)) => {
             let eof = e.is_eof();
-            Err(error(format!("the JSON does not parse: {e}"), start, eof))
+            // serde_json's line is 1-based and its column counts the line's bytes up to and
+            // including the one it stopped at (at the end of the text: all of them).
+            let json = &text[start..];
+            let line = json.split_inclusive('\n').take(e.line().saturating_sub(1)).map(str::len).sum::<usize>();
+            let column = if eof { e.column() } else { e.column().saturating_sub(1) };
+            let stop = start + floor_char(json, line + column);
+            // The offset is where reading stopped (the line and column are the JSON's own).
+            Err((error(format!("the JSON does not parse: {e}"), stop, eof), stop))
         }
-        None => Err(error("expected a JSON value", start, true)),
+        None => Err((error("expected a JSON value", start, true), text.len())),
+    }
+}
+
+/// `word` as a JSON integer: any that fits 64 bits, signed or not (as serde_json reads one);
+/// None for any other word.
+pub(crate) fn integer(word: &str) -> Option<Value> {
+    match word.parse::<i64>() {
+        Ok(i) => Some(Value::from(i)),
+        Err(_) => word.parse::<u64>().ok().map(Value::from),
+    }
+}
+
+/// The JSON document `text`, each of whose objects names a member once.
+pub(crate) fn json_value(text: &str) -> Result<Value, serde_json::Error> {
+    serde_json::from_str::<Unique>(text).map(|u| u.0)
+}
+
+/// A JSON value each of whose objects names a member once: a key given twice is an error
+/// (serde_json keeps the last, another reader the first; the text says both).
+struct Unique(Value);
+
+impl<'de> serde::Deserialize<'de> for Unique {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueVisitor).map(Unique)
+    }
+}
+
+struct UniqueVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Unique(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut members = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if members.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!("the key `{key}` is given twice")));
+            }
+            let Unique(v) = map.next_value()?;
+            members.insert(key, v);
+        }
+        Ok(Value::Object(members))
     }
 }
 
@@ -1046,9 +1141,13 @@ pub(crate) fn json_call(v: &Value, keys: &[&str], offset: usize) -> Result<(Stri
     let args = match args {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(m)) => m.clone(),
-        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
+        Some(Value::String(s)) => match json_value(s) {
             Ok(Value::Object(m)) => m,
-            _ => return Err(error(format!("the arguments of `{name}` are not a JSON object"), offset, false)),
+            Ok(_) => return Err(error(format!("the arguments of `{name}` are not a JSON object"), offset, false)),
+            Err(e) => {
+                let message = format!("the arguments of `{name}` are a string that does not parse as JSON: {e}");
+                return Err(error(message, offset, false));
+            }
         },
         Some(_) => return Err(error(format!("the arguments of `{name}` are not a JSON object"), offset, false)),
     };
