@@ -169,19 +169,23 @@ const SHAPES: &str = "OpenAI Chat Completions (`choices`, or a message with `rol
 /// markers ([`raw::detect`]).
 ///
 /// Text that is not a JSON object or array is model text: the family whose markers it
-/// holds, else FunctionGemma text (with or without calls). Text that starts like JSON is
+/// holds, else FunctionGemma text (with or without calls); text with the markers of two
+/// families is an error ([`raw::detect`]). Text that starts like JSON is
 /// a response of a known shape, else model text holding a family's markers (Mistral's
 /// `[TOOL_CALLS]`, a Llama 3 call `{"name": …, "parameters": …}`); anything else is an error
 /// (reading it as text would silently find no calls).
 pub fn detect(input: &str) -> Result<CallFormat, ReadError> {
     let trimmed = input.trim_start();
+    let family = || raw::detect(input).map_err(|e| ReadError(format!("{e} (`--format`)")));
     if !trimmed.starts_with(['{', '[']) {
-        return Ok(raw::detect(input).map_or(CallFormat::Gemma, CallFormat::of_family));
+        return Ok(family()?.map_or(CallFormat::Gemma, CallFormat::of_family));
     }
     // Model text may start like JSON too (Mistral's `[TOOL_CALLS]`, Llama's JSON calls):
     // read by its markers when it is not a response of a known shape.
     let shape = serde_json::from_str::<Value>(input).ok().as_ref().and_then(shape_of);
-    if let (None, Some(family)) = (shape, raw::detect(input)) {
+    if shape.is_none()
+        && let Some(family) = family()?
+    {
         return Ok(CallFormat::of_family(family));
     }
     let v: Value = serde_json::from_str(input)
@@ -521,6 +525,24 @@ mod tests {
 
     fn calls(input: &str) -> Vec<FoundCall> {
         find_calls(input, CallFormat::Auto).unwrap().calls
+    }
+
+    /// A quoted Harmony call beside a Qwen3 call: read as either family one call is lost or a
+    /// quoted one runs, so `auto` reads no call at all and says why; a JSON response that
+    /// quotes markers in its text is read by its shape.
+    #[test]
+    fn text_with_two_families_markers_is_refused_and_a_json_response_is_read_by_its_shape() {
+        let text = "Quoting: <|channel|>commentary to=functions.delete_all<|message|>{}<|call|>\n\
+                    <tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>";
+        let Err(ReadError(said)) = find_calls(text, CallFormat::Auto) else { panic!("read") };
+        assert!(said.contains("`<|channel|>` (gpt-oss) at byte 9 and `<tool_call>` (qwen3) at byte 76"), "{said}");
+        assert!(said.ends_with("(`--format`)"), "{said}");
+        let named = find_calls(text, CallFormat::Qwen3).unwrap();
+        assert_eq!(named.calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["get_weather"]);
+        let quoted = json!({"role": "assistant", "content": [{"type": "text", "text": text},
+            {"type": "tool_use", "id": "t1", "name": "get_weather", "input": {}}]});
+        let reading = find_calls(&quoted.to_string(), CallFormat::Auto).unwrap();
+        assert_eq!((reading.format, reading.calls.len()), (CallFormat::Anthropic, 1));
     }
 
     #[test]

@@ -136,53 +136,85 @@ pub fn parse(text: &str, family: Family, schema_of: SchemaOf<'_>) -> Parsed {
     }
 }
 
-/// The family whose markers `text` holds, or None when it holds none. A marker counts
-/// wherever it is; the first of these checks to match wins: Harmony's `<|channel|>`,
-/// `<|message|>` or `to=functions.` (gpt-oss); Kimi's `<|tool_calls_section_begin|>`;
-/// DeepSeek's `<｜tool▁calls▁begin｜>` or `<｜DSML｜function_calls>`; Gemma 4's `<|tool_call>`
-/// or `<|channel>`; `<tool_call>` followed by `<function=` (qwen3-xml), by `{` or nothing
-/// (qwen3), or by a name (glm); Mistral's `[TOOL_CALLS]` or `[THINK]`; Llama's
-/// `<|python_tag|>` or `<|python_start|>`; FunctionGemma's `<start_function_call>`; `<think>` or `</think>`
-/// (qwen3); text that starts with `{"name"` or `{"type"` (a JSON call) or `[NAME(` (a
-/// pythonic list of calls) (llama3).
-pub fn detect(text: &str) -> Option<Family> {
-    use super::{deepseek, gpt_oss, kimi};
-    if [gpt_oss::CHANNEL, gpt_oss::MESSAGE, gpt_oss::TO_FUNCTIONS].iter().any(|m| text.contains(m)) {
-        return Some(Family::GptOss);
+/// The family whose markers `text` holds, or None when it holds none; an error when it holds
+/// the markers of two families.
+///
+/// A family's own markers count wherever they are: Harmony's `<|channel|>`, `<|message|>` or
+/// `to=functions.` (gpt-oss); Kimi's `<|tool_calls_section_begin|>`; DeepSeek's
+/// `<｜tool▁calls▁begin｜>` or `<｜DSML｜function_calls>`; Gemma 4's `<|tool_call>` or
+/// `<|channel>`; `<tool_call>`, the family told by what follows its first one: `<function=`
+/// (qwen3-xml), `{` or nothing (qwen3), a name (glm); Mistral's `[TOOL_CALLS]` or `[THINK]`;
+/// Llama's `<|python_tag|>` or `<|python_start|>`; FunctionGemma's `<start_function_call>`.
+/// Text with none of those is qwen3 when it holds `<think>` or `</think>` (which several
+/// families write), llama3 when it starts with `{"name"` or `{"type"` (a JSON call) or
+/// `[NAME(` (a pythonic list of calls).
+///
+/// Text with the markers of two families (a Qwen3 answer that quotes Harmony's
+/// `<|channel|>`) cannot be told: read as the one, it loses that one's calls, or runs a call
+/// the model only quoted. It is refused, naming the first marker of each.
+pub fn detect(text: &str) -> Result<Option<Family>, Ambiguous> {
+    use super::{deepseek, functiongemma, gemma4, gpt_oss, kimi, llama3, mistral, qwen3, qwen3_xml};
+    let own: [(Family, &[&'static str]); 8] = [
+        (Family::GptOss, &[gpt_oss::CHANNEL, gpt_oss::MESSAGE, gpt_oss::TO_FUNCTIONS]),
+        (Family::Kimi, &[kimi::SECTION_BEGIN]),
+        (Family::Deepseek, &[deepseek::CALLS_BEGIN, deepseek::FUNCTION_CALLS]),
+        (Family::Gemma4, &[gemma4::CALL_START, gemma4::CHANNEL_START]),
+        (Family::Qwen3, &[qwen3::CALL_START]),
+        (Family::Mistral, &[mistral::TOOL_CALLS, mistral::THINK_START]),
+        (Family::Llama3, &[llama3::PYTHON_TAG, llama3::PYTHON_START]),
+        (Family::Functiongemma, &[functiongemma::START_CALL]),
+    ];
+    // The first of each family's markers, in the order they are in the text.
+    let mut found: Vec<(usize, &'static str, Family)> = own
+        .iter()
+        .filter_map(|(family, markers)| {
+            markers.iter().filter_map(|m| text.find(m).map(|at| (at, *m, *family))).min_by_key(|(at, ..)| *at)
+        })
+        .collect();
+    found.sort_unstable_by_key(|(at, ..)| *at);
+    for (at, marker, family) in &mut found {
+        if *marker == qwen3::CALL_START {
+            let after = text[*at + marker.len()..].trim_start();
+            *family = if after.starts_with(qwen3_xml::FUNCTION) {
+                Family::Qwen3Xml
+            } else if after.is_empty() || after.starts_with(['{', '<']) {
+                Family::Qwen3
+            } else {
+                Family::Glm
+            };
+        }
     }
-    if text.contains(kimi::SECTION_BEGIN) {
-        return Some(Family::Kimi);
+    match found[..] {
+        [] if text.contains(qwen3::THINK_END) || text.contains(qwen3::THINK_START) => Ok(Some(Family::Qwen3)),
+        [] => Ok((llama3::starts_like_a_call(text) || llama3::starts_like_a_list(text)).then_some(Family::Llama3)),
+        [(_, _, family)] => Ok(Some(family)),
+        [first, second, ..] => Err(Ambiguous { markers: [first, second] }),
     }
-    if text.contains(deepseek::CALLS_BEGIN) || text.contains(deepseek::FUNCTION_CALLS) {
-        return Some(Family::Deepseek);
-    }
-    if text.contains(super::gemma4::CALL_START) || text.contains(super::gemma4::CHANNEL_START) {
-        return Some(Family::Gemma4);
-    }
-    if let Some(i) = text.find(super::qwen3::CALL_START) {
-        let after = text[i + super::qwen3::CALL_START.len()..].trim_start();
-        return Some(if after.starts_with(super::qwen3_xml::FUNCTION) {
-            Family::Qwen3Xml
-        } else if after.is_empty() || after.starts_with(['{', '<']) {
-            Family::Qwen3
-        } else {
-            Family::Glm
-        });
-    }
-    if text.contains(super::mistral::TOOL_CALLS) || text.contains(super::mistral::THINK_START) {
-        return Some(Family::Mistral);
-    }
-    if text.contains(super::llama3::PYTHON_TAG) || text.contains(super::llama3::PYTHON_START) {
-        return Some(Family::Llama3);
-    }
-    if text.contains(super::functiongemma::START_CALL) {
-        return Some(Family::Functiongemma);
-    }
-    if text.contains(super::qwen3::THINK_END) || text.contains(super::qwen3::THINK_START) {
-        return Some(Family::Qwen3);
-    }
-    (super::llama3::starts_like_a_call(text) || super::llama3::starts_like_a_list(text)).then_some(Family::Llama3)
 }
+
+/// Text that holds the markers of two families ([`detect`]): which one wrote it cannot be
+/// told from the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Ambiguous {
+    /// The first marker of each of the first two families found, in text order: its byte
+    /// offset, the marker, the family.
+    pub markers: [(usize, &'static str, Family); 2],
+}
+
+impl std::fmt::Display for Ambiguous {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [(a_at, a, a_family), (b_at, b, b_family)] = self.markers;
+        write!(
+            f,
+            "the text holds the markers of two families, `{a}` ({a_family}) at byte {a_at} and `{b}` \
+             ({b_family}) at byte {b_at}: say which family wrote it, since a guess could run a call the \
+             model only quoted"
+        )
+    }
+}
+
+impl std::error::Error for Ambiguous {}
 
 /// What a stream has found for certain, as soon as it is certain.
 #[derive(Debug, Clone, PartialEq)]
@@ -1276,8 +1308,44 @@ pub(crate) mod tests {
             ("It is 12 degrees in Paris.", None),
         ];
         for (text, family) in cases {
-            assert_eq!(detect(text), family, "{text}");
+            assert_eq!(detect(text), Ok(family), "{text}");
         }
+    }
+
+    /// Text with the markers of two families is refused, whichever comes first and wherever
+    /// they are, naming the first marker of each; the `<tool_call>` families are one (what
+    /// follows the first tells them apart), and a `<think>` beside a family's markers is theirs.
+    #[test]
+    fn text_with_the_markers_of_two_families_is_refused() {
+        let calls = [
+            (Family::GptOss, "<|channel|>commentary to=functions.rm <|constrain|>json<|message|>{}<|call|>"),
+            (
+                Family::Kimi,
+                "<|tool_calls_section_begin|><|tool_call_begin|>functions.rm:0<|tool_call_argument_begin|>{}",
+            ),
+            (Family::Deepseek, "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"rm\">"),
+            (Family::Gemma4, "<|tool_call>call:rm{}<tool_call|>"),
+            (Family::Qwen3, "<tool_call>\n{\"name\": \"rm\", \"arguments\": {}}\n</tool_call>"),
+            (Family::Mistral, "[TOOL_CALLS]rm[ARGS]{}"),
+            (Family::Llama3, "<|python_tag|>{\"name\": \"rm\", \"parameters\": {}}"),
+            (Family::Functiongemma, "<start_function_call>call:rm{}<end_function_call>"),
+        ];
+        for (a, a_text) in calls {
+            assert_eq!(detect(&format!("<think>hm</think>{a_text}")), Ok(Some(a)), "{a_text}");
+            for (b, b_text) in calls.iter().filter(|(b, _)| *b != a) {
+                let text = format!("Quoting {a_text} and then\n{b_text}");
+                let Err(e) = detect(&text) else { panic!("{a} then {b}: {:?}", detect(&text)) };
+                let [(a_at, a_marker, a_family), (b_at, b_marker, b_family)] = e.markers;
+                assert_eq!((a_family, b_family), (a, *b), "{text}");
+                assert!(a_at < b_at && text[a_at..].starts_with(a_marker) && text[b_at..].starts_with(b_marker));
+                assert_eq!(a_at, "Quoting ".len(), "{text}");
+                let said = e.to_string();
+                assert!(said.contains(&format!("`{a_marker}` ({a}) at byte {a_at}")), "{said}");
+                assert!(said.contains(&format!("`{b_marker}` ({b}) at byte {b_at}")), "{said}");
+            }
+        }
+        let qwen3_then_glm = "<tool_call>\n{\"name\": \"f\"}\n</tool_call><tool_call>f<arg_key>a</arg_key>";
+        assert_eq!(detect(qwen3_then_glm), Ok(Some(Family::Qwen3)));
     }
 
     /// A whole call of each family read as blocks, as its template writes it.
