@@ -195,6 +195,18 @@ fn strict_mode_nulls_are_stripped_by_the_tool_schema_and_meaningful_ones_kept() 
     assert_eq!(parsed["tool_calls"][1]["arguments"], args, "an unknown tool's call is left as it is");
     let msgs = call(&[]).success().json();
     assert_eq!(msgs[0]["content"], "limit=10\n", "the default applies");
+    // The same in a conversation.
+    let conversation = json!([
+        {"role": "user", "content": "Rows not deleted"},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "query", "arguments": args.to_string()}}]}
+    ]);
+    let out = Test::new()
+        .arg("--packs")
+        .arg(packs.path())
+        .args(["call", "--conversation"])
+        .stdin(conversation.to_string().into_bytes())
+        .run();
+    assert_eq!(out.success().json()[0]["content"], "limit=10\n");
 }
 
 #[test]
