@@ -89,7 +89,9 @@ fn text_is_validation_failure(text: &str) -> bool {
 /// Anthropic `messages`, Gemini `contents`, OpenAI Responses `input` items; bare, or as the
 /// request body holding it), or a FunctionGemma transcript. `format` names the format,
 /// or `Auto` detects it from the calls the conversation holds. With a `catalog`,
-/// FunctionGemma values are typed by the tools' schemas (see [`super::find_calls_for`]).
+/// FunctionGemma values are typed by the tools' schemas, and the nulls a strict-mode model
+/// sends for optional arguments are stripped by them from JSON calls (see
+/// [`super::find_calls_for`]).
 pub fn read_conversation(
     input: &str,
     format: CallFormat,
@@ -147,11 +149,7 @@ pub fn read_conversation(
     }
     let mut calls = pending;
     if detected != CallFormat::Gemma {
-        for c in &mut calls {
-            if let Ok(args) = &mut c.args {
-                crate::formats::openai::strip_nulls(args);
-            }
-        }
+        super::strip_nulls(&mut calls, schema_of);
     }
     Ok(Conversation { pending: Reading { format: detected, calls, snake_case, parsed: None }, failures })
 }

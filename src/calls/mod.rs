@@ -241,19 +241,23 @@ fn has_shape(v: &Value, format: CallFormat) -> bool {
 }
 
 /// Find the calls in `input` read as `format` (`Auto` detects). FunctionGemma values get
-/// the default typing; [`find_calls_for`] types them by the tools' schemas.
+/// the default typing and no `null` is stripped; [`find_calls_for`] reads them by the
+/// tools' schemas.
 pub fn find_calls(input: &str, format: CallFormat) -> Result<Reading, ReadError> {
     read(input, format, &|_| None)
 }
 
 /// [`find_calls`], with FunctionGemma values typed by the parameters schema of the tool
-/// of that name in `catalog` (a bare `555` is text for a string parameter).
+/// of that name in `catalog` (a bare `555` is text for a string parameter), and the nulls a
+/// strict-mode model sends for optional arguments of a JSON response's calls stripped by it
+/// ([`crate::formats::openai::strip_nulls`]).
 pub fn find_calls_for(input: &str, format: CallFormat, catalog: &crate::Catalog) -> Result<Reading, ReadError> {
     read(input, format, &|name| catalog.get(name).ok().map(|t| t.describe().parameters.clone()))
 }
 
-/// [`find_calls`], with text values typed by `schema_of` (a tool's parameters schema by
-/// name; `packs call --tools` reads them from OpenAI tool definitions).
+/// [`find_calls`], with text values typed and strict-mode nulls stripped by `schema_of` (a
+/// tool's parameters schema by name; `packs call --tools` reads them from OpenAI tool
+/// definitions).
 pub fn find_calls_with(
     input: &str,
     format: CallFormat,
@@ -291,13 +295,21 @@ fn read(input: &str, format: CallFormat, schema_of: &dyn Fn(&str) -> Option<Valu
         }
         _ => Vec::new(),
     };
-    // Strict-mode models send `null` for optional arguments they leave out.
-    for c in &mut calls {
-        if let Ok(args) = &mut c.args {
-            crate::formats::openai::strip_nulls(args);
+    strip_nulls(&mut calls, schema_of);
+    Ok(Reading { format, calls, snake_case, parsed: None })
+}
+
+/// Strict-mode models send `null` for optional arguments they leave out: drop those, as each
+/// call's tool schema says, so packs applies the defaults; a call of an unknown tool is left
+/// as it is (dispatch refuses it).
+fn strip_nulls(calls: &mut [FoundCall], schema_of: &dyn Fn(&str) -> Option<Value>) {
+    for c in calls {
+        if let Ok(args) = &mut c.args
+            && let Some(schema) = schema_of(&c.name)
+        {
+            crate::formats::openai::strip_nulls(args, &schema);
         }
     }
-    Ok(Reading { format, calls, snake_case, parsed: None })
 }
 
 /// A raw-text call as a found call; one whose arguments could not be read is an error

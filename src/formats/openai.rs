@@ -95,8 +95,9 @@ pub fn strict_tool(t: &Tool) -> Value {
 /// - a property that was optional becomes nullable: `"type": "string"` becomes
 ///   `["string", "null"]`, `null` is added to its `enum`, and a schema without a `type`
 ///   becomes `anyOf: [schema, {"type": "null"}]`; its `default` moves into the
-///   description (`(default: …)`), since strict mode has no defaults. A caller strips the
-///   nulls ([`strip_nulls`]) before dispatch, so packs applies the default;
+///   description (`(default: …)`), since strict mode has no defaults. A caller strips those
+///   nulls by the tool's own schema ([`strip_nulls`]) before dispatch, so packs applies the
+///   default;
 /// - keywords outside [`STRICT_KEYWORDS`] are dropped (`default`, `minLength`,
 ///   `maxLength`, `title`, `examples`, `$schema`, …), and so is a `format` strict mode
 ///   does not know (such as `path`);
@@ -158,17 +159,114 @@ pub fn strict_gap(t: &Tool) -> Option<String> {
     gap(&strict_schema(&super::parameters(t)), "").map(|at| format!("{at} accepts any value in strict mode"))
 }
 
-/// Remove every object member whose value is `null`, recursively: what a strict-mode
-/// model sends for an optional argument it leaves out.
-pub fn strip_nulls(args: &mut Value) {
-    match args {
-        Value::Object(m) => {
-            m.retain(|_, v| !v.is_null());
-            m.values_mut().for_each(strip_nulls);
+/// Remove the `null` members a strict-mode model sends for optional arguments it leaves out,
+/// as `schema` (the tool's own parameters schema, not its [`strict_schema`] export) says:
+/// a member is dropped only where it is a declared property of an object schema, not in
+/// its `required`, whose own schema does not accept `null` (so only the strict export made
+/// it nullable), and packs then applies its default. The walk follows `properties` into
+/// nested objects, `items` into arrays' elements and a local `$ref` (`#/$defs/…`,
+/// `#/definitions/…`). Every other `null` is kept: a required property's, one whose schema
+/// accepts `null` (`"deleted_at": null` meaning IS NULL), an undeclared member's (free-form
+/// objects, `additionalProperties`), an array element. A value the schema does not describe
+/// is left as it is, and so is everything when `schema` is not an object schema.
+pub fn strip_nulls(args: &mut Value, schema: &Value) {
+    strip(args, schema, schema);
+}
+
+/// How many `$ref`s in a row are followed before a schema is taken as unknown (a cycle of
+/// references that never reaches a value).
+const MAX_REFS: usize = 32;
+
+fn strip(value: &mut Value, schema: &Value, root: &Value) {
+    let Some(schema) = resolve(schema, root) else { return };
+    match value {
+        Value::Object(members) => {
+            let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            members.retain(|name, v| {
+                let optional = !required.contains(&name.as_str());
+                !(v.is_null() && optional && properties.get(name).is_some_and(|p| !accepts_null(p, root)))
+            });
+            for (name, v) in members.iter_mut() {
+                if let Some(p) = properties.get(name) {
+                    strip(v, p, root);
+                }
+            }
         }
-        Value::Array(a) => a.iter_mut().for_each(strip_nulls),
+        Value::Array(elements) => {
+            if let Some(items) = schema.get("items").filter(|i| i.is_object()) {
+                elements.iter_mut().for_each(|e| strip(e, items, root));
+            }
+        }
         _ => {}
     }
+}
+
+/// `schema` with its local `$ref`s followed, or None when one cannot be (not local, missing,
+/// or a cycle).
+fn resolve<'a>(mut schema: &'a Value, root: &'a Value) -> Option<&'a Map<String, Value>> {
+    for _ in 0..=MAX_REFS {
+        let m = schema.as_object()?;
+        let Some(reference) = m.get("$ref") else { return Some(m) };
+        let pointer = reference.as_str()?.strip_prefix('#')?;
+        if !(pointer.starts_with("/$defs/") || pointer.starts_with("/definitions/")) {
+            return None;
+        }
+        schema = root.pointer(pointer)?;
+    }
+    None
+}
+
+/// Whether `schema` may accept `null`: false only when its `type`, `enum`, `const`, a `$ref`
+/// it points to, or all of its `anyOf` / `oneOf` branches (or one of `allOf`'s) rule it out.
+/// A schema it cannot judge is taken to accept `null`, so its `null` is kept.
+fn accepts_null(schema: &Value, root: &Value) -> bool {
+    fn at(schema: &Value, root: &Value, refs: usize) -> bool {
+        let m = match schema {
+            Value::Bool(b) => return *b,
+            Value::Object(m) => m,
+            _ => return true,
+        };
+        if m.contains_key("type") && !types(m).contains(&"null") {
+            return false;
+        }
+        if let Some(Value::Array(e)) = m.get("enum")
+            && !e.contains(&Value::Null)
+        {
+            return false;
+        }
+        if m.get("const").is_some_and(|c| !c.is_null()) {
+            return false;
+        }
+        if let Some(reference) = m.get("$ref") {
+            let target = reference
+                .as_str()
+                .and_then(|r| r.strip_prefix('#'))
+                .filter(|p| p.starts_with("/$defs/") || p.starts_with("/definitions/"))
+                .and_then(|p| root.pointer(p));
+            if let Some(target) = target.filter(|_| refs < MAX_REFS)
+                && !at(target, root, refs + 1)
+            {
+                return false;
+            }
+        }
+        let branches = |k: &str| m.get(k).and_then(Value::as_array);
+        for k in ["anyOf", "oneOf"] {
+            if let Some(b) = branches(k)
+                && !b.iter().any(|b| at(b, root, refs))
+            {
+                return false;
+            }
+        }
+        branches("allOf").is_none_or(|b| b.iter().all(|b| at(b, root, refs)))
+    }
+    at(schema, root, 0)
 }
 
 fn types(schema: &Map<String, Value>) -> Vec<&str> {
@@ -341,10 +439,142 @@ mod tests {
         assert_eq!(strict_schema(&json!({"type": "object"})), empty);
     }
 
+    /// `args` after [`strip_nulls`] by `schema`.
+    fn stripped(mut args: Value, schema: Value) -> Value {
+        strip_nulls(&mut args, &schema);
+        args
+    }
+
     #[test]
-    fn nulls_are_stripped_recursively() {
-        let mut v = json!({"a": null, "b": 1, "c": {"d": null, "e": [null, {"f": null}]}});
-        strip_nulls(&mut v);
-        assert_eq!(v, json!({"b": 1, "c": {"e": [null, {}]}}));
+    fn an_optional_property_sent_as_null_is_dropped_so_its_default_applies() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "unit": {"type": "string", "enum": ["metric", "imperial"], "default": "metric"},
+                "n": {"type": "integer"},
+                "any": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+                "mode": {"const": "fast"},
+            },
+            "required": ["path"]
+        });
+        let args = json!({"path": "/tmp", "unit": null, "n": null, "any": null, "mode": null});
+        assert_eq!(stripped(args, schema), json!({"path": "/tmp"}));
+    }
+
+    #[test]
+    fn what_a_strict_mode_model_sends_for_the_strict_export_is_stripped_back() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "unit": {"type": "string", "default": "metric"},
+                "tags": {
+                    "type": "array",
+                    "items": {"type": "object", "properties": {"k": {"type": "string"}, "v": {"type": "string"}}, "required": ["k"]}
+                }
+            },
+            "required": ["path"]
+        });
+        let strict = strict_schema(&schema);
+        let sent = json!({"path": "/tmp", "unit": null, "tags": [{"k": "a", "v": null}]});
+        assert!(jsonschema::is_valid(&strict, &sent), "a strict-mode call");
+        assert_eq!(stripped(sent, schema), json!({"path": "/tmp", "tags": [{"k": "a"}]}));
+    }
+
+    #[test]
+    fn a_meaningful_null_is_kept() {
+        // A free-form filter: `deleted_at IS NULL`, and an array of anything.
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "where": {"type": "object"},
+                "tags": {"type": "array"},
+                "limit": {"type": "integer"}
+            }
+        });
+        let args = json!({"where": {"deleted_at": null}, "tags": [null, {"a": null}], "limit": null});
+        assert_eq!(stripped(args, schema), json!({"where": {"deleted_at": null}, "tags": [null, {"a": null}]}));
+    }
+
+    #[test]
+    fn a_required_property_s_null_is_kept() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"parent": {"type": ["integer", "null"]}, "name": {"type": "string"}},
+            "required": ["parent", "name"]
+        });
+        // Validation then refuses `name`, rather than calling it missing.
+        let args = json!({"parent": null, "name": null});
+        assert_eq!(stripped(args.clone(), schema), args);
+    }
+
+    #[test]
+    fn an_optional_property_whose_schema_accepts_null_keeps_it() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": ["string", "null"]},
+                "b": {"enum": ["x", null]},
+                "c": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                "d": {"description": "anything"},
+                "e": true,
+                "f": {"$ref": "#/$defs/maybe"},
+                "g": {"const": null},
+                "h": {"$ref": "https://example.com/elsewhere.json"}
+            },
+            "$defs": {"maybe": {"type": ["object", "null"]}}
+        });
+        let args = json!({"a": null, "b": null, "c": null, "d": null, "e": null, "f": null, "g": null, "h": null});
+        assert_eq!(stripped(args.clone(), schema), args);
+    }
+
+    #[test]
+    fn undeclared_members_and_array_elements_keep_their_nulls() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "labels": {"type": "object", "properties": {"team": {"type": "string"}}, "additionalProperties": true},
+                "ids": {"type": "array", "items": {"type": "integer"}},
+                "rows": {"type": "array", "items": {"type": "object", "properties": {"x": {"type": "integer"}}}}
+            },
+            "additionalProperties": true
+        });
+        let args = json!({
+            "labels": {"team": null, "other": null},
+            "ids": [1, null],
+            "rows": [null, {"x": null, "y": null}],
+            "extra": null
+        });
+        let want = json!({"labels": {"other": null}, "ids": [1, null], "rows": [null, {"y": null}], "extra": null});
+        assert_eq!(stripped(args, schema), want);
+    }
+
+    #[test]
+    fn nested_objects_are_stripped_through_properties_items_and_refs() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "opts": {"type": "object", "properties": {"deep": {"$ref": "#/$defs/deep"}}},
+                "list": {"type": "array", "items": {"$ref": "#/definitions/item"}}
+            },
+            "$defs": {"deep": {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "string"}}, "required": ["y"]}},
+            "definitions": {"item": {"type": "object", "properties": {"z": {"type": "boolean"}}}}
+        });
+        let args = json!({"opts": {"deep": {"x": null, "y": null}}, "list": [{"z": null}, {"z": true}]});
+        assert_eq!(stripped(args, schema), json!({"opts": {"deep": {"y": null}}, "list": [{}, {"z": true}]}));
+    }
+
+    #[test]
+    fn without_a_schema_nothing_is_stripped_and_ref_cycles_end() {
+        let args = json!({"a": null, "b": {"c": null}});
+        assert_eq!(stripped(args.clone(), Value::Null), args);
+        assert_eq!(stripped(args.clone(), json!({})), args);
+        let cycle = json!({
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/a"}, "b": {"$ref": "#/$defs/a"}},
+            "$defs": {"a": {"$ref": "#/$defs/a"}}
+        });
+        assert_eq!(stripped(args.clone(), cycle), args);
     }
 }

@@ -473,7 +473,7 @@ fn check_openai_strict(export: &Value, tools: &[&Tool]) {
             }
             let mut padded = Value::Object(padded);
             assert!(validator.is_valid(&padded), "{what}: {padded} is valid in strict mode");
-            openai::strip_nulls(&mut padded);
+            openai::strip_nulls(&mut padded, original);
             assert_eq!(padded, Value::Object(args));
         }
     }

@@ -165,6 +165,50 @@ fn openai_chat_calls() {
     assert_eq!(out.success().json()[0]["content"], "ran\n");
 }
 
+/// A strict-mode model sends `null` for an optional argument it leaves out: that null is
+/// dropped by the tool's schema, so the default applies; a null the schema does not make
+/// optional-and-not-null (inside a free-form object, an array element) is the model's value.
+#[test]
+fn strict_mode_nulls_are_stripped_by_the_tool_schema_and_meaningful_ones_kept() {
+    let packs = Packs::new().manifest(
+        "query",
+        json!({
+            "name": "query", "description": "Query rows",
+            "parameters": {"where": {"type": "object"}, "tags": {"type": "array"}, "limit": {"type": "integer", "default": 10}},
+            "command": {"program": "printf", "args": ["limit=%s\n", "{{limit}}"]}
+        }),
+    );
+    let args = json!({"where": {"deleted_at": null}, "tags": [null, {"a": null}], "limit": null});
+    let input = json!({"choices": [{"message": {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "query", "arguments": args.to_string()}},
+        {"id": "c2", "type": "function", "function": {"name": "nope", "arguments": args.to_string()}}
+    ]}}]})
+    .to_string();
+    let call = |extra: &[&str]| {
+        Test::new().arg("--packs").arg(packs.path()).arg("call").args(extra).stdin(input.as_bytes().to_vec()).run()
+    };
+    let parsed = call(&["--parse-only"]).success().json();
+    assert_eq!(
+        parsed["tool_calls"][0]["arguments"],
+        json!({"where": {"deleted_at": null}, "tags": [null, {"a": null}]})
+    );
+    assert_eq!(parsed["tool_calls"][1]["arguments"], args, "an unknown tool's call is left as it is");
+    let msgs = call(&[]).success().json();
+    assert_eq!(msgs[0]["content"], "limit=10\n", "the default applies");
+    // The same in a conversation.
+    let conversation = json!([
+        {"role": "user", "content": "Rows not deleted"},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "query", "arguments": args.to_string()}}]}
+    ]);
+    let out = Test::new()
+        .arg("--packs")
+        .arg(packs.path())
+        .args(["call", "--conversation"])
+        .stdin(conversation.to_string().into_bytes())
+        .run();
+    assert_eq!(out.success().json()[0]["content"], "limit=10\n");
+}
+
 #[test]
 fn openai_responses_calls() {
     let input = json!({"output": [
