@@ -110,7 +110,7 @@ pub fn read_conversation(
     let (mut detected, snake_case, events) = if format == CallFormat::Gemma || !trimmed.starts_with(['{', '[']) {
         (CallFormat::Gemma, false, gemma_events(input, schema_of))
     } else {
-        let v: Value = serde_json::from_str(input)
+        let v: Value = crate::formats::raw::json_value(input)
             .map_err(|e| ReadError(format!("the conversation starts like JSON but does not parse: {e}")))?;
         let items =
             ["messages", "contents", "input"].iter().find_map(|k| v.get(*k)).unwrap_or(&v).as_array().ok_or_else(

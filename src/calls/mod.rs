@@ -274,7 +274,14 @@ fn read(input: &str, format: CallFormat, schema_of: &dyn Fn(&str) -> Option<Valu
         let format = CallFormat::of_family(family);
         return Ok(Reading { format, calls, snake_case: false, parsed: Some(parsed) });
     }
-    let v: Value = serde_json::from_str(input).map_err(|e| ReadError(format!("the input is not JSON: {e}")))?;
+    // A key given twice (in a call's `input`, say) is refused, not one of its values picked.
+    let v: Value = raw::json_value(input).map_err(|e| {
+        ReadError(if e.is_data() {
+            format!("the input cannot be read: {e}")
+        } else {
+            format!("the input is not JSON: {e}")
+        })
+    })?;
     if !has_shape(&v, format) {
         return Err(ReadError(format!(
             "the input is not {} JSON{}",
@@ -331,7 +338,7 @@ fn arguments(v: Option<&Value>) -> Result<Value, String> {
     match v {
         None | Some(Value::Null) => Ok(Value::Object(Map::new())),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(Value::Object(Map::new())),
-        Some(Value::String(s)) => serde_json::from_str::<Value>(s)
+        Some(Value::String(s)) => raw::json_value(s)
             .map_err(|e| format!("the arguments are not valid JSON ({e}): {s}"))
             .and_then(|a| if a.is_object() { Ok(a) } else { Err(format!("the arguments are not a JSON object: {s}")) }),
         Some(o @ Value::Object(_)) => Ok(o.clone()),
@@ -555,6 +562,27 @@ mod tests {
             {"type": "tool_use", "id": "t1", "name": "get_weather", "input": {}}]});
         let reading = find_calls(&quoted.to_string(), CallFormat::Auto).unwrap();
         assert_eq!((reading.format, reading.calls.len()), (CallFormat::Anthropic, 1));
+    }
+
+    /// A key given twice in a call's arguments is an error, not one of its values picked: in
+    /// OpenAI's `arguments` string that call's, elsewhere (Anthropic's `input`, a conversation)
+    /// the whole input's, naming the key and where.
+    #[test]
+    fn a_key_given_twice_is_refused_not_picked() {
+        let openai = json!({"choices": [{"message": {"role": "assistant", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{\"path\": \"a\", \"path\": \"/\"}"}},
+            {"id": "c2", "type": "function", "function": {"name": "u", "arguments": "{\"path\": \"a\"}"}}]}}]});
+        let found = calls(&openai.to_string());
+        let Err(said) = &found[0].args else { panic!("{:?}", found[0]) };
+        assert!(said.contains("the key `path` is given twice at line 1 column"), "{said}");
+        assert_eq!(found[1].args, Ok(json!({"path": "a"})));
+        let anthropic = r#"{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"t","input":{"path":"a","path":"/"}}]}"#;
+        let Err(ReadError(said)) = find_calls(anthropic, CallFormat::Anthropic) else { panic!("read") };
+        assert_eq!(said, "the input cannot be read: the key `path` is given twice at line 1 column 97");
+        let conversation =
+            r#"[{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"t","input":{"a":1,"a":2}}]}]"#;
+        let Err(ReadError(said)) = read_conversation(conversation, CallFormat::Auto, None) else { panic!("read") };
+        assert!(said.contains("the key `a` is given twice"), "{said}");
     }
 
     #[test]
