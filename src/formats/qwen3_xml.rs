@@ -313,6 +313,34 @@ mod tests {
     }
 
     #[test]
+    fn many_calls_after_a_cut_call_fed_in_small_pieces_are_read_in_linear_work() {
+        use super::super::raw::{SchemaOf, Stream};
+        let schema_of: SchemaOf<'_> = &|_| None;
+        let cases = [
+            (
+                Family::Qwen3Xml,
+                "<tool_call>\n<function=f>\n<parameter=s>\nquoted:\n",
+                "<tool_call>\n<function=g>\n</function>\n</tool_call>",
+            ),
+            (Family::Glm, "<tool_call>f<arg_key>s</arg_key><arg_value>quoted:\n", "<tool_call>g</tool_call>"),
+        ];
+        for (family, cut, call) in cases {
+            let text = format!("{cut}{}", format!("Step, as a model would say.\n{call}\n").repeat(500));
+            let mut s = Stream::new(family);
+            let mut events = Vec::new();
+            for piece in text.as_bytes().chunks(16) {
+                events.extend(s.push(piece, schema_of));
+            }
+            assert!(s.work() < 16 * text.len(), "{family:?}: {} bytes read for {}", s.work(), text.len());
+            let (parsed, rest) = s.finish_events(schema_of).unwrap();
+            events.extend(rest);
+            assert_eq!(super::super::raw::tests::joined(&events), parsed, "{family:?}");
+            assert_eq!(parsed.tool_calls.len(), 501, "{family:?}");
+            assert!(parsed.tool_calls.iter().all(|c| c.arguments.is_err()), "{family:?}");
+        }
+    }
+
+    #[test]
     fn reasoning_and_plain_text() {
         let p = parse("<think>\nList it.\n</think>\n\n<tool_call>\n<function=g>\n</function>\n</tool_call>");
         assert_eq!(
