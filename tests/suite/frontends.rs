@@ -779,7 +779,7 @@ fn a_call_quoted_in_a_qwen3_xml_or_glm_value_never_runs() {
             let results: Vec<Value> = if stream {
                 text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
             } else {
-                serde_json::from_str::<Vec<Value>>(&text).unwrap()
+                serde_json::from_str::<Vec<Value>>(text).unwrap()
             };
             assert_eq!(results.len(), 2, "{format} {stream}: {text}");
             assert_eq!((results[0]["name"].as_str(), results[1]["name"].as_str()), (Some("echo_words"), Some("count")));
