@@ -73,6 +73,14 @@ pub struct CallError {
 /// - Before it (or in text without one), a bare `call:NAME{` counts only at the start of a
 ///   line (after spaces), so prose such as "place a call: 555" or "recall:x" is not a call.
 ///   (So a call is decided by the text before it: a stream sends it as soon as it ends.)
+///   A bare call that fails on a later line than its first (its string held lines) goes
+///   on there: the lines between are its text, not calls.
+/// - A call cut off inside an `<escape>` string (a block whose end tag, or the next start
+///   tag, comes while a string is open; a bare call that fails inside a string) is an
+///   error, and so is every call after it, each naming its tool: a string is written as it
+///   is, so those calls may be text the string quotes, and none of them runs. (A call cut
+///   off outside a string, or malformed inside a block that ends, is an error in its place
+///   only.)
 ///
 /// `schema_of` gives a tool's parameters schema by name; values are typed by it (a bare
 /// `TRUE` is `true` for a boolean and the text `"TRUE"` for a string, `555` is the text
@@ -80,8 +88,8 @@ pub struct CallError {
 /// gets the default typing: `true`, `false`, `null` and numbers typed, other words text.
 pub fn scan_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<Result<Call, CallError>> {
     let first = text.find(START_CALL).unwrap_or(text.len());
-    let mut found = bare_calls(&text[..first], schema_of);
-    found.extend(wrapped_calls(text, schema_of));
+    let (mut found, cut) = bare_calls(&text[..first], schema_of);
+    found.extend(wrapped_calls(text, cut, schema_of));
     found
 }
 
@@ -115,6 +123,19 @@ const IN_LINE: u8 = 1;
 const WRAPPED: u8 = 2;
 /// At a `<start_function_call>`.
 const BLOCK: u8 = 3;
+/// Added to the mode once a call was cut off inside an open `<escape>` string: every later
+/// call is an error (see [`scan_calls`]).
+const CUT: u8 = 4;
+
+/// Whether an `<escape>` string is open at the end of `s` (which starts outside one).
+fn escape_open(s: &str) -> bool {
+    s.matches(ESCAPE).count() % 2 == 1
+}
+
+/// The error of a call (`name`, at `offset`) after a call cut off inside a string.
+fn after_cut(name: String, offset: usize) -> CallError {
+    CallError { name, offset, message: super::qwen3_xml::AFTER_CUT.to_owned(), incomplete: false }
+}
 
 fn add(b: &mut Builder, call: Result<Call, CallError>) {
     match call {
@@ -130,31 +151,33 @@ fn add(b: &mut Builder, call: Result<Call, CallError>) {
 /// The next unit from `c.pos`.
 fn step(text: &str, c: &mut Cursor, schema_of: SchemaOf<'_>, b: &mut Builder) -> bool {
     let pos = c.pos;
-    if c.mode == BLOCK {
+    let cut = c.mode & CUT;
+    let mode = c.mode & !CUT;
+    if mode == BLOCK {
         let body = pos + START_CALL.len();
         let next = c.find(0, text, body, &[START_CALL]).map(|(i, _)| i);
         let end = c.find(1, text, body, &[END_CALL]).map(|(i, _)| i).filter(|e| next.is_none_or(|n| *e < n));
-        match (end, next) {
-            (Some(end), _) => {
-                add(b, wrapped_block(text, body, end, schema_of));
-                c.pos = end + END_CALL.len();
-            }
+        let (call, stop, resume) = match (end, next) {
+            (Some(end), _) => (wrapped_block(text, body, end, schema_of), end, end + END_CALL.len()),
             (None, None) if !c.eof => {
                 c.searching = true;
                 return false;
             }
             (None, next) => {
                 let stop = next.unwrap_or(text.len());
-                add(b, Err(cut_block(text, body, stop)));
-                c.pos = stop;
+                (Err(cut_block(text, body, stop)), stop, stop)
             }
-        }
-        c.mode = WRAPPED;
+        };
+        // Its end tag, or the next start tag, inside a string: cut off.
+        let cut_here = stop < text.len() && escape_open(&text[body..stop]);
+        add(b, if cut != 0 { Err(after_cut(call.map_or_else(|e| e.name, |c| c.name), pos)) } else { call });
+        c.pos = resume;
+        c.mode = WRAPPED | if cut_here { CUT } else { cut };
         return true;
     }
     // Searched from `pos`, which never goes back (a block's search starts past its tag).
     let first = c.find(0, text, pos, &[START_CALL]).map(|(i, _)| i);
-    if c.mode == WRAPPED {
+    if mode == WRAPPED {
         let Some(open) = first else {
             let end = if c.eof { text.len() } else { pos + marker_start(&text[pos..], UNITS.held) };
             b.text(&text[pos..end]);
@@ -163,7 +186,7 @@ fn step(text: &str, c: &mut Cursor, schema_of: SchemaOf<'_>, b: &mut Builder) ->
         };
         b.text(&text[pos..open]);
         c.pos = open;
-        c.mode = BLOCK;
+        c.mode = BLOCK | cut;
         return true;
     }
     // Before any start tag: lines, and bare calls at their start.
@@ -173,16 +196,16 @@ fn step(text: &str, c: &mut Cursor, schema_of: SchemaOf<'_>, b: &mut Builder) ->
     };
     if pos >= region {
         if first.is_some() {
-            c.mode = BLOCK;
+            c.mode = BLOCK | cut;
             return true;
         }
         return false;
     }
-    if c.mode == IN_LINE {
+    if mode == IN_LINE {
         let line = &text[pos..region];
         let end = match line.find('\n') {
             Some(i) => {
-                c.mode = LINE;
+                c.mode = LINE | cut;
                 pos + i + 1
             }
             None if whole => region,
@@ -219,7 +242,7 @@ fn step(text: &str, c: &mut Cursor, schema_of: SchemaOf<'_>, b: &mut Builder) ->
         }
         None => false,
     };
-    c.mode = IN_LINE;
+    c.mode = IN_LINE | cut;
     if !bare {
         return true;
     }
@@ -228,16 +251,44 @@ fn step(text: &str, c: &mut Cursor, schema_of: SchemaOf<'_>, b: &mut Builder) ->
             // The call's text is not content; the rest of its line is.
             b.text(&text[pos..start]);
             c.pos = call.span.end;
-            add(b, Ok(call));
+            add(b, if cut != 0 { Err(after_cut(call.name, start)) } else { Ok(call) });
         }
         Err(e) if e.incomplete && !whole => {
-            c.mode = LINE;
+            c.mode = LINE | cut;
             c.waiting = Some(pos);
             return false;
         }
-        Err(e) => add(b, Err(e)),
+        Err(e) => {
+            // It failed inside a string, which may hold the lines (and calls) after it.
+            if bare_cut(text, start, &e) {
+                c.mode |= CUT;
+            }
+            if let Some(line) = failed_on_line(text, start, &e) {
+                // The lines it read are its text (a string may hold a line that starts with
+                // `call:`): content, and reading goes on at the line it failed on.
+                b.text(&text[pos..line]);
+                c.pos = line;
+                if text[line..e.offset].chars().all(line_space) {
+                    c.mode = LINE | (c.mode & CUT);
+                }
+            }
+            add(b, if cut != 0 { Err(after_cut(e.name, start)) } else { Err(e) });
+        }
     }
     true
+}
+
+/// Whether the bare call at `start` that failed with `e` failed inside an `<escape>` string
+/// (one with no closing token before the first start tag or the end of the text): the
+/// string may hold the lines after it, and any call in them is text it quotes.
+fn bare_cut(text: &str, start: usize, e: &CallError) -> bool {
+    escape_open(&text[start..e.offset.clamp(start, text.len())])
+}
+
+/// Where the line that the bare call at `start` failed on (with `e`) starts, when that is a
+/// line after the call's first.
+fn failed_on_line(text: &str, start: usize, e: &CallError) -> Option<usize> {
+    text[start..e.offset.clamp(start, text.len())].rfind('\n').map(|i| start + i + 1)
 }
 
 /// The error of a block whose end tag does not come before `stop`.
@@ -286,7 +337,9 @@ fn wrapped_block(
     }
 }
 
-fn wrapped_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<Result<Call, CallError>> {
+/// The wrapped calls; every one an error when `cut` (a call before them was cut off inside
+/// a string), and every one after a block cut off inside a string.
+fn wrapped_calls(text: &str, mut cut: bool, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<Result<Call, CallError>> {
     let mut found = Vec::new();
     let mut pos = 0;
     while let Some(rel) = text[pos..].find(START_CALL) {
@@ -294,19 +347,31 @@ fn wrapped_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<R
         let next_start = text[open..].find(START_CALL).map(|i| open + i);
         // The end tag is looked for only up to the next start tag: linear in the text.
         let window = &text[open..next_start.unwrap_or(text.len())];
-        let Some(end) = window.find(END_CALL).map(|i| open + i) else {
-            // Cut off: read the name for the report, run nothing.
-            found.push(Err(cut_block(text, open, next_start.unwrap_or(text.len()))));
-            pos = next_start.unwrap_or(text.len());
-            continue;
+        let (call, stop) = match window.find(END_CALL).map(|i| open + i) {
+            Some(end) => {
+                pos = end + END_CALL.len();
+                (wrapped_block(text, open, end, schema_of), end)
+            }
+            None => {
+                // Cut off: read the name for the report, run nothing.
+                pos = next_start.unwrap_or(text.len());
+                (Err(cut_block(text, open, pos)), pos)
+            }
         };
-        found.push(wrapped_block(text, open, end, schema_of));
-        pos = end + END_CALL.len();
+        found.push(if cut {
+            Err(after_cut(call.map_or_else(|e| e.name, |c| c.name), open - START_CALL.len()))
+        } else {
+            call
+        });
+        cut |= stop < text.len() && escape_open(&text[open..stop]);
     }
     found
 }
 
-fn bare_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<Result<Call, CallError>> {
+/// The bare calls in `text` (before any start tag), and whether one was cut off inside a
+/// string (every call after it is then an error).
+fn bare_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> (Vec<Result<Call, CallError>>, bool) {
+    let mut cut = false;
     let mut found = Vec::new();
     let mut line_start = 0;
     while line_start < text.len() {
@@ -322,12 +387,28 @@ fn bare_calls(text: &str, schema_of: &dyn Fn(&str) -> Option<Value>) -> Vec<Resu
                     // A call may span lines (strings hold newlines): go on after it.
                     next = text[c.span.end..].find('\n').map_or(text.len(), |i| c.span.end + i + 1);
                 }
-                found.push(call);
+                if let Err(e) = &call
+                    && let Some(line) = failed_on_line(text, start, e)
+                {
+                    // Go on at the line it failed on (see `step`).
+                    next = if text[line..e.offset].chars().all(line_space) {
+                        line
+                    } else {
+                        text[e.offset..].find('\n').map_or(text.len(), |i| e.offset + i + 1)
+                    };
+                }
+                let was_cut = cut;
+                cut |= call.as_ref().is_err_and(|e| bare_cut(text, start, e));
+                found.push(if was_cut {
+                    Err(after_cut(call.map_or_else(|e| e.name, |c| c.name), start))
+                } else {
+                    call
+                });
             }
         }
         line_start = next;
     }
-    found
+    (found, cut)
 }
 
 /// One function response in a transcript: `response:NAME{…}` in
@@ -922,19 +1003,94 @@ mod tests {
     #[test]
     fn a_malformed_call_is_an_error_in_its_place_and_the_others_still_parse() {
         let text = "<start_function_call>call:a{n:1}<end_function_call>\
-                    <start_function_call>call:b{s:<escape>open}<end_function_call>\
                     <start_function_call>call:c{n:2} trailing<end_function_call>\
                     <start_function_call>nonsense<end_function_call>\
-                    <start_function_call>call:d{n:3}<end_function_call>";
+                    <start_function_call>call:d{n:3}<end_function_call>\
+                    <start_function_call>call:b{s:<escape>open}<end_function_call>\
+                    <start_function_call>call:e{n:4}<end_function_call>";
         let found = scan(text);
-        assert_eq!(found.len(), 5);
+        assert_eq!(found.len(), 6);
         assert_eq!(found[0].as_ref().unwrap().name, "a");
-        let b = found[1].as_ref().unwrap_err();
+        assert!(found[1].as_ref().unwrap_err().message.contains("unexpected text"));
+        assert!(found[2].as_ref().unwrap_err().message.contains("expected `call:NAME"));
+        assert_eq!(found[3].as_ref().unwrap().name, "d");
+        let b = found[4].as_ref().unwrap_err();
         assert_eq!((b.name.as_str(), b.incomplete), ("b", false));
         assert!(b.message.contains("unterminated"), "{b}");
-        assert!(found[2].as_ref().unwrap_err().message.contains("unexpected text"));
-        assert!(found[3].as_ref().unwrap_err().message.contains("expected `call:NAME"));
-        assert_eq!(found[4].as_ref().unwrap().name, "d");
+        // `b`'s block ends inside its open string, so its end tag, and `e`, may be text the
+        // string quotes: `e` does not run (it did before a call quoted in a string could run;
+        // see `a_call_quoted_in_a_string_never_runs`).
+        let e = found[5].as_ref().unwrap_err();
+        assert_eq!(e.name, "e");
+        assert!(e.message.contains("follows a call that the start of another call cut off"), "{e}");
+        assert_eq!(as_parsed(&found), parse_every_way(text, Family::Functiongemma, &|_| None).tool_calls);
+    }
+
+    /// The calls of [`scan_calls`] as the unit parse gives them.
+    fn as_parsed(found: &[Result<Call, CallError>]) -> Vec<super::super::raw::ToolCall> {
+        let mut b = Builder::default();
+        for c in found {
+            add(&mut b, c.clone());
+        }
+        b.finish().tool_calls
+    }
+
+    #[test]
+    fn a_call_quoted_in_a_string_never_runs() {
+        let run = |text: &str| {
+            let found = scan(text);
+            assert_eq!(as_parsed(&found), parse_every_way(text, Family::Functiongemma, &|_| None).tool_calls, "{text}");
+            found
+        };
+        // The block ends at the quoted end tag, inside the string: `write` is an error, and
+        // the quoted `rm` does not run.
+        let found = run(
+            "<start_function_call>call:write{text:<escape>x<end_function_call><start_function_call>call:rm{}<end_function_call><escape>}<end_function_call>",
+        );
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[0].as_ref().unwrap_err().name, "write");
+        let rm = found[1].as_ref().unwrap_err();
+        assert_eq!(rm.name, "rm");
+        assert!(rm.message.contains("follows a call that the start of another call cut off"), "{rm}");
+        // A start tag inside an open string, and what follows, run nothing.
+        let found = run(
+            "<start_function_call>call:write{text:<escape>x<start_function_call>call:rm{}<end_function_call><escape>}<end_function_call>\n<start_function_call>call:ls{}<end_function_call>",
+        );
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(found.iter().all(Result::is_err), "{found:?}");
+        assert_eq!(
+            (found[1].as_ref().unwrap_err().name.as_str(), found[2].as_ref().unwrap_err().name.as_str()),
+            ("rm", "ls")
+        );
+        // A bare call whose string runs to the first start tag: the tagged `rm` is an error.
+        // One whose string holds a line that starts with `call:`: that line is its text.
+        for (text, n) in [
+            ("call:write{text:<escape>x\n<start_function_call>call:rm{}<end_function_call><escape>}", 2),
+            ("call:write{text:<escape>x\ncall:rm{}\n<escape>", 1),
+            ("call:write{text:<escape>x\ncall:rm{}\n", 1),
+        ] {
+            let found = run(text);
+            assert_eq!(found.len(), n, "{text}: {found:?}");
+            assert!(found.iter().all(Result::is_err), "{text}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn well_formed_calls_and_a_malformed_call_that_ended_still_run() {
+        let text = "call:f{s:<escape>a<escape>}\n<start_function_call>call:g{s:<escape>b<escape>}<end_function_call><start_function_call>call:h{}<end_function_call>";
+        let names: Vec<_> = scan(text).into_iter().map(|c| c.unwrap().name).collect();
+        assert_eq!(names, ["f", "g", "h"]);
+        // Ended by its end tag outside any string: an error in its place only.
+        let text = "<start_function_call>call:g{s:<escape>b<escape> x}<end_function_call><start_function_call>call:h{}<end_function_call>";
+        let found = scan(text);
+        assert!(found[0].is_err() && found[1].as_ref().is_ok_and(|c| c.name == "h"), "{found:?}");
+        // A start tag outside a string cuts the call before it off (the output broke off and
+        // a new call began): the new call runs.
+        let found = scan("<start_function_call>call:a{n:<start_function_call>call:b{}<end_function_call>");
+        assert!(found[0].is_err() && found[1].as_ref().is_ok_and(|c| c.name == "b"), "{found:?}");
+        // So does a bare call that failed outside a string.
+        let found = scan("call:a{n 1}\ncall:b{}");
+        assert!(found[0].is_err() && found[1].as_ref().is_ok_and(|c| c.name == "b"), "{found:?}");
     }
 
     #[test]

@@ -16,7 +16,7 @@
 use serde_json::{Map, Value};
 
 use super::qwen3::{CALL_END, CALL_START, THINK_END, THINK_START};
-use super::qwen3_xml::{skip_ws, typed};
+use super::qwen3_xml::{skip_ws, tool_call_block, typed};
 use super::raw::{CallError, Parsed, SchemaOf, Spec, cut_at, error, value_end};
 
 /// Opens an argument's name.
@@ -36,13 +36,7 @@ pub(crate) const SPEC: Spec = Spec {
     think: Some((THINK_START, THINK_END)),
     starts: &[CALL_START],
     ends: &[CALL_END],
-    block: |text, open, _, schema_of, b| {
-        let body = open + CALL_START.len();
-        let next_start = text[body..].find(CALL_START).map_or(text.len(), |i| body + i);
-        let (name, result, end) = call(text, body, next_start, schema_of);
-        b.call(name, None, result);
-        end
-    },
+    block: |text, open, _, schema_of, b| tool_call_block(text, open, schema_of, b, call),
 };
 
 /// Parse GLM text (see the module's documentation).
@@ -184,6 +178,39 @@ mod tests {
         }
         let p = parse("<tool_call>a<arg_key>k</arg_key>v</tool_call>\n<tool_call>b</tool_call>");
         assert_eq!(p["tool_calls"][0]["error"]["incomplete"], json!(false), "{p}");
+        assert_eq!(p["tool_calls"][1], json!({"name": "b", "arguments": {}}));
+    }
+
+    #[test]
+    fn a_call_quoted_in_a_value_never_runs() {
+        // `content` quotes a whole call: the quoted `<tool_call>` cuts `write_file` off,
+        // which reads just like a call cut off and a new one begun. Neither runs, nor
+        // anything after.
+        let text = "<tool_call>write_file\n<arg_key>content</arg_key>\n<arg_value>To delete:\n<tool_call>rm\n<arg_key>path</arg_key>\n<arg_value>/</arg_value>\n</tool_call></arg_value>\n</tool_call>\n<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>";
+        let p = parse(text);
+        let calls = p["tool_calls"].as_array().unwrap();
+        assert_eq!(calls.len(), 3, "{p}");
+        assert_eq!(calls[0]["name"], json!("write_file"), "{p}");
+        assert!(calls[0]["error"].is_object(), "{p}");
+        for (c, name) in calls[1..].iter().zip(["rm", "get_weather"]) {
+            assert_eq!(c["name"], json!(name), "{p}");
+            let message = c["error"]["message"].as_str().unwrap();
+            assert!(message.contains("follows a call that the start of another call cut off"), "{p}");
+        }
+    }
+
+    #[test]
+    fn well_formed_calls_and_a_malformed_call_that_ended_still_run() {
+        let p =
+            parse("<tool_call>untyped<arg_key>n</arg_key><arg_value>1</arg_value></tool_call><tool_call>b</tool_call>");
+        assert_eq!(
+            p["tool_calls"],
+            json!([{"name": "untyped", "arguments": {"n": "1"}}, {"name": "b", "arguments": {}}])
+        );
+        // Its `</tool_call>` came before the next call: an error in its place only.
+        let p =
+            parse("<tool_call>a<arg_key>k</arg_key><arg_value>v</arg_value>oops</tool_call>\n<tool_call>b</tool_call>");
+        assert!(p["tool_calls"][0]["error"].is_object(), "{p}");
         assert_eq!(p["tool_calls"][1], json!({"name": "b", "arguments": {}}));
     }
 

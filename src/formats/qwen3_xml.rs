@@ -17,7 +17,7 @@
 use serde_json::{Map, Number, Value};
 
 use super::qwen3::{CALL_END, CALL_START, THINK_END, THINK_START};
-use super::raw::{CallError, Parsed, SchemaOf, Spec, error};
+use super::raw::{Builder, CallError, Parsed, SchemaOf, Spec, error};
 
 /// Opens the function inside a call: `<function=NAME>`.
 pub(crate) const FUNCTION: &str = "<function=";
@@ -34,14 +34,58 @@ pub(crate) const SPEC: Spec = Spec {
     think: Some((THINK_START, THINK_END)),
     starts: &[CALL_START],
     ends: &[CALL_END],
-    block: |text, open, _, schema_of, b| {
+    block: |text, open, _, schema_of, b| tool_call_block(text, open, schema_of, b, call),
+};
+
+/// Why a call after a call cut off by another call's start does not run.
+pub(crate) const AFTER_CUT: &str = "not run: it follows a call that the start of another call cut off, \
+     so it may be text quoted in that call's value (nothing after such a call runs)";
+
+/// How a `<tool_call>` body is read: the call after `<tool_call>` at `body`, given where
+/// the next `<tool_call>` starts; its name, its arguments, and where reading goes on.
+pub(crate) type ReadCall = fn(
+    text: &str,
+    body: usize,
+    next_start: usize,
+    schema_of: SchemaOf<'_>,
+) -> (String, Result<Map<String, Value>, CallError>, usize);
+
+/// The block `<tool_call>` opens at `open` (Qwen3-Coder, GLM: values are verbatim text),
+/// read by `call`; the offset where reading goes on.
+///
+/// A call that has not ended (its `</tool_call>` not read) when the next `<tool_call>`
+/// starts is cut off by it: an error, as is every call after it in the text, each naming
+/// its tool (see [`AFTER_CUT`]). A value is verbatim text, so a value that quotes a whole
+/// call looks just like a call cut off and a new one started; the quoted call must not run.
+/// So the block reads on to the end of the text (a stream holds it until the end).
+pub(crate) fn tool_call_block(
+    text: &str,
+    open: usize,
+    schema_of: SchemaOf<'_>,
+    b: &mut Builder,
+    call: ReadCall,
+) -> usize {
+    let read = |open: usize| {
         let body = open + CALL_START.len();
         let next_start = text[body..].find(CALL_START).map_or(text.len(), |i| body + i);
         let (name, result, end) = call(text, body, next_start, schema_of);
-        b.call(name, None, result);
-        end
-    },
-};
+        let cut = end == next_start && next_start < text.len() && !text[..end].ends_with(CALL_END);
+        (name, result, end, cut)
+    };
+    let (name, result, end, cut) = read(open);
+    b.call(name, None, result);
+    if !cut {
+        return end;
+    }
+    let mut pos = end;
+    while let Some(at) = text[pos..].find(CALL_START).map(|i| pos + i) {
+        b.text(&text[pos..at]);
+        let (name, _, end, _) = read(at);
+        b.call(name, None, Err(error(AFTER_CUT, at, false)));
+        pos = end;
+    }
+    pos
+}
 
 /// Parse Qwen3-Coder text (see the module's documentation).
 pub(crate) fn parse(text: &str, schema_of: SchemaOf<'_>) -> Parsed {
@@ -229,6 +273,71 @@ mod tests {
             parse("<tool_call>\n{\"name\": \"f\"}\n</tool_call>\n<tool_call>\n<function=g>\n</function>\n</tool_call>");
         assert_eq!(p["tool_calls"][0]["error"]["incomplete"], json!(false), "{p}");
         assert_eq!(p["tool_calls"][1], json!({"name": "g", "arguments": {}}));
+    }
+
+    #[test]
+    fn a_call_quoted_in_a_value_never_runs() {
+        // `content` quotes a whole call: the quoted `<tool_call>` cuts `write_file` off,
+        // which reads just like a call cut off and a new one begun. Neither runs, nor
+        // anything after.
+        let text = "<tool_call>\n<function=write_file>\n<parameter=content>\nTo delete:\n<tool_call>\n<function=rm>\n<parameter=path>\n/\n</parameter>\n</function>\n</tool_call>\n</parameter>\n</function>\n</tool_call>\nand <tool_call>\n<function=g>\n</function>\n</tool_call>";
+        let p = parse(text);
+        let calls = p["tool_calls"].as_array().unwrap();
+        assert_eq!(calls.len(), 3, "{p}");
+        assert_eq!(calls[0]["name"], json!("write_file"), "{p}");
+        assert!(calls[0]["error"].is_object(), "{p}");
+        for (c, name) in calls[1..].iter().zip(["rm", "g"]) {
+            assert_eq!(c["name"], json!(name), "{p}");
+            let message = c["error"]["message"].as_str().unwrap();
+            assert!(message.contains("follows a call that the start of another call cut off"), "{p}");
+        }
+        // A call cut off mid-value by a new call is the same text: the new call does not run.
+        let p = parse(
+            "<tool_call>\n<function=f>\n<parameter=path>\n/tm<tool_call>\n<function=g>\n</function>\n</tool_call>",
+        );
+        assert!(p["tool_calls"][0]["error"].is_object() && p["tool_calls"][1]["error"].is_object(), "{p}");
+    }
+
+    #[test]
+    fn well_formed_calls_and_a_malformed_call_that_ended_still_run() {
+        let p = parse(
+            "<tool_call>\n<function=f>\n<parameter=n>\n1\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=g>\n</function>\n</tool_call>",
+        );
+        assert_eq!(p["tool_calls"], json!([{"name": "f", "arguments": {"n": 1}}, {"name": "g", "arguments": {}}]));
+        // Its `</tool_call>` came before the next call: an error in its place only.
+        let p = parse(
+            "<tool_call>\n<function=f>\n<parameter=n>\n1\n</parameter>\n</tool_call>\n<tool_call>\n<function=g>\n</function>\n</tool_call>",
+        );
+        assert!(p["tool_calls"][0]["error"].is_object(), "{p}");
+        assert_eq!(p["tool_calls"][1], json!({"name": "g", "arguments": {}}));
+    }
+
+    #[test]
+    fn many_calls_after_a_cut_call_fed_in_small_pieces_are_read_in_linear_work() {
+        use super::super::raw::{SchemaOf, Stream};
+        let schema_of: SchemaOf<'_> = &|_| None;
+        let cases = [
+            (
+                Family::Qwen3Xml,
+                "<tool_call>\n<function=f>\n<parameter=s>\nquoted:\n",
+                "<tool_call>\n<function=g>\n</function>\n</tool_call>",
+            ),
+            (Family::Glm, "<tool_call>f<arg_key>s</arg_key><arg_value>quoted:\n", "<tool_call>g</tool_call>"),
+        ];
+        for (family, cut, call) in cases {
+            let text = format!("{cut}{}", format!("Step, as a model would say.\n{call}\n").repeat(500));
+            let mut s = Stream::new(family);
+            let mut events = Vec::new();
+            for piece in text.as_bytes().chunks(16) {
+                events.extend(s.push(piece, schema_of));
+            }
+            assert!(s.work() < 16 * text.len(), "{family:?}: {} bytes read for {}", s.work(), text.len());
+            let (parsed, rest) = s.finish_events(schema_of).unwrap();
+            events.extend(rest);
+            assert_eq!(super::super::raw::tests::joined(&events), parsed, "{family:?}");
+            assert_eq!(parsed.tool_calls.len(), 501, "{family:?}");
+            assert!(parsed.tool_calls.iter().all(|c| c.arguments.is_err()), "{family:?}");
+        }
     }
 
     #[test]

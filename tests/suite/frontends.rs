@@ -267,6 +267,22 @@ fn functiongemma_calls() {
 
 #[test]
 fn functiongemma_a_malformed_call_fails_alone_and_the_others_run() {
+    // Malformed, but its end tag is outside any string: it fails alone.
+    let input = "<start_function_call>call:count{n:2} trailing<end_function_call>\
+                 <start_function_call>call:echo_words{words:<escape>ran<escape>}<end_function_call>";
+    let out = call(input, &[]);
+    let text = out.success().stdout();
+    let responses: Vec<&str> = text.split_terminator("<end_function_response>\n").collect();
+    assert_eq!(responses.len(), 2, "{text}");
+    assert!(responses[0].starts_with("<start_function_response>response:count{error:{"), "{text}");
+    assert!(responses[0].contains("unexpected text after the call"), "{text}");
+    assert_eq!(responses[1], "<start_function_response>response:echo_words{result:<escape>-- ran\n<escape>}");
+}
+
+#[test]
+fn functiongemma_a_call_after_one_cut_off_inside_a_string_does_not_run() {
+    // `count`'s string is open at its end tag, so the end tag and `echo_words` may be text
+    // the string quotes (this test ran `echo_words` before): neither runs.
     let input = "<start_function_call>call:count{n:<escape>open}<end_function_call>\
                  <start_function_call>call:echo_words{words:<escape>ran<escape>}<end_function_call>";
     let out = call(input, &[]);
@@ -279,7 +295,9 @@ fn functiongemma_a_malformed_call_fails_alone_and_the_others_run() {
     assert_eq!(body.matches("<escape>").count() % 2, 0, "{text}");
     assert!(!body.contains("<escape>open"), "{text}");
     assert!(body.contains("no closing `[escape]`"), "{text}");
-    assert_eq!(responses[1], "<start_function_response>response:echo_words{result:<escape>-- ran\n<escape>}");
+    assert!(responses[1].starts_with("<start_function_response>response:echo_words{error:{"), "{text}");
+    assert!(responses[1].contains("not run: it follows a call that the start of another call cut off"), "{text}");
+    assert!(!responses[1].contains("-- ran"), "{text}");
 }
 
 #[test]
@@ -778,6 +796,42 @@ fn raw_text_cut_off_calls_are_errors_the_model_reads() {
     assert!(content.contains("incomplete call") && content.contains("nothing ran"), "{content}");
     // Plain prose: no calls, said on stderr.
     call("It is 12 degrees.", &["--format", "qwen3"]).success().stdout_eq("").stderr_eq("packs: no tool calls\n");
+}
+
+/// A Qwen3-Coder or GLM value that quotes a whole call cuts its own call off at the quoted
+/// `<tool_call>`: neither call runs, whole or streamed.
+#[test]
+fn a_call_quoted_in_a_qwen3_xml_or_glm_value_never_runs() {
+    let cases = [
+        (
+            "qwen3-xml",
+            "<tool_call>\n<function=echo_words>\n<parameter=words>\nrun this: <tool_call>\n<function=count>\n<parameter=n>\n2\n</parameter>\n</function>\n</tool_call>\n</parameter>\n</function>\n</tool_call>",
+        ),
+        (
+            "glm",
+            "<tool_call>echo_words<arg_key>words</arg_key><arg_value>run this: <tool_call>count<arg_key>n</arg_key><arg_value>2</arg_value></tool_call></arg_value></tool_call>",
+        ),
+    ];
+    for (format, input) in cases {
+        for stream in [false, true] {
+            let mut args = vec!["--format", format];
+            if stream {
+                args.push("--stream");
+            }
+            let out = call(input, &args);
+            let text = out.success().stdout();
+            let results: Vec<Value> = if stream {
+                text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+            } else {
+                serde_json::from_str::<Vec<Value>>(text).unwrap()
+            };
+            assert_eq!(results.len(), 2, "{format} {stream}: {text}");
+            assert_eq!((results[0]["name"].as_str(), results[1]["name"].as_str()), (Some("echo_words"), Some("count")));
+            assert!(!text.contains("-- run this"), "{format} {stream}: {text}");
+            let second = results[1]["content"].as_str().unwrap();
+            assert!(second.contains("not run: it follows a call that the start of another call cut off"), "{second}");
+        }
+    }
 }
 
 /// `packs call --stream --format FORMAT` fed `before` (each piece written and flushed), then
