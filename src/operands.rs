@@ -491,6 +491,8 @@ mod tests {
         assert_eq!(at("env", &["--chdir", "{{dir}}", "sort", "--", "{{f}}"]), 4);
         assert_eq!(at("env", &["-u", "{{var}}", "sort", "--", "{{f}}"]), 4);
         assert_eq!(at("ionice", &["-c", "3", "sort", "--", "{{f}}"]), 4);
+        // A lone `-` is an operand, not a flag: here flock's lock file.
+        assert_eq!(at("flock", &["-", "sort", "--", "{{f}}"]), 3);
         assert_eq!(at("env", &["A=1", "sh", "-c", "sort -- \"$1\"", "sh", "{{f}}"]), 4);
         assert_eq!(at("timeout", &["--signal=KILL", "10", "sort", "--", "{{f}}"]), 4);
     }
