@@ -449,6 +449,170 @@ mod tests {
         Arg::Group(items.iter().map(|s| s.to_string()).collect())
     }
 
+    fn rendered(
+        c: &Command,
+        params: &[&str],
+        given: Value,
+        defaults: Value,
+        context: Value,
+    ) -> Result<Rendered, RenderFailure> {
+        let t = CommandTemplate::compile(c, params).unwrap();
+        let given = given.as_object().unwrap().clone();
+        let mut resolved = defaults.as_object().unwrap().clone();
+        resolved.extend(given.clone());
+        let context = context.as_object().unwrap().clone();
+        t.render(&Values { given: &given, resolved: &resolved, context: &context })
+    }
+
+    fn lead(index: usize, field: &str, lead: Lead, params: &[&str], program: &str) -> DashLead {
+        let params = params.iter().map(|p| (*p).to_owned()).collect();
+        DashLead { index, field: field.into(), lead, params, next: Vec::new(), program: program.into() }
+    }
+
+    #[test]
+    fn a_value_that_leads_with_a_dash_before_the_options_end_is_reported_with_its_element_and_reader() {
+        // `timeout 5 sort {{f}} --key={{k}} -- {{g}}`: `f` is read by `sort` as an option,
+        // `--key=` is the manifest's own dash, and `g` comes after sort's `--`.
+        let c = cmd("timeout", vec![one("5"), one("sort"), one("{{f}}"), one("--key={{k}}"), one("--"), one("{{g}}")]);
+        let r = rendered(&c, &["f", "k", "g"], json!({"f": "-r", "k": "-1", "g": "-x"}), json!({}), json!({})).unwrap();
+        assert_eq!(r.argv, ["timeout", "5", "sort", "-r", "--key=-1", "--", "-x"]);
+        assert_eq!(r.dash_leads, [lead(3, "command.args.2", Lead::Param("f".into()), &["f"], "sort")]);
+        // Read by the wrapper itself (its duration), it is the wrapper's option.
+        let c = cmd("timeout", vec![group(&["-s", "{{sig}}"]), one("{{d}}"), one("sort")]);
+        let r = rendered(&c, &["sig", "d"], json!({"sig": "KILL", "d": "-5"}), json!({}), json!({})).unwrap();
+        assert_eq!(r.dash_leads, [lead(3, "command.args.1", Lead::Param("d".into()), &["d"], "timeout")]);
+    }
+
+    #[test]
+    fn a_splat_item_leads_only_when_the_call_gave_it() {
+        let c = cmd("sort", vec![one("{{files}}")]);
+        let r = rendered(&c, &["files"], json!({"files": ["a", "-b"]}), json!({}), json!({})).unwrap();
+        assert_eq!(r.argv, ["sort", "a", "-b"]);
+        assert_eq!(r.dash_leads, [lead(2, "command.args.0", Lead::Param("files".into()), &[], "sort")]);
+        // A default is the manifest's: it may lead with a dash.
+        let r = rendered(&c, &["files"], json!({}), json!({"files": ["-r", "a"]}), json!({})).unwrap();
+        assert_eq!(r.argv, ["sort", "-r", "a"]);
+        assert_eq!(r.dash_leads, []);
+    }
+
+    #[test]
+    fn a_value_a_block_writes_first_names_what_the_block_reads() {
+        let c =
+            cmd("sort", vec![one("{{#each vs}}{{this}}{{/each}}{{context.selection}}"), group(&["-m", "{{member}}"])]);
+        let r = rendered(
+            &c,
+            &["vs", "member"],
+            json!({"vs": ["-x"], "member": "-y"}),
+            json!({}),
+            json!({"selection": "s"}),
+        )
+        .unwrap();
+        assert_eq!(r.argv, ["sort", "-xs", "-m", "-y"]);
+        assert_eq!(
+            r.dash_leads,
+            [
+                lead(1, "command.args.0", Lead::Block, &["vs", "context.selection"], "sort"),
+                lead(3, "command.args.1.1", Lead::Param("member".into()), &["member"], "sort"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failure_names_the_element_and_its_template() {
+        const UNSET: &str = "{{secret.PACKS_TEST_SURELY_UNSET_SECRET}}";
+        let failure = |c: &Command| rendered(c, &[], json!({}), json!({}), json!({})).unwrap_err();
+        let f = failure(&cmd("x", vec![one("a"), group(&["--token", UNSET])]));
+        assert_eq!((f.field.as_str(), f.template.as_str()), ("command.args.1.1", UNSET));
+        assert!(f.message.contains("PACKS_TEST_SURELY_UNSET_SECRET` is not set"), "{}", f.message);
+        assert_eq!(failure(&cmd("x", vec![one(UNSET)])).field, "command.args.0");
+        let mut c = cmd("x", vec![]);
+        c.env.insert("TOKEN".into(), UNSET.into());
+        assert_eq!(failure(&c).field, "command.env.TOKEN");
+        let c = Command { cwd: Some(UNSET.into()), ..cmd("x", vec![]) };
+        assert_eq!(failure(&c).field, "command.cwd");
+        let c = Command { stdin: Some(UNSET.into()), ..cmd("x", vec![]) };
+        assert_eq!(failure(&c).field, "command.stdin");
+    }
+
+    #[test]
+    fn a_group_repeats_over_one_array_however_often_it_uses_it() {
+        let c = cmd("x", vec![group(&["--pair", "{{a}}", "{{a}}.bak"])]);
+        assert_eq!(
+            argv(c, &["a"], json!({"a": ["p", "q"]}), json!({})),
+            ["x", "--pair", "p", "p.bak", "--pair", "q", "q.bak"]
+        );
+        let c = cmd("x", vec![one("-v"), group(&["--map", "{{a}}", "{{b}}"])]);
+        let f = rendered(&c, &["a", "b"], json!({"a": ["p"], "b": ["q"]}), json!({}), json!({})).unwrap_err();
+        assert_eq!(f.field, "command.args.1");
+        assert_eq!(f.message, "a group may repeat over one array parameter, but uses `a` and `b`");
+    }
+
+    #[test]
+    fn env_and_secret_values_are_read_from_packs_environment() {
+        let path = std::env::var("PATH").expect("PATH is set where tests run");
+        let c = cmd("x", vec![one("{{env.PATH}}"), group(&["--token", "{{secret.PACKS_TEST_SURELY_UNSET_SECRET}}"])]);
+        let t = CommandTemplate::compile(&c, &[]).unwrap();
+        let (given, resolved, context) = (Map::new(), Map::new(), Map::new());
+        let values = Values { given: &given, resolved: &resolved, context: &context };
+        // A dry run renders the unset secret as `***`, and masks it.
+        let r = t.render_with_placeholder_secrets(&values).unwrap();
+        assert_eq!(r.argv, ["x", &path, "--token", "***"]);
+        assert_eq!(r.secrets, ["***"]);
+        // A real run needs it.
+        assert_eq!(t.render(&values).unwrap_err().field, "command.args.1.1");
+        let t = CommandTemplate::compile(&cmd("x", vec![one("{{secret.PATH}}")]), &[]).unwrap();
+        let r = t.render(&values).unwrap();
+        assert_eq!((r.argv, r.secrets), (vec!["x".to_owned(), path.clone()], vec![path]));
+    }
+
+    #[test]
+    fn only_a_parameter_that_reaches_the_program_on_stdin_alone_is_stdin_only() {
+        let mut c = cmd("x", vec![one("--name={{in_arg}}")]);
+        c.env.insert("V".into(), "{{in_env}}".into());
+        c.cwd = Some("{{in_cwd}}".into());
+        c.stdin = Some("{{data}} {{in_arg}} {{in_env}} {{in_cwd}}".into());
+        let params = ["data", "in_arg", "in_env", "in_cwd", "unread"];
+        let t = CommandTemplate::compile(&c, &params).unwrap();
+        let only: Vec<&str> = params.into_iter().filter(|p| t.only_on_stdin(p)).collect();
+        assert_eq!(only, ["data"]);
+        // Without `command.stdin` nothing is.
+        let t = CommandTemplate::compile(&cmd("x", vec![]), &["unread"]).unwrap();
+        assert!(!t.only_on_stdin("unread"));
+    }
+
+    #[test]
+    fn the_working_directory_is_unset_when_it_renders_empty() {
+        let c = Command { cwd: Some("{{dir}}".into()), ..cmd("x", vec![]) };
+        let cwd = |given| rendered(&c, &["dir"], given, json!({}), json!({})).unwrap().cwd;
+        assert_eq!(cwd(json!({})), None);
+        assert_eq!(cwd(json!({"dir": "sub"})), Some("sub".to_owned()));
+    }
+
+    #[test]
+    fn every_template_is_listed_with_its_site_in_manifest_order() {
+        let mut c = cmd("x", vec![one("a"), group(&["b", "{{p}}"])]);
+        c.env.insert("E".into(), "e".into());
+        c.cwd = Some("d".into());
+        c.stdin = Some("s".into());
+        let t = CommandTemplate::compile(&c, &["p"]).unwrap();
+        let listed: Vec<(String, String, &str)> = t
+            .templates()
+            .into_iter()
+            .map(|(site, t)| (site.to_string(), site.path().to_string(), t.source()))
+            .collect();
+        let want = [
+            ("command.args.0", "a"),
+            ("command.args.1.0", "b"),
+            ("command.args.1.1", "{{p}}"),
+            ("command.env.E", "e"),
+            ("command.cwd", "d"),
+            ("command.stdin", "s"),
+        ];
+        let want: Vec<(String, String, &str)> =
+            want.iter().map(|(f, s)| ((*f).to_owned(), (*f).to_owned(), *s)).collect();
+        assert_eq!(listed, want);
+    }
+
     #[test]
     fn hostile_values_stay_one_element() {
         let nasty = "a b; rm -rf / $(id) `id` \"q\" 'q' \n * -x";

@@ -367,9 +367,13 @@ fn start_of(name: &str, tokens: &[Token<'_>], args: &[Arg<'_>]) -> Option<usize>
 mod tests {
     use super::*;
 
+    /// The manifest's elements: a template is a value's, the rest plain text.
+    fn arguments<'a>(texts: &[&'a str]) -> Vec<Arg<'a>> {
+        texts.iter().map(|text| Arg { text, literal: !text.contains("{{") }).collect()
+    }
+
     fn at(program: &str, args: &[&str]) -> usize {
-        let args: Vec<Arg<'_>> = args.iter().map(|t| Arg { text: t, literal: !t.contains("{{") }).collect();
-        start(program, &args)
+        start(program, &arguments(args))
     }
 
     #[test]
@@ -440,5 +444,80 @@ mod tests {
         assert_eq!(resolve("nice", &args), Runs::Chosen { wrapper: "nice", at: 0 });
         let runs = resolve("nice", &[Arg { text: "sort", literal: true }]);
         assert_eq!(runs, Runs::Program { name: "sort", args: vec![], layers: vec![("nice", 0), ("sort", 1)] });
+    }
+
+    #[test]
+    fn only_a_shells_c_ends_options() {
+        // `grep -c` counts: the pattern and the file are still read as options.
+        assert_eq!(at("grep", &["-c", "{{pattern}}", "{{file}}"]), 3);
+        // A shell's other flags (`-x`, `-e`) start no script: the file after them is the
+        // script, and what follows it may still be read as options.
+        assert_eq!(at("bash", &["-x", "script.sh", "{{v}}"]), 3);
+        assert_eq!(at("sh", &["-e", "script.sh", "{{v}}"]), 3);
+        assert_eq!(at("bash", &["--rcfile", "rc", "script.sh", "{{v}}"]), 4);
+    }
+
+    #[test]
+    fn a_find_run_through_a_program_packs_does_not_know_still_ignores_double_dash() {
+        assert_eq!(at("strace", &["-f", "find", "--", "{{p}}"]), 4);
+        assert_eq!(at("chroot", &["/srv", "/usr/bin/find", ".", "--", "{{p}}"]), 5);
+    }
+
+    #[test]
+    fn a_wrappers_own_syntax_does_not_hide_the_double_dash_of_the_program_it_runs() {
+        // In each, `sort` reads `{{f}}`, and the `--` before it is a wrapper's.
+        for (program, args) in [
+            // `env`'s assignments, and `env -` (`env -i`), before another wrapper.
+            ("env", &["A=1", "timeout", "--", "10", "sort", "{{f}}"][..]),
+            ("env", &["-", "nice", "--", "sort", "{{f}}"]),
+            // A `--` ends one wrapper's options only.
+            ("nice", &["--", "env", "--", "sort", "{{f}}"]),
+            // The value of `-n`, clustered after another flag.
+            ("xargs", &["-0n", "1", "--", "sort", "{{f}}"]),
+            // `flock FILE PROGRAM` runs the program, not a shell.
+            ("flock", &["/tmp/lock", "env", "--", "sort", "{{f}}"]),
+            // A `"--"` inside one quoted word of `env -S`.
+            ("env", &["-S", "sort \"a -- b\"", "{{f}}"]),
+            // Long options, with their values attached or not.
+            ("timeout", &["--signal", "KILL", "10", "env", "--", "sort", "{{f}}"]),
+            ("timeout", &["--foreground", "10", "env", "--", "sort", "{{f}}"]),
+            ("timeout", &["--kill-after=5", "10", "env", "--", "sort", "{{f}}"]),
+            // A value written into a wrapper's option: read as that option.
+            ("nice", &["-n{{n}}", "env", "--", "sort", "{{f}}"]),
+        ] {
+            assert_eq!(at(program, args), args.len(), "{program} {args:?}");
+        }
+        // And where the wrapped program's own `--` is, past the same syntax.
+        assert_eq!(at("env", &["--chdir", "{{dir}}", "sort", "--", "{{f}}"]), 4);
+        assert_eq!(at("env", &["-u", "{{var}}", "sort", "--", "{{f}}"]), 4);
+        assert_eq!(at("ionice", &["-c", "3", "sort", "--", "{{f}}"]), 4);
+        // A lone `-` is an operand, not a flag: here flock's lock file.
+        assert_eq!(at("flock", &["-", "sort", "--", "{{f}}"]), 3);
+        assert_eq!(at("env", &["A=1", "sh", "-c", "sort -- \"$1\"", "sh", "{{f}}"]), 4);
+        assert_eq!(at("timeout", &["--signal=KILL", "10", "sort", "--", "{{f}}"]), 4);
+    }
+
+    #[test]
+    fn a_wrapper_that_runs_no_program_guards_everything() {
+        // `ionice -p PID...` and `busybox --install` run nothing: a `--` after them ends nothing.
+        assert_eq!(at("ionice", &["-p", "1", "sort", "--", "{{f}}"]), 5);
+        assert_eq!(at("ionice", &["--pid", "1", "sort", "--", "{{f}}"]), 5);
+        assert_eq!(at("busybox", &["--install", "--", "{{f}}"]), 3);
+    }
+
+    #[test]
+    fn the_argument_that_chooses_the_program_is_named() {
+        let runs = |program, texts: &[&'static str]| resolve(program, &arguments(texts));
+        assert_eq!(runs("env", &["-i", "-S", "{{s}}", "x"]), Runs::Chosen { wrapper: "env", at: 2 });
+        assert_eq!(runs("timeout", &["5", "{{p}}"]), Runs::Chosen { wrapper: "timeout", at: 1 });
+    }
+
+    #[test]
+    fn each_argument_before_the_options_end_is_read_by_the_program_of_its_layer() {
+        let args = arguments(&["-s", "{{sig}}", "5", "nice", "sort", "{{f}}"]);
+        let o = options("timeout", &args);
+        assert_eq!(o.end, 6);
+        let readers: Vec<&str> = (0..args.len()).map(|i| o.reader(i)).collect();
+        assert_eq!(readers, ["timeout", "timeout", "timeout", "timeout", "nice", "sort"]);
     }
 }
