@@ -223,11 +223,20 @@ fn resolve<'a>(mut schema: &'a Value, root: &'a Value) -> Option<&'a Map<String,
     None
 }
 
+/// How many schemas [`accepts_null`] looks at to judge one property: references that fan
+/// out (an `allOf` of two references to itself) would otherwise take exponential work.
+const MAX_JUDGED: usize = 10_000;
+
 /// Whether `schema` may accept `null`: false only when its `type`, `enum`, `const`, a `$ref`
 /// it points to, or all of its `anyOf` / `oneOf` branches (or one of `allOf`'s) rule it out.
-/// A schema it cannot judge is taken to accept `null`, so its `null` is kept.
+/// A schema it cannot judge (or not within [`MAX_JUDGED`] schemas) is taken to accept
+/// `null`, so its `null` is kept.
 fn accepts_null(schema: &Value, root: &Value) -> bool {
-    fn at(schema: &Value, root: &Value, refs: usize) -> bool {
+    fn at(schema: &Value, root: &Value, refs: usize, budget: &mut usize) -> bool {
+        if *budget == 0 {
+            return true;
+        }
+        *budget -= 1;
         let m = match schema {
             Value::Bool(b) => return *b,
             Value::Object(m) => m,
@@ -251,7 +260,7 @@ fn accepts_null(schema: &Value, root: &Value) -> bool {
                 .filter(|p| p.starts_with("/$defs/") || p.starts_with("/definitions/"))
                 .and_then(|p| root.pointer(p));
             if let Some(target) = target.filter(|_| refs < MAX_REFS)
-                && !at(target, root, refs + 1)
+                && !at(target, root, refs + 1, budget)
             {
                 return false;
             }
@@ -259,14 +268,15 @@ fn accepts_null(schema: &Value, root: &Value) -> bool {
         let branches = |k: &str| m.get(k).and_then(Value::as_array);
         for k in ["anyOf", "oneOf"] {
             if let Some(b) = branches(k)
-                && !b.iter().any(|b| at(b, root, refs))
+                && !b.iter().any(|b| at(b, root, refs, budget))
             {
                 return false;
             }
         }
-        branches("allOf").is_none_or(|b| b.iter().all(|b| at(b, root, refs)))
+        branches("allOf").is_none_or(|b| b.iter().all(|b| at(b, root, refs, budget)))
     }
-    at(schema, root, 0)
+    let mut budget = MAX_JUDGED;
+    at(schema, root, 0, &mut budget)
 }
 
 fn types(schema: &Map<String, Value>) -> Vec<&str> {
@@ -576,5 +586,27 @@ mod tests {
             "$defs": {"a": {"$ref": "#/$defs/a"}}
         });
         assert_eq!(stripped(args.clone(), cycle), args);
+    }
+
+    /// A schema whose references fan out (`allOf` of two references to itself, or a chain
+    /// of such) is judged in bounded work: a schema too costly to judge accepts `null`, so
+    /// its `null` is kept (validation then says what is wrong).
+    #[test]
+    fn a_fanning_ref_chain_is_judged_in_bounded_work() {
+        let args = json!({"a": null, "b": 1});
+        let fan = json!({
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/a"}, "b": {"type": "integer"}},
+            "$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/a"}, {"$ref": "#/$defs/a"}]}}
+        });
+        assert_eq!(stripped(args.clone(), fan), args);
+        let mut defs = Map::new();
+        for i in 0..40 {
+            let next = json!({"$ref": format!("#/$defs/d{}", i + 1)});
+            defs.insert(format!("d{i}"), json!({"anyOf": [next.clone(), next.clone(), {"type": "null"}]}));
+        }
+        defs.insert("d40".into(), json!({"type": "string"}));
+        let chain = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/d0"}}, "$defs": defs});
+        assert_eq!(stripped(args.clone(), chain), args);
     }
 }
