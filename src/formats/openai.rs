@@ -164,8 +164,9 @@ pub fn strict_gap(t: &Tool) -> Option<String> {
 /// a member is dropped only where it is a declared property of an object schema, not in
 /// its `required`, whose own schema does not accept `null` (so only the strict export made
 /// it nullable), and packs then applies its default. The walk follows `properties` into
-/// nested objects, `items` into arrays' elements and a local `$ref` (`#/$defs/…`,
-/// `#/definitions/…`). Every other `null` is kept: a required property's, one whose schema
+/// nested objects, `items` into arrays' elements, a local `$ref` (`#/$defs/…`,
+/// `#/definitions/…`), and the one branch of an `anyOf` / `oneOf` that may describe the
+/// object or array (pydantic's optional nested model). Every other `null` is kept: a required property's, one whose schema
 /// accepts `null` (`"deleted_at": null` meaning IS NULL), an undeclared member's (free-form
 /// objects, `additionalProperties`), an array element. A value the schema does not describe
 /// is left as it is, and so is everything when `schema` is not an object schema.
@@ -178,7 +179,7 @@ pub fn strip_nulls(args: &mut Value, schema: &Value) {
 const MAX_REFS: usize = 32;
 
 fn strip(value: &mut Value, schema: &Value, root: &Value) {
-    let Some(schema) = resolve(schema, root) else { return };
+    let Some(schema) = describing(value, schema, root, 0) else { return };
     match value {
         Value::Object(members) => {
             let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
@@ -205,6 +206,40 @@ fn strip(value: &mut Value, schema: &Value, root: &Value) {
             }
         }
         _ => {}
+    }
+}
+
+/// The object schema that describes `value` (an object or an array): `schema` itself when
+/// it has `properties` (an object) or `items` (an array), else the one branch of its `anyOf`
+/// or `oneOf` (or its only `allOf` schema) that may describe such a value, as pydantic
+/// writes an optional nested model (`anyOf: [{"$ref": …}, {"type": "null"}]`). None when
+/// none does, or two branches might (which one the value is cannot be told).
+fn describing<'a>(value: &Value, schema: &'a Value, root: &'a Value, depth: usize) -> Option<&'a Map<String, Value>> {
+    let m = resolve(schema, root)?;
+    let (key, kind) = match value {
+        Value::Object(_) => ("properties", "object"),
+        Value::Array(_) => ("items", "array"),
+        _ => return None,
+    };
+    if m.contains_key(key) || depth >= MAX_REFS {
+        return Some(m);
+    }
+    let branches: Vec<&Value> = match (m.get("anyOf").or_else(|| m.get("oneOf")), m.get("allOf")) {
+        (Some(Value::Array(b)), _) => b.iter().collect(),
+        (None, Some(Value::Array(b))) if b.len() == 1 => b.iter().collect(),
+        _ => return Some(m),
+    };
+    let may = |b: &&Value| {
+        resolve(b, root).is_none_or(|b| {
+            let types = types(b);
+            b.contains_key(key)
+                || types.contains(&kind)
+                || (types.is_empty() && !b.contains_key("enum") && !b.contains_key("const"))
+        })
+    };
+    match branches.into_iter().filter(may).collect::<Vec<_>>()[..] {
+        [one] => describing(value, one, root, depth + 1),
+        _ => None,
     }
 }
 
@@ -586,6 +621,34 @@ mod tests {
             "$defs": {"a": {"$ref": "#/$defs/a"}}
         });
         assert_eq!(stripped(args.clone(), cycle), args);
+    }
+
+    /// An optional nested model as pydantic writes it (`anyOf: [{"$ref": …}, {"type":
+    /// "null"}]`, or pydantic 1's `allOf: [{"$ref": …}]`) is stripped through the one
+    /// branch that describes an object (or an array): the strict-mode call validates; with
+    /// two such branches nothing inside is stripped (which one the value is cannot be told).
+    #[test]
+    fn a_nullable_nested_object_is_stripped_through_its_one_object_branch() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "inner": {"anyOf": [{"$ref": "#/$defs/Inner"}, {"type": "null"}], "default": null},
+                "old": {"allOf": [{"$ref": "#/$defs/Inner"}], "description": "pydantic 1"},
+                "list": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/Inner"}}, {"type": "null"}]},
+                "two": {"anyOf": [{"$ref": "#/$defs/Inner"}, {"type": "object", "properties": {"x": {"type": ["string", "null"]}}}]}
+            },
+            "required": ["two"],
+            "$defs": {"Inner": {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "integer"}}, "required": ["y"]}}
+        });
+        let sent = json!({
+            "inner": {"x": null, "y": 1},
+            "old": {"x": null, "y": 2},
+            "list": [{"x": null, "y": 3}],
+            "two": {"x": null, "y": 4}
+        });
+        assert!(jsonschema::is_valid(&strict_schema(&schema), &sent), "a strict-mode call");
+        let want = json!({"inner": {"y": 1}, "old": {"y": 2}, "list": [{"y": 3}], "two": {"x": null, "y": 4}});
+        assert_eq!(stripped(sent, schema), want);
     }
 
     /// A schema whose references fan out (`allOf` of two references to itself, or a chain

@@ -1387,7 +1387,8 @@ pub(crate) mod tests {
                 assert!(said.contains(&format!("`{b_marker}` ({b}) at byte {b_at}")), "{said}");
             }
         }
-        let qwen3_in_a_string = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"s\": \"<tool_call>{\\\"name\\\"\"}}\n</tool_call>";
+        let qwen3_in_a_string =
+            "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"s\": \"<tool_call>{\\\"name\\\"\"}}\n</tool_call>";
         assert_eq!(detect(qwen3_in_a_string), Ok(Some(Family::Qwen3)));
     }
 
@@ -1398,7 +1399,8 @@ pub(crate) mod tests {
     #[test]
     fn tool_call_families_that_disagree_are_refused() {
         let qwen3 = "<tool_call>\n{\"name\": \"rm\", \"arguments\": {}}\n</tool_call>";
-        let xml = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>";
+        let xml =
+            "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>";
         let glm = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>";
         let empty_glm = "<tool_call>get_time</tool_call>";
         for (a, a_family) in [(qwen3, Family::Qwen3), (xml, Family::Qwen3Xml), (glm, Family::Glm)] {
