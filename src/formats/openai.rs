@@ -164,7 +164,7 @@ pub fn strict_gap(t: &Tool) -> Option<String> {
 /// a member is dropped only where it is a declared property of an object schema, not in
 /// its `required`, whose own schema does not accept `null` (so only the strict export made
 /// it nullable), and packs then applies its default. The walk follows `properties` into
-/// nested objects, `items` into arrays' elements, a local `$ref` (`#/$defs/…`,
+/// nested objects, `items` into arrays' elements, a local `$ref` (`#`, `#/$defs/…`,
 /// `#/definitions/…`), and the one branch of an `anyOf` / `oneOf` that may describe the
 /// object or array (pydantic's optional nested model). Every other `null` is kept: a required property's, one whose schema
 /// accepts `null` (`"deleted_at": null` meaning IS NULL), an undeclared member's (free-form
@@ -243,17 +243,19 @@ fn describing<'a>(value: &Value, schema: &'a Value, root: &'a Value, depth: usiz
     }
 }
 
+/// The JSON pointer of a local `$ref`: the root (`#`), `#/$defs/…` or `#/definitions/…`.
+fn local(reference: &Value) -> Option<&str> {
+    let pointer = reference.as_str()?.strip_prefix('#')?;
+    (pointer.is_empty() || pointer.starts_with("/$defs/") || pointer.starts_with("/definitions/")).then_some(pointer)
+}
+
 /// `schema` with its local `$ref`s followed, or None when one cannot be (not local, missing,
 /// or a cycle).
 fn resolve<'a>(mut schema: &'a Value, root: &'a Value) -> Option<&'a Map<String, Value>> {
     for _ in 0..=MAX_REFS {
         let m = schema.as_object()?;
         let Some(reference) = m.get("$ref") else { return Some(m) };
-        let pointer = reference.as_str()?.strip_prefix('#')?;
-        if !(pointer.starts_with("/$defs/") || pointer.starts_with("/definitions/")) {
-            return None;
-        }
-        schema = root.pointer(pointer)?;
+        schema = root.pointer(local(reference)?)?;
     }
     None
 }
@@ -289,11 +291,7 @@ fn accepts_null(schema: &Value, root: &Value) -> bool {
             return false;
         }
         if let Some(reference) = m.get("$ref") {
-            let target = reference
-                .as_str()
-                .and_then(|r| r.strip_prefix('#'))
-                .filter(|p| p.starts_with("/$defs/") || p.starts_with("/definitions/"))
-                .and_then(|p| root.pointer(p));
+            let target = local(reference).and_then(|p| root.pointer(p));
             if let Some(target) = target.filter(|_| refs < MAX_REFS)
                 && !at(target, root, refs + 1, budget)
             {
@@ -649,6 +647,20 @@ mod tests {
         assert!(jsonschema::is_valid(&strict_schema(&schema), &sent), "a strict-mode call");
         let want = json!({"inner": {"y": 1}, "old": {"y": 2}, "list": [{"y": 3}], "two": {"x": null, "y": 4}});
         assert_eq!(stripped(sent, schema), want);
+    }
+
+    /// A recursive schema by `"$ref": "#"` (the root, as OpenAI's strict-mode examples
+    /// write a tree) is followed like a `$defs` reference.
+    #[test]
+    fn a_reference_to_the_root_is_followed() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"label": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#"}}},
+            "required": ["children"]
+        });
+        let sent = json!({"label": null, "children": [{"label": null, "children": []}]});
+        assert!(jsonschema::is_valid(&strict_schema(&schema), &sent), "a strict-mode call");
+        assert_eq!(stripped(sent, schema), json!({"children": [{"children": []}]}));
     }
 
     /// A schema whose references fan out (`allOf` of two references to itself, or a chain
