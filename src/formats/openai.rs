@@ -171,14 +171,35 @@ pub fn strict_gap(t: &Tool) -> Option<String> {
 /// objects, `additionalProperties`), an array element. A value the schema does not describe
 /// is left as it is, and so is everything when `schema` is not an object schema.
 pub fn strip_nulls(args: &mut Value, schema: &Value) {
-    strip(args, schema, schema);
+    strip(args, schema, schema, &mut Judged::default());
+}
+
+/// Which property schemas [`accepts_null`] judged in one [`strip_nulls`] (each judged once,
+/// however many objects of an array name it), and how many schemas it looked at in all.
+#[derive(Default)]
+struct Judged {
+    by_schema: std::collections::HashMap<*const Value, bool>,
+    work: usize,
+}
+
+impl Judged {
+    fn accepts_null(&mut self, schema: &Value, root: &Value) -> bool {
+        if let Some(known) = self.by_schema.get(&std::ptr::from_ref(schema)) {
+            return *known;
+        }
+        let mut budget = MAX_JUDGED;
+        let accepts = accepts_null(schema, root, &mut budget);
+        self.work += MAX_JUDGED - budget;
+        self.by_schema.insert(std::ptr::from_ref(schema), accepts);
+        accepts
+    }
 }
 
 /// How many `$ref`s in a row are followed before a schema is taken as unknown (a cycle of
 /// references that never reaches a value).
 const MAX_REFS: usize = 32;
 
-fn strip(value: &mut Value, schema: &Value, root: &Value) {
+fn strip(value: &mut Value, schema: &Value, root: &Value, judged: &mut Judged) {
     let Some(schema) = describing(value, schema, root, 0) else { return };
     match value {
         Value::Object(members) => {
@@ -192,17 +213,17 @@ fn strip(value: &mut Value, schema: &Value, root: &Value) {
                 .collect();
             members.retain(|name, v| {
                 let optional = !required.contains(&name.as_str());
-                !(v.is_null() && optional && properties.get(name).is_some_and(|p| !accepts_null(p, root)))
+                !(v.is_null() && optional && properties.get(name).is_some_and(|p| !judged.accepts_null(p, root)))
             });
             for (name, v) in members.iter_mut() {
                 if let Some(p) = properties.get(name) {
-                    strip(v, p, root);
+                    strip(v, p, root, judged);
                 }
             }
         }
         Value::Array(elements) => {
             if let Some(items) = schema.get("items").filter(|i| i.is_object()) {
-                elements.iter_mut().for_each(|e| strip(e, items, root));
+                elements.iter_mut().for_each(|e| strip(e, items, root, judged));
             }
         }
         _ => {}
@@ -268,7 +289,7 @@ const MAX_JUDGED: usize = 10_000;
 /// it points to, or all of its `anyOf` / `oneOf` branches (or one of `allOf`'s) rule it out.
 /// A schema it cannot judge (or not within [`MAX_JUDGED`] schemas) is taken to accept
 /// `null`, so its `null` is kept.
-fn accepts_null(schema: &Value, root: &Value) -> bool {
+fn accepts_null(schema: &Value, root: &Value, budget: &mut usize) -> bool {
     fn at(schema: &Value, root: &Value, refs: usize, budget: &mut usize) -> bool {
         if *budget == 0 {
             return true;
@@ -308,8 +329,7 @@ fn accepts_null(schema: &Value, root: &Value) -> bool {
         }
         branches("allOf").is_none_or(|b| b.iter().all(|b| at(b, root, refs, budget)))
     }
-    let mut budget = MAX_JUDGED;
-    at(schema, root, 0, &mut budget)
+    at(schema, root, 0, budget)
 }
 
 fn types(schema: &Map<String, Value>) -> Vec<&str> {
@@ -683,5 +703,22 @@ mod tests {
         defs.insert("d40".into(), json!({"type": "string"}));
         let chain = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/d0"}}, "$defs": defs});
         assert_eq!(stripped(args.clone(), chain), args);
+    }
+
+    /// Each property schema is judged once per call: an array of many objects naming a
+    /// property whose schema costs the most to judge costs that once, not once per object.
+    #[test]
+    fn a_property_schema_is_judged_once_however_many_objects_name_it() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"rows": {"type": "array", "items": {"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}}}},
+            "$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/a"}]}}
+        });
+        let mut args = json!({"rows": vec![json!({"a": null}); 100]});
+        let want = args.clone();
+        let mut judged = Judged::default();
+        strip(&mut args, &schema, &schema, &mut judged);
+        assert_eq!(args, want);
+        assert_eq!(judged.work, MAX_JUDGED);
     }
 }
