@@ -7,6 +7,9 @@
 //! schema strict mode cannot say ([`strict_gap`]) is exported plain. Responses:
 //! `{"type": "function", "name", "description", "parameters", "strict": false}`.
 
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
 use serde_json::{Map, Value, json};
 
 use crate::tool::Tool;
@@ -174,24 +177,48 @@ pub fn strip_nulls(args: &mut Value, schema: &Value) {
     strip(args, schema, schema, &mut Judged::default());
 }
 
-/// Which property schemas [`accepts_null`] judged in one [`strip_nulls`] (each judged once,
-/// however many objects of an array name it), and how many schemas it looked at in all.
+/// What one [`strip_nulls`] learnt of its schema, each thing once however many values of an
+/// array it applies to: whether a property schema accepts `null` ([`accepts_null`]), the
+/// schema that describes an object or array ([`describing`]), an object schema's
+/// `required`; and how many schemas, branches and names it looked at in all.
 #[derive(Default)]
-struct Judged {
-    by_schema: std::collections::HashMap<*const Value, bool>,
+struct Judged<'a> {
+    accepts: HashMap<*const Value, bool>,
+    described: HashMap<(*const Value, bool), Option<&'a Map<String, Value>>>,
+    required: HashMap<*const Map<String, Value>, Rc<HashSet<&'a str>>>,
     work: usize,
 }
 
-impl Judged {
+impl<'a> Judged<'a> {
     fn accepts_null(&mut self, schema: &Value, root: &Value) -> bool {
-        if let Some(known) = self.by_schema.get(&std::ptr::from_ref(schema)) {
+        if let Some(known) = self.accepts.get(&std::ptr::from_ref(schema)) {
             return *known;
         }
         let mut budget = MAX_JUDGED;
         let accepts = accepts_null(schema, root, &mut budget);
         self.work += MAX_JUDGED - budget;
-        self.by_schema.insert(std::ptr::from_ref(schema), accepts);
+        self.accepts.insert(std::ptr::from_ref(schema), accepts);
         accepts
+    }
+
+    fn describing(&mut self, value: &Value, schema: &'a Value, root: &'a Value) -> Option<&'a Map<String, Value>> {
+        let key = (std::ptr::from_ref(schema), value.is_object());
+        if let Some(known) = self.described.get(&key) {
+            return *known;
+        }
+        let found = describing(value, schema, root, 0, &mut self.work);
+        self.described.insert(key, found);
+        found
+    }
+
+    fn required(&mut self, schema: &'a Map<String, Value>) -> Rc<HashSet<&'a str>> {
+        let work = &mut self.work;
+        let names = self.required.entry(std::ptr::from_ref(schema)).or_insert_with(|| {
+            let names = schema.get("required").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+            *work += names.len();
+            Rc::new(names.iter().filter_map(Value::as_str).collect())
+        });
+        Rc::clone(names)
     }
 }
 
@@ -199,20 +226,17 @@ impl Judged {
 /// references that never reaches a value).
 const MAX_REFS: usize = 32;
 
-fn strip(value: &mut Value, schema: &Value, root: &Value, judged: &mut Judged) {
-    let Some(schema) = describing(value, schema, root, 0) else { return };
+fn strip<'a>(value: &mut Value, schema: &'a Value, root: &'a Value, judged: &mut Judged<'a>) {
+    if !(value.is_object() || value.is_array()) {
+        return;
+    }
+    let Some(schema) = judged.describing(value, schema, root) else { return };
     match value {
         Value::Object(members) => {
             let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
-            let required: Vec<&str> = schema
-                .get("required")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
+            let required = judged.required(schema);
             members.retain(|name, v| {
-                let optional = !required.contains(&name.as_str());
+                let optional = !required.contains(name.as_str());
                 !(v.is_null() && optional && properties.get(name).is_some_and(|p| !judged.accepts_null(p, root)))
             });
             for (name, v) in members.iter_mut() {
@@ -234,8 +258,15 @@ fn strip(value: &mut Value, schema: &Value, root: &Value, judged: &mut Judged) {
 /// it has `properties` (an object) or `items` (an array), else the one branch of its `anyOf`
 /// or `oneOf` (or its only `allOf` schema) that may describe such a value, as pydantic
 /// writes an optional nested model (`anyOf: [{"$ref": …}, {"type": "null"}]`). None when
-/// none does, or two branches might (which one the value is cannot be told).
-fn describing<'a>(value: &Value, schema: &'a Value, root: &'a Value, depth: usize) -> Option<&'a Map<String, Value>> {
+/// none does, or two branches might (which one the value is cannot be told). `work` counts
+/// the branches looked at.
+fn describing<'a>(
+    value: &Value,
+    schema: &'a Value,
+    root: &'a Value,
+    depth: usize,
+    work: &mut usize,
+) -> Option<&'a Map<String, Value>> {
     let m = resolve(schema, root)?;
     let (key, kind) = match value {
         Value::Object(_) => ("properties", "object"),
@@ -250,6 +281,7 @@ fn describing<'a>(value: &Value, schema: &'a Value, root: &'a Value, depth: usiz
         (None, Some(Value::Array(b))) if b.len() == 1 => b.iter().collect(),
         _ => return Some(m),
     };
+    *work += branches.len();
     let may = |b: &&Value| {
         resolve(b, root).is_none_or(|b| {
             let types = types(b);
@@ -259,7 +291,7 @@ fn describing<'a>(value: &Value, schema: &'a Value, root: &'a Value, depth: usiz
         })
     };
     match branches.into_iter().filter(may).collect::<Vec<_>>()[..] {
-        [one] => describing(value, one, root, depth + 1),
+        [one] => describing(value, one, root, depth + 1, work),
         _ => None,
     }
 }
@@ -703,6 +735,28 @@ mod tests {
         defs.insert("d40".into(), json!({"type": "string"}));
         let chain = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/d0"}}, "$defs": defs});
         assert_eq!(stripped(args.clone(), chain), args);
+    }
+
+    /// What a call learns of its schema it learns once: an array of many objects, each
+    /// described by one branch of a huge `anyOf` with a huge `required`, costs as much work
+    /// for 1,000 objects as for 10.
+    #[test]
+    fn a_huge_any_of_or_required_is_read_once_however_many_objects() {
+        let mut branches: Vec<Value> = (0..1000).map(|i| json!({"type": "string", "maxLength": i})).collect();
+        let required: Vec<String> = (0..1000).map(|i| format!("r{i}")).collect();
+        branches.push(json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": required}));
+        let schema = json!({
+            "type": "object",
+            "properties": {"rows": {"type": "array", "items": {"anyOf": branches}}}
+        });
+        let work = |n: usize| {
+            let mut args = json!({"rows": vec![json!({"a": null, "b": 1}); n]});
+            let mut judged = Judged::default();
+            strip(&mut args, &schema, &schema, &mut judged);
+            assert_eq!(args["rows"][n - 1], json!({"b": 1}));
+            judged.work
+        };
+        assert_eq!(work(10), work(1000));
     }
 
     /// Each property schema is judged once per call: an array of many objects naming a
