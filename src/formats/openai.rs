@@ -7,6 +7,9 @@
 //! schema strict mode cannot say ([`strict_gap`]) is exported plain. Responses:
 //! `{"type": "function", "name", "description", "parameters", "strict": false}`.
 
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
 use serde_json::{Map, Value, json};
 
 use crate::tool::Tool;
@@ -164,48 +167,139 @@ pub fn strict_gap(t: &Tool) -> Option<String> {
 /// a member is dropped only where it is a declared property of an object schema, not in
 /// its `required`, whose own schema does not accept `null` (so only the strict export made
 /// it nullable), and packs then applies its default. The walk follows `properties` into
-/// nested objects, `items` into arrays' elements and a local `$ref` (`#/$defs/…`,
-/// `#/definitions/…`). Every other `null` is kept: a required property's, one whose schema
+/// nested objects, `items` into arrays' elements, a local `$ref` (`#`, `#/$defs/…`,
+/// `#/definitions/…`), and the one branch of an `anyOf` / `oneOf` that may describe the
+/// object or array (pydantic's optional nested model). Every other `null` is kept: a required property's, one whose schema
 /// accepts `null` (`"deleted_at": null` meaning IS NULL), an undeclared member's (free-form
 /// objects, `additionalProperties`), an array element. A value the schema does not describe
 /// is left as it is, and so is everything when `schema` is not an object schema.
 pub fn strip_nulls(args: &mut Value, schema: &Value) {
-    strip(args, schema, schema);
+    strip(args, schema, schema, &mut Judged::default());
+}
+
+/// What one [`strip_nulls`] learnt of its schema, each thing once however many values of an
+/// array it applies to: whether a property schema accepts `null` ([`accepts_null`]), the
+/// schema that describes an object or array ([`describing`]), an object schema's
+/// `required`; and how many schemas, branches and names it looked at in all.
+#[derive(Default)]
+struct Judged<'a> {
+    accepts: HashMap<*const Value, bool>,
+    described: HashMap<(*const Value, bool), Option<&'a Map<String, Value>>>,
+    required: HashMap<*const Map<String, Value>, Rc<HashSet<&'a str>>>,
+    work: usize,
+}
+
+impl<'a> Judged<'a> {
+    fn accepts_null(&mut self, schema: &Value, root: &Value) -> bool {
+        if let Some(known) = self.accepts.get(&std::ptr::from_ref(schema)) {
+            return *known;
+        }
+        let mut budget = MAX_JUDGED;
+        let accepts = accepts_null(schema, root, &mut budget);
+        self.work += MAX_JUDGED - budget;
+        self.accepts.insert(std::ptr::from_ref(schema), accepts);
+        accepts
+    }
+
+    fn describing(&mut self, value: &Value, schema: &'a Value, root: &'a Value) -> Option<&'a Map<String, Value>> {
+        let key = (std::ptr::from_ref(schema), value.is_object());
+        if let Some(known) = self.described.get(&key) {
+            return *known;
+        }
+        let found = describing(value, schema, root, 0, &mut self.work);
+        self.described.insert(key, found);
+        found
+    }
+
+    fn required(&mut self, schema: &'a Map<String, Value>) -> Rc<HashSet<&'a str>> {
+        let work = &mut self.work;
+        let names = self.required.entry(std::ptr::from_ref(schema)).or_insert_with(|| {
+            let names = schema.get("required").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+            *work += names.len();
+            Rc::new(names.iter().filter_map(Value::as_str).collect())
+        });
+        Rc::clone(names)
+    }
 }
 
 /// How many `$ref`s in a row are followed before a schema is taken as unknown (a cycle of
 /// references that never reaches a value).
 const MAX_REFS: usize = 32;
 
-fn strip(value: &mut Value, schema: &Value, root: &Value) {
-    let Some(schema) = resolve(schema, root) else { return };
+fn strip<'a>(value: &mut Value, schema: &'a Value, root: &'a Value, judged: &mut Judged<'a>) {
+    if !(value.is_object() || value.is_array()) {
+        return;
+    }
+    let Some(schema) = judged.describing(value, schema, root) else { return };
     match value {
         Value::Object(members) => {
             let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
-            let required: Vec<&str> = schema
-                .get("required")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
+            let required = judged.required(schema);
             members.retain(|name, v| {
-                let optional = !required.contains(&name.as_str());
-                !(v.is_null() && optional && properties.get(name).is_some_and(|p| !accepts_null(p, root)))
+                let optional = !required.contains(name.as_str());
+                !(v.is_null() && optional && properties.get(name).is_some_and(|p| !judged.accepts_null(p, root)))
             });
             for (name, v) in members.iter_mut() {
                 if let Some(p) = properties.get(name) {
-                    strip(v, p, root);
+                    strip(v, p, root, judged);
                 }
             }
         }
         Value::Array(elements) => {
             if let Some(items) = schema.get("items").filter(|i| i.is_object()) {
-                elements.iter_mut().for_each(|e| strip(e, items, root));
+                elements.iter_mut().for_each(|e| strip(e, items, root, judged));
             }
         }
         _ => {}
     }
+}
+
+/// The object schema that describes `value` (an object or an array): `schema` itself when
+/// it has `properties` (an object) or `items` (an array), else the one branch of its `anyOf`
+/// or `oneOf` (or its only `allOf` schema) that may describe such a value, as pydantic
+/// writes an optional nested model (`anyOf: [{"$ref": …}, {"type": "null"}]`). None when
+/// none does, or two branches might (which one the value is cannot be told). `work` counts
+/// the branches looked at.
+fn describing<'a>(
+    value: &Value,
+    schema: &'a Value,
+    root: &'a Value,
+    depth: usize,
+    work: &mut usize,
+) -> Option<&'a Map<String, Value>> {
+    let m = resolve(schema, root)?;
+    let (key, kind) = match value {
+        Value::Object(_) => ("properties", "object"),
+        Value::Array(_) => ("items", "array"),
+        _ => return None,
+    };
+    if m.contains_key(key) || depth >= MAX_REFS {
+        return Some(m);
+    }
+    let branches: Vec<&Value> = match (m.get("anyOf").or_else(|| m.get("oneOf")), m.get("allOf")) {
+        (Some(Value::Array(b)), _) => b.iter().collect(),
+        (None, Some(Value::Array(b))) if b.len() == 1 => b.iter().collect(),
+        _ => return Some(m),
+    };
+    *work += branches.len();
+    let may = |b: &&Value| {
+        resolve(b, root).is_none_or(|b| {
+            let types = types(b);
+            b.contains_key(key)
+                || types.contains(&kind)
+                || (types.is_empty() && !b.contains_key("enum") && !b.contains_key("const"))
+        })
+    };
+    match branches.into_iter().filter(may).collect::<Vec<_>>()[..] {
+        [one] => describing(value, one, root, depth + 1, work),
+        _ => None,
+    }
+}
+
+/// The JSON pointer of a local `$ref`: the root (`#`), `#/$defs/…` or `#/definitions/…`.
+fn local(reference: &Value) -> Option<&str> {
+    let pointer = reference.as_str()?.strip_prefix('#')?;
+    (pointer.is_empty() || pointer.starts_with("/$defs/") || pointer.starts_with("/definitions/")).then_some(pointer)
 }
 
 /// `schema` with its local `$ref`s followed, or None when one cannot be (not local, missing,
@@ -214,20 +308,25 @@ fn resolve<'a>(mut schema: &'a Value, root: &'a Value) -> Option<&'a Map<String,
     for _ in 0..=MAX_REFS {
         let m = schema.as_object()?;
         let Some(reference) = m.get("$ref") else { return Some(m) };
-        let pointer = reference.as_str()?.strip_prefix('#')?;
-        if !(pointer.starts_with("/$defs/") || pointer.starts_with("/definitions/")) {
-            return None;
-        }
-        schema = root.pointer(pointer)?;
+        schema = root.pointer(local(reference)?)?;
     }
     None
 }
 
+/// How many schemas [`accepts_null`] looks at to judge one property: references that fan
+/// out (an `allOf` of two references to itself) would otherwise take exponential work.
+const MAX_JUDGED: usize = 10_000;
+
 /// Whether `schema` may accept `null`: false only when its `type`, `enum`, `const`, a `$ref`
 /// it points to, or all of its `anyOf` / `oneOf` branches (or one of `allOf`'s) rule it out.
-/// A schema it cannot judge is taken to accept `null`, so its `null` is kept.
-fn accepts_null(schema: &Value, root: &Value) -> bool {
-    fn at(schema: &Value, root: &Value, refs: usize) -> bool {
+/// A schema it cannot judge (or not within [`MAX_JUDGED`] schemas) is taken to accept
+/// `null`, so its `null` is kept.
+fn accepts_null(schema: &Value, root: &Value, budget: &mut usize) -> bool {
+    fn at(schema: &Value, root: &Value, refs: usize, budget: &mut usize) -> bool {
+        if *budget == 0 {
+            return true;
+        }
+        *budget -= 1;
         let m = match schema {
             Value::Bool(b) => return *b,
             Value::Object(m) => m,
@@ -245,13 +344,9 @@ fn accepts_null(schema: &Value, root: &Value) -> bool {
             return false;
         }
         if let Some(reference) = m.get("$ref") {
-            let target = reference
-                .as_str()
-                .and_then(|r| r.strip_prefix('#'))
-                .filter(|p| p.starts_with("/$defs/") || p.starts_with("/definitions/"))
-                .and_then(|p| root.pointer(p));
+            let target = local(reference).and_then(|p| root.pointer(p));
             if let Some(target) = target.filter(|_| refs < MAX_REFS)
-                && !at(target, root, refs + 1)
+                && !at(target, root, refs + 1, budget)
             {
                 return false;
             }
@@ -259,14 +354,14 @@ fn accepts_null(schema: &Value, root: &Value) -> bool {
         let branches = |k: &str| m.get(k).and_then(Value::as_array);
         for k in ["anyOf", "oneOf"] {
             if let Some(b) = branches(k)
-                && !b.iter().any(|b| at(b, root, refs))
+                && !b.iter().any(|b| at(b, root, refs, budget))
             {
                 return false;
             }
         }
-        branches("allOf").is_none_or(|b| b.iter().all(|b| at(b, root, refs)))
+        branches("allOf").is_none_or(|b| b.iter().all(|b| at(b, root, refs, budget)))
     }
-    at(schema, root, 0)
+    at(schema, root, 0, budget)
 }
 
 fn types(schema: &Map<String, Value>) -> Vec<&str> {
@@ -576,5 +671,108 @@ mod tests {
             "$defs": {"a": {"$ref": "#/$defs/a"}}
         });
         assert_eq!(stripped(args.clone(), cycle), args);
+    }
+
+    /// An optional nested model as pydantic writes it (`anyOf: [{"$ref": …}, {"type":
+    /// "null"}]`, or pydantic 1's `allOf: [{"$ref": …}]`) is stripped through the one
+    /// branch that describes an object (or an array): the strict-mode call validates; with
+    /// two such branches nothing inside is stripped (which one the value is cannot be told).
+    #[test]
+    fn a_nullable_nested_object_is_stripped_through_its_one_object_branch() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "inner": {"anyOf": [{"$ref": "#/$defs/Inner"}, {"type": "null"}], "default": null},
+                "old": {"allOf": [{"$ref": "#/$defs/Inner"}], "description": "pydantic 1"},
+                "list": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/Inner"}}, {"type": "null"}]},
+                "two": {"anyOf": [{"$ref": "#/$defs/Inner"}, {"type": "object", "properties": {"x": {"type": ["string", "null"]}}}]}
+            },
+            "required": ["two"],
+            "$defs": {"Inner": {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "integer"}}, "required": ["y"]}}
+        });
+        let sent = json!({
+            "inner": {"x": null, "y": 1},
+            "old": {"x": null, "y": 2},
+            "list": [{"x": null, "y": 3}],
+            "two": {"x": null, "y": 4}
+        });
+        assert!(jsonschema::is_valid(&strict_schema(&schema), &sent), "a strict-mode call");
+        let want = json!({"inner": {"y": 1}, "old": {"y": 2}, "list": [{"y": 3}], "two": {"x": null, "y": 4}});
+        assert_eq!(stripped(sent, schema), want);
+    }
+
+    /// A recursive schema by `"$ref": "#"` (the root, as OpenAI's strict-mode examples
+    /// write a tree) is followed like a `$defs` reference.
+    #[test]
+    fn a_reference_to_the_root_is_followed() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"label": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#"}}},
+            "required": ["children"]
+        });
+        let sent = json!({"label": null, "children": [{"label": null, "children": []}]});
+        assert!(jsonschema::is_valid(&strict_schema(&schema), &sent), "a strict-mode call");
+        assert_eq!(stripped(sent, schema), json!({"children": [{"children": []}]}));
+    }
+
+    /// A schema whose references fan out (`allOf` of two references to itself, or a chain
+    /// of such) is judged in bounded work: a schema too costly to judge accepts `null`, so
+    /// its `null` is kept (validation then says what is wrong).
+    #[test]
+    fn a_fanning_ref_chain_is_judged_in_bounded_work() {
+        let args = json!({"a": null, "b": 1});
+        let fan = json!({
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/a"}, "b": {"type": "integer"}},
+            "$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/a"}, {"$ref": "#/$defs/a"}]}}
+        });
+        assert_eq!(stripped(args.clone(), fan), args);
+        let mut defs = Map::new();
+        for i in 0..40 {
+            let next = json!({"$ref": format!("#/$defs/d{}", i + 1)});
+            defs.insert(format!("d{i}"), json!({"anyOf": [next.clone(), next.clone(), {"type": "null"}]}));
+        }
+        defs.insert("d40".into(), json!({"type": "string"}));
+        let chain = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/d0"}}, "$defs": defs});
+        assert_eq!(stripped(args.clone(), chain), args);
+    }
+
+    /// What a call learns of its schema it learns once: an array of many objects, each
+    /// described by one branch of a huge `anyOf` with a huge `required`, costs as much work
+    /// for 1,000 objects as for 10.
+    #[test]
+    fn a_huge_any_of_or_required_is_read_once_however_many_objects() {
+        let mut branches: Vec<Value> = (0..1000).map(|i| json!({"type": "string", "maxLength": i})).collect();
+        let required: Vec<String> = (0..1000).map(|i| format!("r{i}")).collect();
+        branches.push(json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": required}));
+        let schema = json!({
+            "type": "object",
+            "properties": {"rows": {"type": "array", "items": {"anyOf": branches}}}
+        });
+        let work = |n: usize| {
+            let mut args = json!({"rows": vec![json!({"a": null, "b": 1}); n]});
+            let mut judged = Judged::default();
+            strip(&mut args, &schema, &schema, &mut judged);
+            assert_eq!(args["rows"][n - 1], json!({"b": 1}));
+            judged.work
+        };
+        assert_eq!(work(10), work(1000));
+    }
+
+    /// Each property schema is judged once per call: an array of many objects naming a
+    /// property whose schema costs the most to judge costs that once, not once per object.
+    #[test]
+    fn a_property_schema_is_judged_once_however_many_objects_name_it() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"rows": {"type": "array", "items": {"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}}}},
+            "$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/a"}]}}
+        });
+        let mut args = json!({"rows": vec![json!({"a": null}); 100]});
+        let want = args.clone();
+        let mut judged = Judged::default();
+        strip(&mut args, &schema, &schema, &mut judged);
+        assert_eq!(args, want);
+        assert_eq!(judged.work, MAX_JUDGED);
     }
 }

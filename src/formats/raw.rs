@@ -144,13 +144,14 @@ pub fn parse(text: &str, family: Family, schema_of: SchemaOf<'_>) -> Parsed {
 /// `<｜tool▁calls▁begin｜>` or `<｜DSML｜function_calls>`; Gemma 4's `<|tool_call>` or
 /// `<|channel>`; `<tool_call>`, the family told by what follows its first one: `<function=`
 /// (qwen3-xml), `{` or nothing (qwen3), a name (glm); Mistral's `[TOOL_CALLS]` or `[THINK]`;
-/// Llama's `<|python_tag|>` or `<|python_start|>`; FunctionGemma's `<start_function_call>`.
-/// Text with none of those is qwen3 when it holds `<think>` or `</think>` (which several
-/// families write), llama3 when it starts with `{"name"` or `{"type"` (a JSON call) or
-/// `[NAME(` (a pythonic list of calls).
+/// Llama's `<|python_tag|>` or `<|python_start|>`, and text that starts with `{"name"` or
+/// `{"type"` (a JSON call) or `[NAME(` (a pythonic list of calls); FunctionGemma's
+/// `<start_function_call>`. Text with none of those is qwen3 when it holds `<think>` or
+/// `</think>` (which several families write).
 ///
 /// Text with the markers of two families (a Qwen3 answer that quotes Harmony's
-/// `<|channel|>`) cannot be told: read as the one, it loses that one's calls, or runs a call
+/// `<|channel|>`, or a later `<tool_call>` that plainly starts another `<tool_call>`
+/// family's call) cannot be told: read as the one, it loses that one's calls, or runs a call
 /// the model only quoted. It is refused, naming the first marker of each.
 pub fn detect(text: &str) -> Result<Option<Family>, Ambiguous> {
     use super::{deepseek, functiongemma, gemma4, gpt_oss, kimi, llama3, mistral, qwen3, qwen3_xml};
@@ -171,6 +172,17 @@ pub fn detect(text: &str) -> Result<Option<Family>, Ambiguous> {
             markers.iter().filter_map(|m| text.find(m).map(|at| (at, *m, *family))).min_by_key(|(at, ..)| *at)
         })
         .collect();
+    // A Llama 3 call that starts the text is the first of Llama's markers.
+    let start = text.len() - text.trim_start().len();
+    let llama = if llama3::starts_like_a_call(text) {
+        Some(if text[start + 1..].trim_start().starts_with("\"type\"") { "{\"type\"" } else { "{\"name\"" })
+    } else {
+        llama3::starts_like_a_list(text).then_some("[NAME(")
+    };
+    if let Some(marker) = llama {
+        found.retain(|(.., family)| *family != Family::Llama3);
+        found.push((start, marker, Family::Llama3));
+    }
     found.sort_unstable_by_key(|(at, ..)| *at);
     for (at, marker, family) in &mut found {
         if *marker == qwen3::CALL_START {
@@ -184,12 +196,43 @@ pub fn detect(text: &str) -> Result<Option<Family>, Ambiguous> {
             };
         }
     }
+    // A later `<tool_call>` that starts a call of another `<tool_call>` family (a quoted
+    // Qwen3 call before a Qwen3-Coder one) is that family's marker.
+    if let Some(&(first, marker, family)) = found.iter().find(|(_, m, _)| *m == qwen3::CALL_START) {
+        let from = first + marker.len();
+        let other = text[from..].match_indices(marker).find_map(|(i, _)| {
+            let at = from + i;
+            tool_call_family(&text[at + marker.len()..]).filter(|f| *f != family).map(|f| (at, marker, f))
+        });
+        if let Some(other) = other {
+            found.push(other);
+            found.sort_unstable_by_key(|(at, ..)| *at);
+        }
+    }
     match found[..] {
         [] if text.contains(qwen3::THINK_END) || text.contains(qwen3::THINK_START) => Ok(Some(Family::Qwen3)),
         [] => Ok((llama3::starts_like_a_call(text) || llama3::starts_like_a_list(text)).then_some(Family::Llama3)),
         [(_, _, family)] => Ok(Some(family)),
         [first, second, ..] => Err(Ambiguous { markers: [first, second] }),
     }
+}
+
+/// The `<tool_call>` family whose call starts `after` (the text after a `<tool_call>`), or
+/// None when it plainly starts none: `<function=` (qwen3-xml), `{` and a key (qwen3), a
+/// name and `<arg_key>` or `</tool_call>` (glm). Text quoted in a JSON string (`{\"name\"`)
+/// starts none.
+fn tool_call_family(after: &str) -> Option<Family> {
+    use super::{glm, qwen3, qwen3_xml};
+    let after = after.trim_start();
+    if after.starts_with(qwen3_xml::FUNCTION) {
+        return Some(Family::Qwen3Xml);
+    }
+    if after.strip_prefix('{').is_some_and(|rest| rest.trim_start().starts_with('"')) {
+        return Some(Family::Qwen3);
+    }
+    let name = after.find(|c: char| !(c.is_alphanumeric() || "_-.:/".contains(c))).unwrap_or(after.len());
+    let rest = after[name..].trim_start();
+    (name > 0 && (rest.starts_with(glm::ARG_KEY) || rest.starts_with(qwen3::CALL_END))).then_some(Family::Glm)
 }
 
 /// Text that holds the markers of two families ([`detect`]): which one wrote it cannot be
@@ -1344,8 +1387,51 @@ pub(crate) mod tests {
                 assert!(said.contains(&format!("`{b_marker}` ({b}) at byte {b_at}")), "{said}");
             }
         }
-        let qwen3_then_glm = "<tool_call>\n{\"name\": \"f\"}\n</tool_call><tool_call>f<arg_key>a</arg_key>";
-        assert_eq!(detect(qwen3_then_glm), Ok(Some(Family::Qwen3)));
+        let qwen3_in_a_string =
+            "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"s\": \"<tool_call>{\\\"name\\\"\"}}\n</tool_call>";
+        assert_eq!(detect(qwen3_in_a_string), Ok(Some(Family::Qwen3)));
+    }
+
+    /// The `<tool_call>` families are told apart by what follows each `<tool_call>`, not
+    /// only the first: a quoted Qwen3 JSON call before a Qwen3-Coder call (or a GLM call
+    /// after a Qwen3 one) is refused, not read as the first so the quoted call runs; a
+    /// `<tool_call>` that starts no call of its own (text inside a JSON string) decides nothing.
+    #[test]
+    fn tool_call_families_that_disagree_are_refused() {
+        let qwen3 = "<tool_call>\n{\"name\": \"rm\", \"arguments\": {}}\n</tool_call>";
+        let xml =
+            "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>";
+        let glm = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>";
+        let empty_glm = "<tool_call>get_time</tool_call>";
+        for (a, a_family) in [(qwen3, Family::Qwen3), (xml, Family::Qwen3Xml), (glm, Family::Glm)] {
+            assert_eq!(detect(&format!("{a}\n{a}")), Ok(Some(a_family)), "{a}");
+            for (b, b_family) in
+                [(qwen3, Family::Qwen3), (xml, Family::Qwen3Xml), (glm, Family::Glm), (empty_glm, Family::Glm)]
+            {
+                if a_family == b_family {
+                    continue;
+                }
+                let text = format!("Like `{a}`, so:\n{b}");
+                let Err(e) = detect(&text) else { panic!("{a_family} then {b_family}: {:?}", detect(&text)) };
+                let [(a_at, _, got_a), (b_at, _, got_b)] = e.markers;
+                assert_eq!((a_at, got_a, b_at, got_b), (6, a_family, a.len() + 13, b_family), "{text}");
+            }
+        }
+    }
+
+    /// A Llama 3 call that starts the text is a marker like any other: a `</think>` or a
+    /// `<tool_call>` in its arguments does not make it Qwen3 text (its call silently lost).
+    #[test]
+    fn a_llama3_call_at_the_start_counts_beside_other_markers() {
+        let think = "{\"name\": \"write\", \"parameters\": {\"text\": \"</think>\"}}";
+        assert_eq!(detect(think), Ok(Some(Family::Llama3)));
+        let python_tag = "{\"name\": \"write\", \"parameters\": {}}<|python_tag|>";
+        assert_eq!(detect(python_tag), Ok(Some(Family::Llama3)));
+        let quoting = "{\"name\": \"write\", \"parameters\": {\"text\": \"<tool_call>x\"}}";
+        let Err(e) = detect(quoting) else { panic!("{:?}", detect(quoting)) };
+        assert_eq!(e.markers.map(|(at, _, family)| (at, family)), [(0, Family::Llama3), (42, Family::Glm)]);
+        let list = "[rm(path=\"[TOOL_CALLS]\")]";
+        assert!(detect(list).is_err(), "{:?}", detect(list));
     }
 
     /// A whole call of each family read as blocks, as its template writes it.
