@@ -339,10 +339,22 @@ fn arguments(v: Option<&Value>) -> Result<Value, String> {
         None | Some(Value::Null) => Ok(Value::Object(Map::new())),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(Value::Object(Map::new())),
         Some(Value::String(s)) => raw::json_value(s)
-            .map_err(|e| format!("the arguments are not valid JSON ({e}): {s}"))
-            .and_then(|a| if a.is_object() { Ok(a) } else { Err(format!("the arguments are not a JSON object: {s}")) }),
+            .map_err(|e| format!("the arguments are not valid JSON ({e}): {}", quoted(s)))
+            .and_then(|a| {
+                if a.is_object() { Ok(a) } else { Err(format!("the arguments are not a JSON object: {}", quoted(s))) }
+            }),
         Some(o @ Value::Object(_)) => Ok(o.clone()),
-        Some(other) => Err(format!("the arguments are not a JSON object: {other}")),
+        Some(other) => Err(format!("the arguments are not a JSON object: {}", quoted(&other.to_string()))),
+    }
+}
+
+/// A model's text quoted in an error it is answered with: whole when short, else its first
+/// 200 characters and its length (a 64 MiB string is not sent back to the model in full).
+fn quoted(text: &str) -> std::borrow::Cow<'_, str> {
+    const MOST: usize = 200;
+    match text.char_indices().nth(MOST) {
+        None => text.into(),
+        Some((end, _)) => format!("{}… ({} bytes in all)", &text[..end], text.len()).into(),
     }
 }
 
@@ -583,6 +595,24 @@ mod tests {
             r#"[{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"t","input":{"a":1,"a":2}}]}]"#;
         let Err(ReadError(said)) = read_conversation(conversation, CallFormat::Auto, None) else { panic!("read") };
         assert!(said.contains("the key `a` is given twice"), "{said}");
+    }
+
+    /// Arguments that do not read are quoted in the call's error whole when short, and by
+    /// their start and length when long.
+    #[test]
+    fn unreadable_arguments_are_quoted_by_their_start_when_long() {
+        let call = |arguments: &str| {
+            let v = json!({"role": "assistant", "tool_calls": [{"id": "c", "type": "function",
+                "function": {"name": "t", "arguments": arguments}}]});
+            calls(&v.to_string()).remove(0).args.unwrap_err()
+        };
+        assert_eq!(call("[1]"), "the arguments are not a JSON object: [1]");
+        let long = format!("[\"é{}\"]", "x".repeat(1 << 20));
+        let said = call(&long);
+        assert!(said.len() < 600, "{} bytes", said.len());
+        assert!(said.ends_with(&format!("[\"é{}… ({} bytes in all)", "x".repeat(197), long.len())), "{said}");
+        let said = call(&format!("{{{}", "x".repeat(1 << 20)));
+        assert!(said.starts_with("the arguments are not valid JSON (") && said.len() < 600, "{said:.300}");
     }
 
     #[test]
