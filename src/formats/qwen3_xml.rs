@@ -225,8 +225,8 @@ pub(crate) fn typed(raw: &str, schema: Option<&Value>) -> Value {
 mod tests {
     use serde_json::{Value, json};
 
-    use super::super::raw::Family;
     use super::super::raw::tests::{as_json, parse_every_way};
+    use super::super::raw::{self, Family};
 
     fn schema() -> Value {
         json!({"type": "object", "properties": {
@@ -314,7 +314,7 @@ mod tests {
 
     #[test]
     fn many_calls_after_a_cut_call_fed_in_small_pieces_are_read_in_linear_work() {
-        use super::super::raw::{SchemaOf, Stream};
+        use super::super::raw::SchemaOf;
         let schema_of: SchemaOf<'_> = &|_| None;
         let cases = [
             (
@@ -326,15 +326,9 @@ mod tests {
         ];
         for (family, cut, call) in cases {
             let text = format!("{cut}{}", format!("Step, as a model would say.\n{call}\n").repeat(500));
-            let mut s = Stream::new(family);
-            let mut events = Vec::new();
-            for piece in text.as_bytes().chunks(16) {
-                events.extend(s.push(piece, schema_of));
-            }
-            assert!(s.work() < 16 * text.len(), "{family:?}: {} bytes read for {}", s.work(), text.len());
-            let (parsed, rest) = s.finish_events(schema_of).unwrap();
+            let (mut events, parsed, rest) = raw::tests::streamed_in_linear_work(family, &text, schema_of);
             events.extend(rest);
-            assert_eq!(super::super::raw::tests::joined(&events), parsed, "{family:?}");
+            assert_eq!(raw::tests::joined(&events), parsed, "{family:?}");
             assert_eq!(parsed.tool_calls.len(), 501, "{family:?}");
             assert!(parsed.tool_calls.iter().all(|c| c.arguments.is_err()), "{family:?}");
         }

@@ -1285,6 +1285,24 @@ pub(crate) mod tests {
         (parsed, events)
     }
 
+    /// `text` fed to a stream of `family` in pieces of 16 bytes, which it must read in linear
+    /// work (fewer than 16 bytes read per byte of text): the events sent before the end, the
+    /// parse, and the events sent at the end.
+    pub(crate) fn streamed_in_linear_work(
+        family: Family,
+        text: &str,
+        schema_of: SchemaOf<'_>,
+    ) -> (Vec<Event>, Parsed, Vec<Event>) {
+        let mut s = Stream::new(family);
+        let mut events = Vec::new();
+        for piece in text.as_bytes().chunks(16) {
+            events.extend(s.push(piece, schema_of));
+        }
+        assert!(s.work() < 16 * text.len(), "{family:?}: {} bytes read for {}", s.work(), text.len());
+        let (parsed, rest) = s.finish_events(schema_of).unwrap();
+        (events, parsed, rest)
+    }
+
     /// The events, joined: content, reasoning, calls.
     pub(crate) fn joined(events: &[Event]) -> Parsed {
         let mut p = Parsed::default();
@@ -1544,14 +1562,8 @@ pub(crate) mod tests {
             // One section of many calls (held until it ends), and text after it.
             let calls: String = (0..n).map(unit).collect();
             let text = format!("I will look them all up.{open}{calls}{close}\nDone.");
-            let mut s = Stream::new(family);
-            let mut events = Vec::new();
-            for piece in text.as_bytes().chunks(16) {
-                events.extend(s.push(piece, schema_of));
-            }
-            assert!(s.work() < 16 * text.len(), "{family:?}: {} bytes read for {}", s.work(), text.len());
+            let (events, parsed, rest) = streamed_in_linear_work(family, &text, schema_of);
             assert_eq!(calls_in(&events), n, "{family:?}: the calls are sent when the section ends");
-            let (parsed, rest) = s.finish_events(schema_of).unwrap();
             assert_eq!(parsed, parse(&text, family, schema_of));
             assert_eq!(parsed.tool_calls.len(), n);
             assert!(parsed.tool_calls.iter().all(|c| c.arguments.is_ok()), "{family:?}");
@@ -1564,13 +1576,7 @@ pub(crate) mod tests {
         let schema_of: SchemaOf<'_> = &|_| None;
         for (family, call) in WHOLE_CALLS {
             let text: String = (0..500).map(|i| format!("Step {i}, as a model would say.\n{call}\n")).collect();
-            let mut s = Stream::new(*family);
-            let mut events = Vec::new();
-            for piece in text.as_bytes().chunks(16) {
-                events.extend(s.push(piece, schema_of));
-            }
-            assert!(s.work() < 16 * text.len(), "{family:?}: {} bytes read for {}", s.work(), text.len());
-            let (parsed, rest) = s.finish_events(schema_of).unwrap();
+            let (mut events, parsed, rest) = streamed_in_linear_work(*family, &text, schema_of);
             events.extend(rest);
             assert_eq!(joined(&events), parsed, "{family:?}");
             assert_eq!(parsed.tool_calls.len(), 500, "{family:?}");
