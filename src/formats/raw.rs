@@ -211,7 +211,7 @@ pub fn detect(text: &str) -> Result<Option<Family>, Ambiguous> {
     }
     match found[..] {
         [] if text.contains(qwen3::THINK_END) || text.contains(qwen3::THINK_START) => Ok(Some(Family::Qwen3)),
-        [] => Ok((llama3::starts_like_a_call(text) || llama3::starts_like_a_list(text)).then_some(Family::Llama3)),
+        [] => Ok(None),
         [(_, _, family)] => Ok(Some(family)),
         [first, second, ..] => Err(Ambiguous { markers: [first, second] }),
     }
@@ -1355,6 +1355,8 @@ pub(crate) mod tests {
             ("{\"name\": \"f\", \"parameters\": {}}", Some(Family::Llama3)),
             ("<start_function_call>call:f{}<end_function_call>", Some(Family::Functiongemma)),
             ("<think>\nhm\n</think>\n\nHello", Some(Family::Qwen3)),
+            ("hm\n</think>\n\nHello", Some(Family::Qwen3)),
+            ("<think>\nhm, and the text ends", Some(Family::Qwen3)),
             ("<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>", Some(Family::Glm)),
             ("<tool_call>f<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>", Some(Family::Glm)),
             ("<think></think>\n<tool_call>ls</tool_call>", Some(Family::Glm)),
@@ -1450,6 +1452,15 @@ pub(crate) mod tests {
         assert_eq!(e.markers.map(|(at, _, family)| (at, family)), [(0, Family::Llama3), (42, Family::Glm)]);
         let list = "[rm(path=\"[TOOL_CALLS]\")]";
         assert!(detect(list).is_err(), "{:?}", detect(list));
+        // The marker named is the one the call starts with, where it starts.
+        for (text, at, marker) in [
+            ("{\"type\": \"function\", \"name\": \"rm\", \"parameters\": {\"s\": \"<|channel|>\"}}", 0, "{\"type\""),
+            ("\n { \"name\": \"rm\", \"parameters\": {\"s\": \"<|channel|>\"}}", 2, "{\"name\""),
+            ("[rm(s=\"<|channel|>\")]", 0, "[NAME("),
+        ] {
+            let Err(e) = detect(text) else { panic!("{text}: {:?}", detect(text)) };
+            assert_eq!(e.markers[0], (at, marker, Family::Llama3), "{text}");
+        }
     }
 
     /// A whole call of each family read as blocks, as its template writes it.
