@@ -715,6 +715,30 @@ mod tests {
         assert_eq!(stripped(sent, schema), json!({"children": [{"children": []}]}));
     }
 
+    /// A chain of references is followed for [`MAX_REFS`] steps and no more (beyond, the
+    /// schema accepts `null`: its `null` is kept); a `false` schema accepts nothing, null
+    /// neither.
+    #[test]
+    fn a_chain_of_references_is_followed_so_far_and_a_false_schema_takes_no_null() {
+        let chain = |refs: usize| {
+            let defs: Map<String, Value> = (0..refs)
+                .map(|i| {
+                    let next = if i + 1 == refs {
+                        json!({"type": "string"})
+                    } else {
+                        json!({"$ref": format!("#/$defs/d{}", i + 1)})
+                    };
+                    (format!("d{i}"), next)
+                })
+                .collect();
+            json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/d0"}}, "$defs": defs})
+        };
+        assert_eq!(stripped(json!({"a": null}), chain(MAX_REFS)), json!({}));
+        assert_eq!(stripped(json!({"a": null}), chain(MAX_REFS + 1)), json!({"a": null}));
+        let never = json!({"type": "object", "properties": {"a": false, "b": true}});
+        assert_eq!(stripped(json!({"a": null, "b": null}), never), json!({"b": null}));
+    }
+
     /// A schema whose references fan out (`allOf` of two references to itself, or a chain
     /// of such) is judged in bounded work: a schema too costly to judge accepts `null`, so
     /// its `null` is kept (validation then says what is wrong).
