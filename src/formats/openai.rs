@@ -781,6 +781,37 @@ mod tests {
             judged.work
         };
         assert_eq!(work(10), work(1000));
+        // What is counted, once: the 1,001 branches, the 1,000 required names, and the one
+        // schema judged for `a`'s null.
+        assert_eq!(work(1), 1001 + 1000 + 1);
+    }
+
+    /// How an object or array value finds the schema that describes it through `anyOf`,
+    /// `oneOf` and `allOf`: a branch may describe it by its `properties`, its `type`, or by
+    /// saying nothing of its kind (then followed further); an `allOf` of two is not merged
+    /// (nothing inside is stripped); a branch that names itself ends after [`MAX_REFS`]
+    /// steps.
+    #[test]
+    fn the_schema_that_describes_a_value_is_found_through_its_branches() {
+        let inner = json!({"properties": {"a": {"type": "string"}}});
+        let none = json!({"type": "null"});
+        let cases = [
+            // A branch of type object with no `properties` of its own is followed into its own `anyOf`.
+            (json!({"anyOf": [{"type": "object", "anyOf": [inner]}, none]}), json!({})),
+            // A branch that says nothing of its kind (no type, enum or const) is followed.
+            (json!({"anyOf": [{"allOf": [inner]}, none]}), json!({})),
+            (json!({"anyOf": [{"description": "any", "allOf": [inner]}, {"enum": [1]}]}), json!({})),
+            // Two schemas under `allOf` are not merged: nothing inside is stripped.
+            (json!({"allOf": [inner, {"enum": [{}]}]}), json!({"a": null})),
+            // A branch that only names itself describes nothing that can be told.
+            (json!({"anyOf": [{"$ref": "#/$defs/loop"}, none]}), json!({"a": null})),
+        ];
+        for (nested, want) in cases {
+            let schema = json!({"type": "object", "properties": {"n": nested},
+                "$defs": {"loop": {"anyOf": [{"$ref": "#/$defs/loop"}, none]}}});
+            let got = stripped(json!({"n": {"a": null}}), schema.clone());
+            assert_eq!(got, json!({"n": want}), "{schema}");
+        }
     }
 
     /// Each property schema is judged once per call: an array of many objects naming a
