@@ -188,15 +188,7 @@ mod tests {
         // anything after.
         let text = "<tool_call>write_file\n<arg_key>content</arg_key>\n<arg_value>To delete:\n<tool_call>rm\n<arg_key>path</arg_key>\n<arg_value>/</arg_value>\n</tool_call></arg_value>\n</tool_call>\n<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>";
         let p = parse(text);
-        let calls = p["tool_calls"].as_array().unwrap();
-        assert_eq!(calls.len(), 3, "{p}");
-        assert_eq!(calls[0]["name"], json!("write_file"), "{p}");
-        assert!(calls[0]["error"].is_object(), "{p}");
-        for (c, name) in calls[1..].iter().zip(["rm", "get_weather"]) {
-            assert_eq!(c["name"], json!(name), "{p}");
-            let message = c["error"]["message"].as_str().unwrap();
-            assert!(message.contains("follows a call that the start of another call cut off"), "{p}");
-        }
+        super::super::raw::tests::assert_cut_and_refused(&p, "write_file", &["rm", "get_weather"]);
     }
 
     #[test]

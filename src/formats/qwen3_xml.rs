@@ -282,15 +282,7 @@ mod tests {
         // anything after.
         let text = "<tool_call>\n<function=write_file>\n<parameter=content>\nTo delete:\n<tool_call>\n<function=rm>\n<parameter=path>\n/\n</parameter>\n</function>\n</tool_call>\n</parameter>\n</function>\n</tool_call>\nand <tool_call>\n<function=g>\n</function>\n</tool_call>";
         let p = parse(text);
-        let calls = p["tool_calls"].as_array().unwrap();
-        assert_eq!(calls.len(), 3, "{p}");
-        assert_eq!(calls[0]["name"], json!("write_file"), "{p}");
-        assert!(calls[0]["error"].is_object(), "{p}");
-        for (c, name) in calls[1..].iter().zip(["rm", "g"]) {
-            assert_eq!(c["name"], json!(name), "{p}");
-            let message = c["error"]["message"].as_str().unwrap();
-            assert!(message.contains("follows a call that the start of another call cut off"), "{p}");
-        }
+        super::super::raw::tests::assert_cut_and_refused(&p, "write_file", &["rm", "g"]);
         // A call cut off mid-value by a new call is the same text: the new call does not run.
         let p = parse(
             "<tool_call>\n<function=f>\n<parameter=path>\n/tm<tool_call>\n<function=g>\n</function>\n</tool_call>",

@@ -1303,6 +1303,20 @@ pub(crate) mod tests {
         (events, parsed, rest)
     }
 
+    /// `p` (a parse as JSON) holds `first`, cut off by the start of another call (an error), and
+    /// then `later`, each refused because it follows such a call.
+    pub(crate) fn assert_cut_and_refused(p: &Value, first: &str, later: &[&str]) {
+        let calls = p["tool_calls"].as_array().unwrap();
+        assert_eq!(calls.len(), 1 + later.len(), "{p}");
+        assert_eq!(calls[0]["name"], serde_json::json!(first), "{p}");
+        assert!(calls[0]["error"].is_object(), "{p}");
+        for (c, name) in calls[1..].iter().zip(later) {
+            assert_eq!(c["name"], serde_json::json!(name), "{p}");
+            let message = c["error"]["message"].as_str().unwrap();
+            assert!(message.contains("follows a call that the start of another call cut off"), "{p}");
+        }
+    }
+
     /// The events, joined: content, reasoning, calls.
     pub(crate) fn joined(events: &[Event]) -> Parsed {
         let mut p = Parsed::default();

@@ -265,14 +265,21 @@ fn functiongemma_calls() {
     out.success().stdout_contains("<start_function_response>response:count{error:").stdout_contains("does not parse");
 }
 
+/// `packs call` of FunctionGemma text: its output, and each `<start_function_response>…` in it.
+fn function_responses(input: &str) -> (String, Vec<String>) {
+    let out = call(input, &[]);
+    let text = out.success().stdout().to_owned();
+    let responses = text.split_terminator("<end_function_response>\n").map(str::to_owned).collect();
+    (text, responses)
+}
+
 #[test]
 fn functiongemma_a_malformed_call_fails_alone_and_the_others_run() {
     // Malformed, but its end tag is outside any string: it fails alone.
     let input = "<start_function_call>call:count{n:2} trailing<end_function_call>\
                  <start_function_call>call:echo_words{words:<escape>ran<escape>}<end_function_call>";
-    let out = call(input, &[]);
-    let text = out.success().stdout();
-    let responses: Vec<&str> = text.split_terminator("<end_function_response>\n").collect();
+    let (text, responses) = function_responses(input);
+    let responses: Vec<&str> = responses.iter().map(String::as_str).collect();
     assert_eq!(responses.len(), 2, "{text}");
     assert!(responses[0].starts_with("<start_function_response>response:count{error:{"), "{text}");
     assert!(responses[0].contains("unexpected text after the call"), "{text}");
@@ -285,9 +292,8 @@ fn functiongemma_a_call_after_one_cut_off_inside_a_string_does_not_run() {
     // the string quotes (this test ran `echo_words` before): neither runs.
     let input = "<start_function_call>call:count{n:<escape>open}<end_function_call>\
                  <start_function_call>call:echo_words{words:<escape>ran<escape>}<end_function_call>";
-    let out = call(input, &[]);
-    let text = out.success().stdout();
-    let responses: Vec<&str> = text.split_terminator("<end_function_response>\n").collect();
+    let (text, responses) = function_responses(input);
+    let responses: Vec<&str> = responses.iter().map(String::as_str).collect();
     assert_eq!(responses.len(), 2, "{text}");
     assert!(responses[0].starts_with("<start_function_response>response:count{error:{"), "{text}");
     // The error is well-formed FunctionGemma: the model's `<escape>` is not echoed raw.
